@@ -1,0 +1,5 @@
+import sys
+
+from tritonfp8.cli import main
+
+sys.exit(main())
