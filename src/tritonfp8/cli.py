@@ -32,12 +32,16 @@ def _available_suites() -> dict:
     return out
 
 
-def _add_common_bench_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--quick", action="store_true", help="a few representative shapes, fewer repeats")
-    p.add_argument("--repeats", type=int, default=None, help="interleaved rounds per case (default 3, quick 2)")
-    p.add_argument("--out", default="benchmarks/results", help="folder for the JSON results and PNG plots")
-    p.add_argument("--no-save", action="store_true", help="print the table only; write no files")
-    p.add_argument("--profile", action="store_true", help="run one case under Nsight Compute (ncu) and summarise")
+def _add_common_bench_args(p: argparse.ArgumentParser, in_suite: bool = False) -> None:
+    # In a suite's subparser the defaults are SUPPRESS: argparse copies every subparser default over the parent's
+    # values, so `bench --quick quant` would otherwise lose --quick.
+    d = (lambda v: argparse.SUPPRESS) if in_suite else (lambda v: v)
+    p.add_argument("--quick", action="store_true", default=d(False), help="a few representative shapes, fewer repeats")
+    p.add_argument("--repeats", type=int, default=d(None), help="interleaved rounds per case (default 3, quick 2)")
+    p.add_argument("--out", default=d("benchmarks/results"), help="folder for the JSON results and PNG plots")
+    p.add_argument("--no-save", action="store_true", default=d(False), help="print the table only; write no files")
+    p.add_argument("--profile", action="store_true", default=d(False),
+                   help="run one case under Nsight Compute (ncu) and summarise")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench_sub = bench.add_subparsers(dest="suite")
     for name, mod in _available_suites().items():
         sp = bench_sub.add_parser(name, help=getattr(mod, "DESCRIPTION", name))
-        _add_common_bench_args(sp)
+        _add_common_bench_args(sp, in_suite=True)
         if hasattr(mod, "add_arguments"):
             mod.add_arguments(sp)
 
