@@ -51,6 +51,9 @@ class CodegenSpec:
     description: str = ""
     min_arch: int = 80
     options: dict[str, Any] = field(default_factory=dict)
+    # Arguments (pointers or ints) that the launcher's specialization sees as divisible by 16, as Triton marks
+    # 16-byte-aligned pointers and multiples of 16 at run time; without it offline loads are not vectorized.
+    divisible: tuple[str, ...] = ()
 
     def kernel_name(self, arch: int, mode: str) -> str:
         kn = self.name(arch) if callable(self.name) else self.name.evolve(arch=arch)
@@ -116,7 +119,9 @@ def compile_spec(spec: CodegenSpec, arch: int = 90, mode: str = "cutlass"):
     constexprs["KERNEL_NAME"] = spec.kernel_name(arch, mode)
     signature = dict(spec.signature)
     signature["KERNEL_NAME"] = "constexpr"
-    src = ASTSource(fn=spec.fn, signature=signature, constexprs=constexprs)
+    arg_names = spec.fn.arg_names
+    attrs = {(arg_names.index(n),): [["tt.divisibility", 16]] for n in spec.divisible}
+    src = ASTSource(fn=spec.fn, signature=signature, constexprs=constexprs, attrs=attrs)
     options = {"num_warps": spec.num_warps, "num_stages": spec.num_stages, **spec.options}
     return triton.compile(src, target=GPUTarget("cuda", arch, 32), options=options)
 

@@ -1,0 +1,467 @@
+"""FP8 quantization: ``xq, scale = quantize(x, granularity, dtype)`` and its inverse ``dequantize(xq, scale)``.
+
+Scales are fp32 *dequantization* factors: ``x ≈ xq.float() * scale``, the scale broadcast over its group.
+
+Granularities (``x`` seen as a 2-D (M, K) matrix: M = product of the leading dims, K = the last dim; a 1-D x is
+(1, K)):
+
+============  ==========================  =====================================================================
+granularity   scale shape                 one scale per
+============  ==========================  =====================================================================
+"tensor"      ``()``                      the whole tensor (any shape, 0-d included)
+"row"         ``(M, 1)``                  row of the (M, K) view
+"col"         ``(1, K)``                  column of the (M, K) view (leading dims flattened into M)
+(1, G)        ``(M, ceil(K/G))``          G consecutive elements of a row; the last group of a row may be partial
+(G, G)        ``(ceil(M/G), ceil(K/G))``  G x G block of the (M, K) view; edge blocks may be partial
+============  ==========================  =====================================================================
+
+G is 128 (DeepSeek-V3 style 1x128 activations / 128x128 weights); any power of two from 16 to 128 is accepted.
+Granularities may be given as tuples or lists.
+
+Rounding rule (kernel and reference, bit for bit):
+
+- ``amax`` = max |x| over the group, in fp32; NaN elements are ignored by it.
+- ``scale = max(amax, AMAX_FLOOR) / fmax`` in IEEE fp32 division, ``AMAX_FLOOR = 2**-40`` (≈ 9.1e-13, exact in
+  fp32): an all-zero group gets the finite scale ``2**-40 / fmax`` and exact zeros. ``fmax`` is 448 (E4M3) or
+  57344 (E5M2).
+- ``xq = fp8(round_nearest_even(clamp(x / scale, -fmax, fmax)))`` with IEEE fp32 division: values saturate at
+  ±fmax, never NaN or inf, -0 stays -0.
+- A given ``scale`` (static quantization) replaces the computed one; nothing else changes.
+- NaN elements quantize to NaN. ±inf makes its group's amax and scale inf: the group's finite values become 0 and
+  the inf itself NaN (inf / inf). Guarding against that is the precision guard's job, not this op's.
+
+Outputs: ``xq`` is contiguous with x's shape; scales are contiguous fp32. Non-contiguous 2-D inputs are read in place
+through their strides (fast when the last dim is the contiguous one); other inputs whose leading dims cannot be
+flattened without a copy are copied once by ``reshape``.
+
+``quantize_torch`` / ``dequantize_torch`` are the plain-PyTorch references (CPU or GPU), reused by the GEMM and
+attention references.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence, Union
+
+import torch
+import triton
+
+from tritonfp8 import _backend
+from tritonfp8._formats import FLOAT_INPUT_DTYPES, fp8_format, short_name
+
+Granularity = Union[str, Sequence[int]]
+
+AMAX_FLOOR = 2.0**-40
+GROUP_SIZES = (16, 32, 64, 128)
+
+# Largest (M, K) tile, in elements, that one program quantizes in registers in one pass. Longer rows (row mode) and
+# taller columns (col mode) take two passes: an amax kernel, then the cast. 16384 bf16 = 32 KB per program; at 8
+# warps that is 64 fp32 values per thread. Tests lower it to reach the two-pass paths with small shapes.
+_ONE_PASS_MAX_ELEMS = 16384
+# Elements per program for elementwise tiles (static scales, second passes): 8192 bf16 = 16 KB of reads in flight.
+_TILE_ELEMS = 8192
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Granularity and scale shapes
+
+
+def _normalize_granularity(granularity: Granularity) -> tuple:
+    """("tensor",) | ("row",) | ("col",) | ("group", G) | ("block", G); ValueError naming ``granularity``."""
+    if isinstance(granularity, str):
+        if granularity in ("tensor", "row", "col"):
+            return (granularity,)
+    elif isinstance(granularity, (tuple, list)) and len(granularity) == 2:
+        a, b = granularity
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in (a, b)) and b in GROUP_SIZES:
+            if a == 1:
+                return ("group", b)
+            if a == b:
+                return ("block", b)
+    raise ValueError(
+        f"granularity: expected 'tensor', 'row', 'col', (1, G) or (G, G) with G in {GROUP_SIZES}, "
+        f"got {granularity!r}"
+    )
+
+
+def _as_2d_shape(shape: Sequence[int]) -> tuple[int, int]:
+    if len(shape) == 0:
+        return 1, 1
+    k = shape[-1]
+    m = 1
+    for d in shape[:-1]:
+        m *= d
+    return m, k
+
+
+def scale_shape(x_shape: Sequence[int], granularity: Granularity) -> tuple[int, ...]:
+    """Shape of the scale that :func:`quantize` returns for an input of ``x_shape``."""
+    g = _normalize_granularity(granularity)
+    m, k = _as_2d_shape(x_shape)
+    kind = g[0]
+    if kind == "tensor":
+        return ()
+    if kind == "row":
+        return (m, 1)
+    if kind == "col":
+        return (1, k)
+    G = g[1]
+    if kind == "group":
+        return (m, triton.cdiv(k, G))
+    return (triton.cdiv(m, G), triton.cdiv(k, G))
+
+
+def _group_dims(g: tuple, m: int, k: int) -> tuple[int, int]:
+    """Group extent along M and K (the whole dimension for "all"; at least 1)."""
+    kind = g[0]
+    whole_m, whole_k = max(m, 1), max(k, 1)
+    return {
+        "tensor": (whole_m, whole_k),
+        "row": (1, whole_k),
+        "col": (whole_m, 1),
+        "group": (1, g[-1]),
+        "block": (g[-1], g[-1]),
+    }[kind]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Plain-PyTorch reference
+
+
+def _amax_per_group(x2: torch.Tensor, g: tuple) -> torch.Tensor:
+    """fp32 max |x| per group of the (M, K) matrix ``x2``, NaN ignored, zero padding for partial groups."""
+    m, k = x2.shape
+    gm, gk = _group_dims(g, m, k)
+    whole_m, whole_k = g[0] in ("tensor", "col"), g[0] in ("tensor", "row")
+    sm = 1 if whole_m else triton.cdiv(m, gm)  # a whole (even empty) dimension still has one scale
+    sk = 1 if whole_k else triton.cdiv(k, gk)
+    a = x2.float().abs()
+    a = torch.where(torch.isnan(a), torch.zeros_like(a), a)
+    a = torch.nn.functional.pad(a, (0, sk * gk - k, 0, sm * gm - m))
+    return a.reshape(sm, gm, sk, gk).amax(dim=(1, 3))
+
+
+def _group_of(dim: int, n_scales: int) -> int | None:
+    """Group size along a dim of ``dim`` elements that has ``n_scales`` scales: 1, the whole dim, or the power of
+    two G >= 2 with ceil(dim / G) == n_scales (unique when n_scales > 1). None if there is none."""
+    if n_scales == dim:
+        return 1
+    if n_scales == 1:
+        return max(dim, 1)
+    g = 2
+    while g < 2 * max(dim, 1):
+        if triton.cdiv(dim, g) == n_scales:
+            return g
+        g *= 2
+    return None
+
+
+def _expand_scale(scale: torch.Tensor, m: int, k: int, arg: str = "scale") -> torch.Tensor:
+    """``scale`` (shape (), (1,) or 2-D) broadcast to (m, k), group sizes inferred from the shape."""
+    if scale.dim() == 0 or (scale.dim() == 1 and scale.shape[0] == 1):
+        return scale.reshape(1, 1).expand(m, k)
+    if scale.dim() == 2:
+        g0 = _group_of(m, scale.shape[0])
+        g1 = _group_of(k, scale.shape[1])
+        if g0 is not None and g1 is not None:
+            i0 = torch.arange(m, device=scale.device) // g0
+            i1 = torch.arange(k, device=scale.device) // g1
+            return scale.index_select(0, i0).index_select(1, i1)
+    raise ValueError(
+        f"{arg}: shape {tuple(scale.shape)} does not match data of 2-D shape ({m}, {k}); expected (), (1,), (M, 1), "
+        "(1, K), (M, ceil(K/G)) or (ceil(M/G), ceil(K/G)) for a power of two G"
+    )
+
+
+def quantize_torch(
+    x: torch.Tensor,
+    granularity: Granularity,
+    dtype: torch.dtype = torch.float8_e4m3fn,
+    scale: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Plain-PyTorch reference of :func:`quantize` (same rounding rule, same shapes, bit for bit)."""
+    g = _normalize_granularity(granularity)
+    fmt = fp8_format(dtype)
+    m, k = _as_2d_shape(x.shape)
+    x2 = x.reshape(m, k).float()
+    shape = scale_shape(x.shape, granularity)
+    # Divisors are tensors on x's device: torch's CUDA division by a CPU scalar multiplies by its reciprocal
+    # (BinaryDivTrueKernel.cu, "may lose one bit"), which is not the IEEE division of the rule.
+    if scale is None:
+        amax = _amax_per_group(x2, g)
+        s = torch.clamp(amax, min=AMAX_FLOOR) / amax.new_full((), fmt.max)
+        s = s.reshape(shape)
+    else:
+        s = scale.reshape(shape).float().to(x2.device)
+    y = x2 / _expand_scale(s, m, k)
+    xq = torch.clamp(y, -fmt.max, fmt.max).to(dtype)
+    return xq.reshape(x.shape), s
+
+
+def dequantize_torch(xq: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    """``xq.float() * scale`` (scale broadcast per tensor/row/column/group/block, as its shape says), cast to dtype."""
+    m, k = _as_2d_shape(xq.shape)
+    full = _expand_scale(scale.float(), m, k)
+    return (xq.reshape(m, k).float() * full).to(dtype).reshape(xq.shape)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Launch plan: a small pure function of the granularity and the shape.
+
+
+@dataclass(frozen=True)
+class _Tile:
+    block_m: int
+    block_k: int
+    num_warps: int
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How one quantize call runs. ``source``: "tile" (one pass), "amax" (amax kernel, then cast) or "given"."""
+
+    kind: str
+    group: int
+    scaling: str  # kernel-name scaling token
+    source: str
+    scale_axis: str  # "row" | "col" | "tile"
+    cast: _Tile
+    amax: _Tile | None = None
+    reduce: str | None = None  # amax kernel reduction: "all" | "row" | "col"
+    arch: int = 90
+
+    def cast_constexprs(self, out_dtype: torch.dtype) -> dict:
+        from tritonfp8._kernels.fp8cast import triton_fp8_dtype
+
+        return {
+            "BLOCK_M": self.cast.block_m,
+            "BLOCK_K": self.cast.block_k,
+            "SCALE_AXIS": self.scale_axis,
+            "SCALE_SRC": self.source,
+            "OUT_DTYPE": triton_fp8_dtype(out_dtype),
+            "FMAX": fp8_format(out_dtype).max,
+            "AMAX_FLOOR": AMAX_FLOOR,
+        }
+
+    def amax_constexprs(self) -> dict:
+        return {"BLOCK_M": self.amax.block_m, "BLOCK_K": self.amax.block_k, "REDUCE": self.reduce}
+
+    def cast_name(self, in_dtype: torch.dtype, out_dtype: torch.dtype):
+        from tritonfp8.naming import KernelName
+
+        schedule = {"tile": "ptr", "amax": "twopass", "given": "static"}[self.source]
+        return KernelName(
+            arch=self.arch,
+            op="fp8quant",
+            types=(short_name(in_dtype), short_name(out_dtype)),
+            tile=(self.cast.block_m, self.cast.block_k, 1),
+            warps=self.cast.num_warps,
+            stages=1,
+            schedule=schedule,
+            scaling=self.scaling,
+        )
+
+    def amax_name(self, in_dtype: torch.dtype):
+        from tritonfp8.naming import KernelName
+
+        return KernelName(
+            arch=self.arch,
+            op="amax",
+            types=(short_name(in_dtype), "f32"),
+            tile=(self.amax.block_m, self.amax.block_k, 1),
+            warps=self.amax.num_warps,
+            stages=1,
+            schedule="ptr",
+            scaling=self.scaling,
+        )
+
+
+def _pow2(n: int) -> int:
+    return triton.next_power_of_2(max(int(n), 1))
+
+
+def _warps(elems: int) -> int:
+    # About 32 elements per thread: 8 x 16-byte bf16 vectors in flight per thread, no spills (see codegen tests).
+    return max(1, min(16, elems // 1024)) if elems >= 4096 else 4
+
+
+def _tile(block_m: int, block_k: int) -> _Tile:
+    return _Tile(block_m, block_k, _warps(block_m * block_k))
+
+
+def _elementwise_tile(m: int, k: int) -> _Tile:
+    """Tile of passes that need no whole group: wide along the contiguous K axis, rows to fill _TILE_ELEMS."""
+    block_k = min(max(_pow2(k), 16), 1024)
+    block_m = max(1, min(_pow2(m), _TILE_ELEMS // block_k))
+    return _tile(block_m, block_k)
+
+
+def _plan(g: tuple, m: int, k: int, static: bool, arch: int = 90) -> _Plan:
+    kind = g[0]
+    group = g[1] if len(g) > 1 else 0
+    scaling = {
+        "tensor": "tensorwise",
+        "row": "rowwise",
+        "col": "colwise",
+        "group": f"group1x{group}",
+        "block": f"block{group}x{group}",
+    }[kind]
+    base = dict(kind=kind, group=group, scaling=scaling, arch=arch)
+
+    if kind in ("group", "block"):
+        block_m = group if kind == "block" else max(1, min(_pow2(m), _TILE_ELEMS // group))
+        axis = "row" if kind == "group" else "tile"
+        return _Plan(**base, source="given" if static else "tile", scale_axis=axis, cast=_tile(block_m, group))
+    if static:
+        axis = {"tensor": "tile", "row": "row", "col": "col"}[kind]
+        return _Plan(**base, source="given", scale_axis=axis, cast=_elementwise_tile(m, k))
+    if kind == "row" and _pow2(k) <= _ONE_PASS_MAX_ELEMS:
+        block_k = max(_pow2(k), 16)
+        block_m = max(1, min(_pow2(m), _TILE_ELEMS // block_k))
+        return _Plan(**base, source="tile", scale_axis="row", cast=_tile(block_m, block_k))
+    if kind == "col" and _pow2(m) * 16 <= _ONE_PASS_MAX_ELEMS:
+        block_m = _pow2(m)
+        block_k = max(16, min(_pow2(k), _TILE_ELEMS // block_m))
+        return _Plan(**base, source="tile", scale_axis="col", cast=_tile(block_m, block_k))
+    # Two passes: amax kernel into a buffer, then the cast.
+    axis = {"tensor": "tile", "row": "row", "col": "col"}[kind]
+    tile = _elementwise_tile(m, k)
+    return _Plan(**base, source="amax", scale_axis=axis, cast=tile, amax=tile, reduce={"tensor": "all"}.get(kind, kind))
+
+
+def _amax_grid(plan: _Plan, m: int, k: int, device: torch.device) -> tuple[int, int]:
+    """(PROGS_M, PROGS_K) of the amax kernel. Along the reduced direction each program visits a few tiles, so
+    atomics stay few while programs stay short: at 8192 x 8192 bf16 a 4-tile program reads 64 KB, about 2 us of one
+    SM's share of HBM bandwidth (4.3 TB/s / 132 SMs), which bounds the tail of the last wave."""
+    tiles_m = triton.cdiv(m, plan.amax.block_m)
+    tiles_k = triton.cdiv(k, plan.amax.block_k)
+    per_prog = 4 if device.type == "cuda" else 64  # interpreter: fewer, longer programs run faster
+    if plan.reduce == "row":
+        return tiles_m, triton.cdiv(tiles_k, per_prog)
+    return triton.cdiv(tiles_m, per_prog), tiles_k  # "col" and "all"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Public ops
+
+
+def _check_input(x, op: str) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{op}: x: expected a torch.Tensor, got {type(x).__name__}")
+    if x.dtype not in FLOAT_INPUT_DTYPES:
+        raise TypeError(f"{op}: x: expected a bfloat16, float16 or float32 tensor, got {x.dtype}")
+
+
+def _check_scale(scale, expected: tuple[int, ...], device: torch.device, kind: str) -> None:
+    if scale.dtype != torch.float32:
+        raise ValueError(f"quantize: scale: expected a float32 tensor (dequantization factors), got {scale.dtype}")
+    ok = tuple(scale.shape) == expected or (kind == "tensor" and tuple(scale.shape) == (1,))
+    if not ok:
+        want = "() or (1,)" if kind == "tensor" else str(expected)
+        raise ValueError(f"quantize: scale: expected shape {want} for {kind} granularity, got {tuple(scale.shape)}")
+    if scale.device != device:
+        raise ValueError(f"quantize: scale: expected a tensor on {device} (where x is), got {scale.device}")
+
+
+def quantize(
+    x: torch.Tensor,
+    granularity: Granularity,
+    dtype: torch.dtype = torch.float8_e4m3fn,
+    scale: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Quantize ``x`` to FP8 with fp32 dequantization scales: ``x ≈ xq.float() * scale``.
+
+    Args:
+        x: bf16/fp16/fp32 tensor, any shape (row/col/group/block: at least 1-D, seen as (M, K), M = product of the
+            leading dims). Any strides.
+        granularity: "tensor", "row", "col", (1, G) or (G, G), G = 128 (16..128, powers of two).
+        dtype: torch.float8_e4m3fn (±448) or torch.float8_e5m2 (±57344).
+        scale: optional static fp32 scale of the granularity's scale shape (tensor: () or (1,)), on x's device;
+            used instead of computing one.
+
+    Returns:
+        ``(xq, scale)``: xq contiguous, x's shape, ``dtype``; scale fp32, shape per the module table (the given
+        scale, reshaped to it, when static).
+
+    One pass over x for row (K <= 16384), col (M <= 1024), (1, G), (G, G) and static scales; two passes (amax, then
+    cast) for "tensor" and longer rows/columns. Rounding rule and NaN/inf behaviour: see the module docstring.
+    """
+    _check_input(x, "quantize")
+    g = _normalize_granularity(granularity)
+    fp8_format(dtype)
+    kind = g[0]
+    if kind != "tensor" and x.dim() == 0:
+        raise ValueError(f"quantize: x: expected at least 1 dimension for {kind} granularity, got a 0-d tensor")
+    if scale is not None and not isinstance(scale, torch.Tensor):
+        raise TypeError(f"quantize: scale: expected a torch.Tensor or None, got {type(scale).__name__}")
+    device = _backend.check_device("quantize", [("x", x), ("scale", scale)])
+    shape = scale_shape(x.shape, granularity)
+    if scale is not None:
+        _check_scale(scale, shape, device, kind)
+
+    if device.type == "cuda" and not _backend.has_fp8_tensor_cores(device):
+        _backend.warn_once(
+            "quantize-fallback",
+            "tritonfp8.quantize: this GPU has no FP8 conversion instructions (needs sm_89+); using the PyTorch path",
+        )
+        return quantize_torch(x, granularity, dtype, scale)
+
+    if x.numel() == 0:
+        return quantize_torch(x, granularity, dtype, scale)  # empty xq; scales of empty groups: the safe scale
+
+    m, k = _as_2d_shape(x.shape)
+    xq = torch.empty((m, k), dtype=dtype, device=device)
+    s = scale.reshape(shape) if scale is not None else torch.empty(shape, dtype=torch.float32, device=device)
+    x2 = x.reshape(m, k)
+    plan = _plan(g, m, k, scale is not None, arch=_backend.arch_of(device))
+    s2 = s.reshape(1, 1) if kind == "tensor" else s
+    # Scale addressing (see _kernels/quantize.py): "all" dimensions get stride 0.
+    stride_sm = 0 if kind in ("tensor", "col") else s2.stride(0)
+    stride_sk = 0 if kind in ("tensor", "row") else s2.stride(1)
+
+    from tritonfp8._kernels import quantize as kq
+
+    if plan.source == "amax":
+        amax = torch.zeros(shape, dtype=torch.int32, device=device).reshape(s2.shape)
+        progs_m, progs_k = _amax_grid(plan, m, k, device)
+        kq.amax_kernel[(progs_m * progs_k,)](
+            x2, amax, m, k, x2.stride(0), x2.stride(1), stride_sm, stride_sk, progs_m, progs_k,
+            **plan.amax_constexprs(),
+            KERNEL_NAME=plan.amax_name(x.dtype).build(),
+            num_warps=plan.amax.num_warps,
+            num_stages=1,
+        )  # fmt: skip
+    else:
+        amax = s2.view(torch.int32)  # unused by the kernel
+    tiles_m = triton.cdiv(m, plan.cast.block_m)
+    tiles_k = triton.cdiv(k, plan.cast.block_k)
+    kq.quantize_kernel[(tiles_m * tiles_k,)](
+        x2, xq, s2, amax, m, k, x2.stride(0), x2.stride(1), stride_sm, stride_sk, tiles_k,
+        **plan.cast_constexprs(dtype),
+        KERNEL_NAME=plan.cast_name(x.dtype, dtype).build(),
+        num_warps=plan.cast.num_warps,
+        num_stages=1,
+    )  # fmt: skip
+    return xq.reshape(x.shape), s
+
+
+def dequantize(xq: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    """``xq.float() * scale`` cast to ``dtype``; the scale's shape says the granularity (see the module table).
+
+    Plain PyTorch (runs wherever xq lives). ``scale`` is fp32, shape (), (1,), (M, 1), (1, K), (M, ceil(K/G)) or
+    (ceil(M/G), ceil(K/G)) for xq seen as (M, K).
+    """
+    if not isinstance(xq, torch.Tensor):
+        raise TypeError(f"dequantize: xq: expected a torch.Tensor, got {type(xq).__name__}")
+    fp8_format(xq.dtype, "xq")
+    if not isinstance(scale, torch.Tensor):
+        raise TypeError(f"dequantize: scale: expected a torch.Tensor, got {type(scale).__name__}")
+    if scale.dtype != torch.float32:
+        raise TypeError(f"dequantize: scale: expected a float32 tensor, got {scale.dtype}")
+    if dtype not in FLOAT_INPUT_DTYPES:
+        raise TypeError(f"dequantize: dtype: expected torch.bfloat16, torch.float16 or torch.float32, got {dtype}")
+    if scale.device != xq.device:
+        raise ValueError(f"dequantize: scale is on {scale.device} but xq is on {xq.device}; expected one device")
+    m, k = _as_2d_shape(xq.shape)
+    _expand_scale(scale, m, k, arg="dequantize: scale")  # ValueError naming scale on a mismatched shape
+    return dequantize_torch(xq, scale, dtype)
