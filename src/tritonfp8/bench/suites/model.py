@@ -1,0 +1,518 @@
+"""End-to-end: a Llama-style decoder in BF16 eager vs tritonfp8 FP8 (eager and torch.compile).
+
+The model is written here in plain PyTorch (RMSNorm, RoPE, GQA attention, SwiGLU MLP, separate q/k/v/o and
+gate/up/down ``nn.Linear`` layers as in Llama), with random weights (normal, std 0.02) — no checkpoint needed:
+
+- ``8b``: Llama-3-8B shapes: hidden 4096, 32 heads / 8 KV heads of 128, MLP 14336, 32 layers, vocabulary 128256.
+- ``70b-layer``: one decoder layer of Llama-3-70B: hidden 8192, 64 / 8 heads of 128, MLP 28672 (hidden states in
+  and out; no embedding or head).
+- ``tiny``: 2 layers, hidden 128 (CPU tests of the suite's bookkeeping, in the Triton interpreter).
+
+Variants, timed interleaved in one process (:func:`tritonfp8.bench.harness.bench_interleaved`):
+
+- ``bf16``: the BF16 model, eager; attention by ``F.scaled_dot_product_attention`` (flash); decode reads a dense
+  BF16 KV cache (B, Hkv, S, D).
+- ``fp8``: :func:`tritonfp8.convert_model` (recipe ``--recipe``, lm_head kept BF16), prefill attention by
+  :func:`tritonfp8.ops.attention` (BF16 in, fused per-head quantization), decode through the FP8 paged cache
+  (:func:`tritonfp8.ops.write_kv_cache` + :func:`tritonfp8.ops.decode_attention`, pages of 64 tokens).
+- ``fp8c``: the same FP8 model with each decoder layer under ``torch.compile(fullgraph=True)`` (inductor fuses
+  RMSNorm, RoPE and SwiGLU around our custom ops; one compiled graph serves every layer).
+
+Measured: prefill tokens/s (batch 1, S tokens; the head computes the last position's logits only, as a server
+does), decode tokens/s (one step of B sequences at a context of C tokens: B / step time; the caches are filled with
+random values, which costs the same as real ones), and agreement with BF16: cosine similarity of the final hidden
+states (after the final norm, every position) and of the logits (last 64 positions) on one prefill, per recipe.
+
+Targets (H200): 70b-layer prefill at 8k tokens >= 1.6x BF16 eager; 8b prefill >= 1.4x; decode at batch 32,
+context 4096 >= 1.3x; cosine >= 0.99 for every recipe.
+
+``--checkpoint DIR`` (a local transformers causal-LM checkpoint, e.g. a small Llama) adds next-token agreement and
+perplexity of BF16 vs FP8 on ``--text FILE`` (or a built-in paragraph), through
+:mod:`tritonfp8.integrations.transformers`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+DESCRIPTION = "Llama-style decoder end to end: BF16 eager vs FP8 (eager, compiled): prefill/decode tokens/s, agreement"
+
+TARGETS = {"prefill-70b-layer": 1.6, "prefill-8b": 1.4, "decode-8b-b32-c4096": 1.3}
+MIN_COSINE = 0.99
+PAGE = 64
+_DEVICE = "cuda"  # the CPU test of the bookkeeping sets "cpu" (tiny shapes in the interpreter, wall-clock timer)
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    layers: int
+    vocab: int  # 0: no embedding and no head (a bare stack of layers, hidden states in and out)
+    rope_theta: float = 500000.0
+
+
+SHAPES = {
+    "8b": Shape("8b", 4096, 32, 8, 128, 14336, 32, 128256),
+    "70b-layer": Shape("70b-layer", 8192, 64, 8, 128, 28672, 1, 0),
+    "tiny": Shape("tiny", 128, 2, 1, 64, 256, 2, 256),
+}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the model
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, n: int, eps: float = 1e-5):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(n))
+        self.eps = eps
+
+    def forward(self, x):
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
+
+
+def rope_tables(s: Shape, positions: torch.Tensor, dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin of shape (B, S, 1, D) for the (B, S) ``positions`` (rotate-half convention)."""
+    inv = 1.0 / (s.rope_theta ** (torch.arange(0, s.head_dim, 2, device=positions.device).float() / s.head_dim))
+    ang = positions.float()[..., None] * inv
+    emb = torch.cat([ang, ang], dim=-1)[:, :, None, :]
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def apply_rope(x, cos, sin):
+    x1, x2 = x.chunk(2, dim=-1)
+    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+
+
+class DenseCache:
+    """BF16 KV cache per layer: k, v (B, Hkv, max_len, D); ``length`` tokens cached (the same for every sequence)."""
+
+    def __init__(self, s: Shape, batch: int, max_len: int, device, dtype=torch.bfloat16):
+        shape = (s.layers, batch, s.kv_heads, max_len, s.head_dim)
+        self.k = torch.zeros(shape, device=device, dtype=dtype)
+        self.v = torch.zeros(shape, device=device, dtype=dtype)
+        self.length = 0
+
+
+class PagedCache:
+    """FP8 paged KV cache per layer: (num_blocks, PAGE, Hkv, D) E4M3, static per-tensor scales, identity block
+    table (sequence b owns pages b*max_blocks ...), ``seq_lens`` (B,) int32 on the device."""
+
+    def __init__(self, s: Shape, batch: int, max_len: int, device):
+        self.max_blocks = -(-max_len // PAGE)
+        nb = batch * self.max_blocks
+        shape = (s.layers, nb, PAGE, s.kv_heads, s.head_dim)
+        self.k = torch.zeros(shape, device=device, dtype=torch.float8_e4m3fn)
+        self.v = torch.zeros(shape, device=device, dtype=torch.float8_e4m3fn)
+        self.k_scale = torch.ones(s.layers, device=device)
+        self.v_scale = torch.ones(s.layers, device=device)
+        self.block_table = torch.arange(nb, device=device, dtype=torch.int32).view(batch, self.max_blocks)
+        self.batch = batch
+        self.length = 0
+        self.seq_lens = torch.zeros(batch, device=device, dtype=torch.int32)
+        self.slots = torch.zeros(batch, device=device, dtype=torch.int64)
+
+    def set_length(self, n: int) -> None:
+        """Cached tokens before the next decode step; the step writes position n and attends over n + 1."""
+        self.length = n
+        self.seq_lens.fill_(n + 1)
+        b = torch.arange(self.batch, device=self.slots.device, dtype=torch.int64)
+        self.slots.copy_(b * self.max_blocks * PAGE + n)
+
+
+class Attention(nn.Module):
+    def __init__(self, s: Shape, idx: int):
+        super().__init__()
+        self.s, self.idx = s, idx
+        self.q_proj = nn.Linear(s.hidden, s.heads * s.head_dim, bias=False)
+        self.k_proj = nn.Linear(s.hidden, s.kv_heads * s.head_dim, bias=False)
+        self.v_proj = nn.Linear(s.hidden, s.kv_heads * s.head_dim, bias=False)
+        self.o_proj = nn.Linear(s.heads * s.head_dim, s.hidden, bias=False)
+        self.fp8 = False  # attention backend: SDPA / dense BF16 cache (False) or tritonfp8 / paged FP8 cache (True)
+
+    def forward(self, x, cos, sin, cache=None, decode: bool = False):
+        s = self.s
+        b, n, _ = x.shape
+        q = apply_rope(self.q_proj(x).view(b, n, s.heads, s.head_dim), cos, sin)
+        k = apply_rope(self.k_proj(x).view(b, n, s.kv_heads, s.head_dim), cos, sin)
+        v = self.v_proj(x).view(b, n, s.kv_heads, s.head_dim)
+        if self.fp8:
+            o = self._fp8(q, k, v, cache, decode)
+        else:
+            o = self._bf16(q, k, v, cache, decode)
+        return self.o_proj(o.reshape(b, n, s.heads * s.head_dim))
+
+    def _bf16(self, q, k, v, cache, decode):
+        qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        if not decode:
+            o = F.scaled_dot_product_attention(qt, kt, vt, is_causal=True, enable_gqa=True)
+        else:
+            pos = cache.length
+            ck, cv = cache.k[self.idx], cache.v[self.idx]
+            ck[:, :, pos:pos + 1].copy_(kt)
+            cv[:, :, pos:pos + 1].copy_(vt)
+            o = F.scaled_dot_product_attention(qt, ck[:, :, :pos + 1], cv[:, :, :pos + 1], enable_gqa=True)
+        return o.transpose(1, 2)
+
+    def _fp8(self, q, k, v, cache, decode):
+        from tritonfp8 import ops
+
+        if not decode:
+            return ops.attention(q, k, v, causal=True)
+        i = self.idx
+        b = q.shape[0]
+        ks, vs = cache.k_scale[i], cache.v_scale[i]
+        ops.write_kv_cache(k.view(b, *k.shape[2:]), v.view(b, *v.shape[2:]), cache.k[i], cache.v[i], cache.slots,
+                           ks, vs)
+        return ops.decode_attention(q, cache.k[i], cache.v[i], cache.block_table, cache.seq_lens, k_descale=ks,
+                                    v_descale=vs, max_seqlen=cache.max_blocks * PAGE)
+
+
+class MLP(nn.Module):
+    def __init__(self, s: Shape):
+        super().__init__()
+        self.gate_proj = nn.Linear(s.hidden, s.intermediate, bias=False)
+        self.up_proj = nn.Linear(s.hidden, s.intermediate, bias=False)
+        self.down_proj = nn.Linear(s.intermediate, s.hidden, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class Layer(nn.Module):
+    def __init__(self, s: Shape, idx: int):
+        super().__init__()
+        self.input_layernorm = RMSNorm(s.hidden)
+        self.self_attn = Attention(s, idx)
+        self.post_attention_layernorm = RMSNorm(s.hidden)
+        self.mlp = MLP(s)
+
+    def forward(self, x, cos, sin, cache=None, decode: bool = False):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, cache, decode)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class Decoder(nn.Module):
+    def __init__(self, s: Shape):
+        super().__init__()
+        self.s = s
+        self.embed_tokens = nn.Embedding(s.vocab, s.hidden) if s.vocab else None
+        self.layers = nn.ModuleList(Layer(s, i) for i in range(s.layers))
+        self.norm = RMSNorm(s.hidden)
+        self.lm_head = nn.Linear(s.hidden, s.vocab, bias=False) if s.vocab else None
+        self.run_layers: list[Callable] = list(self.layers)  # the callables forward() uses (compiled or not)
+
+    def forward(self, inputs, positions, cache=None, decode: bool = False, logits_last: int | None = 1):
+        """inputs: (B, S) token ids (or (B, S, hidden) states without an embedding); returns (final hidden
+        states after the norm, logits of the last ``logits_last`` positions (None: all; 0: none))."""
+        x = self.embed_tokens(inputs) if self.embed_tokens is not None else inputs
+        cos, sin = rope_tables(self.s, positions, x.dtype)
+        for layer in self.run_layers:
+            x = layer(x, cos, sin, cache, decode)
+        h = self.norm(x)
+        logits = None
+        if self.lm_head is not None and logits_last != 0:
+            logits = self.lm_head(h if logits_last is None else h[:, -logits_last:])
+        return h, logits
+
+
+def build(s: Shape, device, seed: int = 0) -> Decoder:
+    """A BF16 decoder with random weights (normal, std 0.02; norms 1), on ``device``."""
+    torch.manual_seed(seed)
+    with torch.device(device):
+        m = Decoder(s)
+    m = m.to(torch.bfloat16)
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if not name.endswith("layernorm.weight") and not name.endswith("norm.weight"):
+                p.normal_(0.0, 0.02)
+    return m.eval()
+
+
+def to_fp8(model: Decoder, recipe: str) -> Decoder:
+    """A copy of ``model`` with FP8 linears (lm_head kept BF16) and FP8 attention."""
+    import tritonfp8
+
+    m = copy.deepcopy(model)
+    tritonfp8.convert_model(m, recipe=recipe, skip=("lm_head",))
+    for layer in m.layers:
+        layer.self_attn.fp8 = True
+    m.run_layers = list(m.layers)
+    return m
+
+
+def compiled(model: Decoder) -> Decoder:
+    """``model`` (sharing its weights) with each layer under ``torch.compile(fullgraph=True)``. One compiled graph
+    serves every layer: Dynamo inlines nn.Modules, so the weights are graph inputs, not constants."""
+    m = copy.copy(model)
+    m.run_layers = [torch.compile(layer, fullgraph=True) for layer in model.layers]
+    return m
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# measurements
+
+
+def _inputs(s: Shape, batch: int, seq: int, device, seed: int = 1):
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    if s.vocab:
+        x = torch.randint(0, s.vocab, (batch, seq), generator=g).to(device)
+    else:
+        x = (torch.randn(batch, seq, s.hidden, generator=g) * 0.5).to(device=device, dtype=torch.bfloat16)
+    pos = torch.arange(seq, device=device).expand(batch, seq)
+    return x, pos
+
+
+def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
+    a, b = a.double().flatten(), b.double().flatten()
+    if not (torch.isfinite(a).all() and torch.isfinite(b).all()):
+        return float("-inf")
+    return float(F.cosine_similarity(a, b, dim=0))
+
+
+def fill_caches(s: Shape, dense: DenseCache, paged: PagedCache, context: int) -> None:
+    """Random K/V for the first ``context`` positions: BF16 in the dense cache, the same values quantized with a
+    per-layer static scale (amax / 448) in the paged FP8 cache."""
+    from tritonfp8 import ops
+
+    b = dense.k.shape[1]
+    dev = dense.k.device
+    slots = (torch.arange(b, device=dev)[:, None] * paged.max_blocks * PAGE
+             + torch.arange(context, device=dev)[None, :]).reshape(-1)
+    for i in range(s.layers):
+        toks = []
+        for src, scales in ((dense.k[i], paged.k_scale), (dense.v[i], paged.v_scale)):
+            src[:, :, :context].normal_(0, 1.0)
+            t = src[:, :, :context].transpose(1, 2).reshape(b * context, s.kv_heads, s.head_dim)
+            scales[i] = t.abs().amax().float() / 448.0
+            toks.append(t)
+        ops.write_kv_cache(toks[0], toks[1], paged.k[i], paged.v[i], slots, paged.k_scale[i], paged.v_scale[i])
+    dense.length = context
+    paged.set_length(context)
+
+
+def _timer_cpu(fn, warmup_ms, rep_ms, flush_l2):
+    fn()
+    t = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t) * 1e3
+
+
+def _bench(fns: dict, args, rep_ms: float) -> dict:
+    from tritonfp8.bench import harness as H
+
+    timer = None if _DEVICE == "cuda" else _timer_cpu
+    return H.bench_interleaved(fns, repeats=args.repeats, warmup_ms=rep_ms / 4, rep_ms=rep_ms, flush_l2=False,
+                               timer=timer)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--shape", choices=sorted(SHAPES), action="append", default=None,
+                   help="model shapes (default: 8b and 70b-layer)")
+    p.add_argument("--recipe", default="row", help="FP8 recipe timed (agreement covers tensor, row and block)")
+    p.add_argument("--prefill", type=int, action="append", default=None,
+                   help="prefill lengths in tokens (default 2048, 4096, 8192; quick: 8192)")
+    p.add_argument("--decode-batch", type=int, action="append", default=None,
+                   help="decode batch sizes (default 1, 8, 32, 64; quick: 32)")
+    p.add_argument("--context", type=int, default=4096, help="decode context length (default 4096)")
+    p.add_argument("--no-compile", action="store_true", help="skip the torch.compile variant")
+    p.add_argument("--agree-tokens", type=int, default=None, help="prefill length of the agreement check (2048)")
+    p.add_argument("--checkpoint", default=None, help="local transformers checkpoint: next-token agreement, ppl")
+    p.add_argument("--text", default=None, help="text file for --checkpoint perplexity (default: built-in)")
+
+
+def _agreement(s: Shape, bf16: Decoder, recipes, tokens: int) -> list[dict]:
+    x, pos = _inputs(s, 1, tokens, _DEVICE)
+    rows = []
+    with torch.no_grad():
+        h_ref, l_ref = bf16(x, pos, logits_last=64)
+        for r in recipes:
+            m = to_fp8(bf16, r)
+            h, lg = m(x, pos, logits_last=64)
+            rows.append({"shape": s.name, "recipe": r, "tokens": tokens, "cos_hidden": cosine(h, h_ref),
+                         "cos_logits": cosine(lg, l_ref) if lg is not None else None,
+                         "ok": cosine(h, h_ref) >= MIN_COSINE})
+            del m
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    import tritonfp8
+    from tritonfp8.bench import harness as H
+
+    console = H.make_console()
+    env = H.environment_info()
+    quick = args.quick
+    shapes = [SHAPES[n] for n in (getattr(args, "shape", None) or ["8b", "70b-layer"])]
+    prefills = getattr(args, "prefill", None) or ([8192] if quick else [2048, 4096, 8192])
+    batches = getattr(args, "decode_batch", None) or ([32] if quick else [1, 8, 32, 64])
+    context = getattr(args, "context", 4096)
+    do_compile = not getattr(args, "no_compile", False)
+    recipe = getattr(args, "recipe", "row")
+    agree_tokens = getattr(args, "agree_tokens", None) or min(2048, max(prefills))
+    console.print(f"[bold]model[/]: {env.get('gpu')}, recipe {recipe!r}, {args.repeats} interleaved rounds; "
+                  f"prefill {prefills} tokens, decode batch {batches} at context {context}")
+    rows: list[dict[str, Any]] = []
+    agree: list[dict[str, Any]] = []
+    notes: list[str] = []
+    failures = 0
+    for s in shapes:
+        bf16 = build(s, _DEVICE)
+        agree += _agreement(s, bf16, ["tensor", "row", "block"], agree_tokens)
+        fp8 = to_fp8(bf16, recipe)
+        fp8c = compiled(fp8) if do_compile else None
+        variants = {"bf16": bf16, "fp8": fp8, **({"fp8c": fp8c} if fp8c is not None else {})}
+        with torch.no_grad():
+            for seq in prefills:
+                x, pos = _inputs(s, 1, seq, _DEVICE)
+                fns = {k: (lambda m=m: m(x, pos)) for k, m in variants.items()}
+                for fn in fns.values():
+                    fn()  # compile / warm up outside the timed rounds
+                times = _bench(fns, args, rep_ms=400)
+                rows.append(_row(H, "prefill", s, seq, 1, seq, times))
+            if s.vocab:  # decode: a model with a head (the 8b shape)
+                for b in batches:
+                    dense = DenseCache(s, b, context + 1, _DEVICE)
+                    paged = PagedCache(s, b, context + 1, _DEVICE)
+                    fill_caches(s, dense, paged, context)
+                    tok, _ = _inputs(s, b, 1, _DEVICE)
+                    pos = torch.full((b, 1), context, device=_DEVICE)
+                    fns = {k: (lambda m=m, c=(dense if k == "bf16" else paged): m(tok, pos, c, decode=True))
+                           for k, m in variants.items()}
+                    for fn in fns.values():
+                        fn()
+                    times = _bench(fns, args, rep_ms=200)
+                    rows.append(_row(H, "decode", s, context, b, b, times))
+                    del dense, paged
+        del bf16, fp8, fp8c, variants
+        if _DEVICE == "cuda":
+            torch.cuda.empty_cache()
+
+    for r in rows:
+        key = f"{r['phase']}-{r['shape']}" + (f"-b{r['batch']}-c{r['tokens']}" if r["phase"] == "decode" else "")
+        tgt = TARGETS.get(key)
+        if r["phase"] == "prefill" and r["tokens"] != 8192:
+            tgt = None
+        r["target"] = tgt
+        best = max(x for x in (r.get("fp8_x"), r.get("fp8c_x")) if x is not None)
+        r["meets_target"] = None if tgt is None else best >= tgt
+    H.print_table(rows, [
+        H.Column("phase", justify="left"), H.Column("shape", justify="left"), H.Column("tokens"),
+        H.Column("batch"),
+        H.Column("bf16_tok_s", "BF16 tok/s", "{:.0f}"), H.Column("fp8_tok_s", "FP8 tok/s", "{:.0f}"),
+        H.Column("fp8c_tok_s", "FP8 compiled tok/s", "{:.0f}"),
+        H.Column("fp8_x", "x BF16", "{:.2f}"), H.Column("fp8c_x", "x BF16 (compiled)", "{:.2f}"),
+        H.Column("target", "target x", "{:.1f}"), H.Column("meets_target", "met"),
+    ], title=f"Llama-style decoder: tritonfp8 FP8 ({recipe}) vs BF16 eager", console=console,
+        caption="prefill: batch 1, logits of the last position; decode: one step of `batch` sequences at "
+                "`tokens` context; x BF16 = BF16 time / FP8 time (interleaved medians)")
+    H.print_table(agree, [
+        H.Column("shape", justify="left"), H.Column("recipe", justify="left"), H.Column("tokens"),
+        H.Column("cos_hidden", "cos(final hidden)", "{:.5f}"), H.Column("cos_logits", "cos(logits)", "{:.5f}"),
+        H.Column("ok", f">= {MIN_COSINE}"),
+    ], title="Agreement with BF16 (random weights, random tokens)", console=console)
+    failures += sum(1 for a in agree if not a["ok"])
+
+    ckpt = getattr(args, "checkpoint", None)
+    ck_rows = []
+    if ckpt:
+        ck_rows = checkpoint_agreement(ckpt, getattr(args, "text", None), recipe)
+        H.print_table(ck_rows, [H.Column("variant", justify="left"), H.Column("ppl", "perplexity", "{:.3f}"),
+                                H.Column("next_token_agree", "next-token agreement", "{:.4f}"),
+                                H.Column("cos_logits", "cos(logits)", "{:.5f}")],
+                      title=f"checkpoint {ckpt}", console=console)
+    stats = tritonfp8.stats()
+    if stats.total_fallbacks:
+        notes.append(f"guard fallbacks during the run: {stats.as_dict()['fallbacks']}")
+    if not args.no_save:
+        w = H.ResultsWriter("model", out_dir=args.out, env=env)
+        path = w.write(rows + [{"phase": "agreement", **a} for a in agree] + ck_rows,
+                       config={"recipe": recipe, "prefill": prefills, "decode_batch": batches, "context": context,
+                               "compile": do_compile, "shapes": [s.name for s in shapes]}, notes=notes)
+        labels = [f"{r['phase']} {r['shape']} {r['tokens']}" + (f" b{r['batch']}" if r["phase"] == "decode" else "")
+                  for r in rows]
+        series = {"FP8 eager": [r.get("fp8_x") for r in rows]}
+        if do_compile:
+            series["FP8 compiled"] = [r.get("fp8c_x") for r in rows]
+        H.plot_bars(w.png_path, labels, series, ylabel="speedup over BF16 eager (x)",
+                    title=f"tritonfp8 FP8 ({recipe}) vs BF16 eager", hline=(1.0, "BF16"))
+        console.print(f"results: {path}")
+    return 1 if failures else 0
+
+
+def _row(H, phase: str, s: Shape, tokens: int, batch: int, new_tokens: int, times: dict) -> dict:
+    t = {k: H.summarize(v) for k, v in times.items()}
+    row = {"phase": phase, "shape": s.name, "tokens": tokens, "batch": batch,
+           "rounds_ms": {k: list(v) for k, v in times.items()}}
+    for k, tk in t.items():
+        row[f"{k}_ms"] = tk.median
+        row[f"{k}_tok_s"] = new_tokens / (tk.median * 1e-3)
+        row[f"{k}_spread"] = tk.spread
+    for k in ("fp8", "fp8c"):
+        if k in times:
+            c = H.compare(times[k], times["bf16"])
+            row[f"{k}_x"], row[f"{k}_x_lo"], row[f"{k}_x_hi"], row[f"{k}_verdict"] = c.ratio, c.lo, c.hi, c.verdict
+    return row
+
+
+_DEFAULT_TEXT = (
+    "The transistor was invented at Bell Labs in 1947. Over the following decades engineers learned to place "
+    "ever more of them on a single chip of silicon, and the cost of computation fell by many orders of magnitude. "
+    "Modern accelerators multiply matrices in low precision formats, trading a little accuracy for a large gain "
+    "in throughput, and careful scaling keeps the results close to those computed in higher precision."
+)
+
+
+def checkpoint_agreement(path: str, text_file: str | None, recipe: str) -> list[dict]:
+    """Perplexity and next-token agreement of a local checkpoint in BF16 (SDPA) and FP8 (tritonfp8)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    import tritonfp8.integrations.transformers as tfp8
+
+    text = open(text_file).read() if text_file else _DEFAULT_TEXT
+    tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    ids = tok(text, return_tensors="pt").input_ids.to(_DEVICE)
+    ref = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.bfloat16,
+                                               attn_implementation="sdpa").to(_DEVICE).eval()
+    fp8 = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.bfloat16,
+                                               attn_implementation="sdpa").to(_DEVICE).eval()
+    tfp8.convert(fp8, recipe=recipe)
+    out = []
+    with torch.no_grad():
+        lr = ref(ids).logits.float()
+        lf = fp8(ids).logits.float()
+    for name, lg in (("bf16", lr), (f"fp8 {recipe}", lf)):
+        nll = F.cross_entropy(lg[0, :-1], ids[0, 1:])
+        out.append({"variant": name, "ppl": math.exp(float(nll)),
+                    "next_token_agree": float((lg[0].argmax(-1) == lr[0].argmax(-1)).float().mean()),
+                    "cos_logits": cosine(lg, lr)})
+    return out
+
+
+def profile_case(args: argparse.Namespace):
+    """One FP8 decoder layer of the 70B shape on 8192 tokens (for ``--profile``)."""
+    s = SHAPES["70b-layer"]
+    m = to_fp8(build(s, _DEVICE), getattr(args, "recipe", "row"))
+    x, pos = _inputs(s, 1, 8192, _DEVICE)
+
+    def fn():
+        with torch.no_grad():
+            m(x, pos)
+
+    return fn, f"70b-layer FP8 prefill, 8192 tokens, recipe {getattr(args, 'recipe', 'row')}"

@@ -1,0 +1,408 @@
+"""FP8Linear, recipes, convert_model, state_dict round trips.
+
+Tolerances (stated once, from the formats):
+- ``TOL_VS_DEQUANT_WEIGHT = E4M3.eps`` (2^-4): FP8Linear vs ``nn.Linear`` with the *dequantized* weight and the
+  unquantized input. Only the activation rounding differs; RNE to E4M3 errs by at most eps relative per element
+  (about eps/√3 RMS for random data), which the relative Frobenius error of the output inherits.
+- ``TOL_SAME_OPERANDS = 2^-8``: FP8Linear vs the fp32 product of the same FP8 operands (activation quantized by
+  the reference quantizer, bit-identical to the kernel). What remains is the output rounding (bf16 unit roundoff
+  2^-9) and the accumulation order; twice bf16's unit roundoff bounds both at these small K.
+"""
+
+import io
+import logging
+
+import pytest
+import torch
+from torch import nn
+
+from conftest import requires_gpu
+
+import tritonfp8
+from tritonfp8 import guard
+from tritonfp8._formats import E4M3
+from tritonfp8.nn import RECIPES, FP8Linear, Recipe, convert_model, dequantize_weight, recipe
+
+TOL_VS_DEQUANT_WEIGHT = E4M3.eps
+TOL_SAME_OPERANDS = 2.0**-8
+
+
+def _rel(out: torch.Tensor, ref: torch.Tensor) -> float:
+    out, ref = out.double(), ref.double()
+    if not torch.isfinite(out).all():
+        return float("inf")
+    return float((out - ref).norm() / ref.norm().clamp_min(1e-300))
+
+
+def _need_gemm():
+    try:
+        from tritonfp8.gemm import gemm  # noqa: F401
+    except ImportError:
+        pytest.skip("tritonfp8.gemm is not in this build yet")
+
+
+def _linear(k=64, n=48, bias=True, dtype=torch.bfloat16, device="cpu"):
+    lin = nn.Linear(k, n, bias=bias, dtype=dtype, device=device)
+    with torch.no_grad():
+        lin.weight.normal_(0, k**-0.5)
+        if bias:
+            lin.bias.normal_(0, 0.1)
+    return lin
+
+
+@pytest.fixture(autouse=True)
+def _clean_guard():
+    guard.reset_stats()
+    yield
+    guard.reset_stats()
+
+
+# -- recipes -------------------------------------------------------------------------------------------------------
+
+
+def test_named_recipes_are_frozen_and_complete():
+    assert {"tensor", "row", "block", "tensor-static", "row-precise", "tensor-precise"} <= set(RECIPES)
+    r = RECIPES["row"]
+    assert (r.activation, r.weight, r.accumulate) == ("row", "row", "fast")
+    assert (RECIPES["block"].activation, RECIPES["block"].weight) == ((1, 128), (128, 128))
+    with pytest.raises(Exception):
+        r.accumulate = "precise"
+    assert recipe("row", accumulate="precise") is RECIPES["row-precise"]
+    assert recipe(r) is r
+    custom = recipe("tensor", weight_dtype=torch.float8_e5m2)
+    assert custom.weight_dtype == torch.float8_e5m2 and custom.name.startswith("tensor+")
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(name="x", accumulate="exact"), "accumulate"),
+        (dict(name="x", activation="rows"), "granularity"),
+        (dict(name="x", activation="row", static_activation=True), "static_activation"),
+        (dict(name="x", weight_dtype=torch.bfloat16), "weight_dtype"),
+    ],
+)
+def test_bad_recipe_fields(kw, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        Recipe(**kw)
+
+
+def test_unknown_recipe_name():
+    with pytest.raises(ValueError, match="recipe"):
+        recipe("int8")
+
+
+# -- construction ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, scale_shape", [("tensor", ()), ("row", (48, 1)), ("block", (1, 1))])
+def test_from_linear_quantizes_weight_like_the_reference(name, scale_shape):
+    from tritonfp8.quantize import quantize_torch
+
+    lin = _linear()
+    m = FP8Linear.from_linear(lin, name)
+    r = RECIPES[name]
+    wq, ws = quantize_torch(lin.weight.detach(), r.weight, r.weight_dtype)
+    assert m.weight.dtype == E4M3.torch_dtype and m.weight.shape == (48, 64)
+    assert torch.equal(m.weight.view(torch.uint8), wq.view(torch.uint8))
+    assert tuple(m.weight_scale.shape) == scale_shape and torch.equal(m.weight_scale, ws.reshape(scale_shape))
+    assert torch.equal(m.bias, lin.bias) and not m.bias.requires_grad
+    assert "recipe='%s'" % name in repr(m)
+
+
+def test_from_linear_rejects_unaligned_features():
+    with pytest.raises(ValueError, match="in_features=100 not a multiple of 16"):
+        FP8Linear.from_linear(nn.Linear(100, 64))
+    with pytest.raises(ValueError, match="out_features=40"):
+        FP8Linear.from_linear(nn.Linear(64, 40))
+    with pytest.raises(TypeError, match="linear"):
+        FP8Linear.from_linear(nn.Conv1d(4, 4, 1))
+
+
+def test_dtype_casts_keep_fp8_weight_and_move_bias():
+    m = FP8Linear.from_linear(_linear())
+    w = m.weight.clone()
+    m.to(torch.float16)
+    assert m.weight.dtype == E4M3.torch_dtype and torch.equal(m.weight.view(torch.uint8), w.view(torch.uint8))
+    assert m.weight_scale.dtype == torch.float32 and m.bias.dtype == torch.float16
+    m.float()
+    assert m.weight.dtype == E4M3.torch_dtype and m.bias.dtype == torch.float32
+
+
+# -- forward -----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["tensor", "row", "row-precise", "block", "tensor-static"])
+def test_forward_matches_linear_on_dequantized_weight(device, name):
+    _need_gemm()
+    k, n = (256, 128) if name == "block" else (64, 48)
+    lin = _linear(k, n, device=device)
+    m = FP8Linear.from_linear(lin, name)
+    if m.input_scale is not None:
+        m.input_scale.fill_(4.0 / E4M3.max)  # static: covers |x| <= 4 (randn) without saturating
+    x = torch.randn(2, 5, k, device=device, dtype=torch.bfloat16)
+    y = m(x)
+    assert y.shape == (2, 5, n) and y.dtype == torch.bfloat16
+    w = dequantize_weight(m.weight, m.weight_scale, torch.float32)
+    ref = nn.functional.linear(x.float(), w, lin.bias.float())
+    assert _rel(y, ref) <= TOL_VS_DEQUANT_WEIGHT
+
+    # Against the same FP8 operands: the activation quantized by the reference quantizer.
+    from tritonfp8.quantize import dequantize_torch, quantize_torch
+
+    r = m.recipe
+    xq, sx = quantize_torch(x.reshape(-1, k), r.activation, r.activation_dtype, m.input_scale)
+    ref_same = nn.functional.linear(dequantize_torch(xq, sx, torch.float32), w, lin.bias.float()).reshape(2, 5, n)
+    assert _rel(y, ref_same) <= TOL_SAME_OPERANDS
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_forward_follows_input_dtype(device, dtype):
+    _need_gemm()
+    m = FP8Linear.from_linear(_linear(device=device), "row")
+    x = torch.randn(3, 64, device=device, dtype=dtype)
+    y = m(x)
+    assert y.dtype == dtype and y.shape == (3, 48)
+    ref = nn.functional.linear(x.float(), dequantize_weight(m.weight, m.weight_scale, torch.float32),
+                               m.bias.float())
+    assert _rel(y, ref) <= TOL_VS_DEQUANT_WEIGHT
+
+
+def test_forward_zero_rows_and_no_bias(device):
+    _need_gemm()
+    m = FP8Linear.from_linear(_linear(bias=False, device=device), "row")
+    y = m(torch.empty(0, 64, device=device, dtype=torch.bfloat16))
+    assert y.shape == (0, 48)
+    y = m(torch.randn(1, 64, device=device, dtype=torch.bfloat16))
+    assert y.shape == (1, 48) and torch.isfinite(y).all()
+
+
+def test_forward_bad_input():
+    m = FP8Linear.from_linear(_linear(), "row")
+    with pytest.raises(ValueError, match="x: expected last dim 64"):
+        m(torch.randn(2, 32, dtype=torch.bfloat16))
+    with pytest.raises(TypeError, match="x: expected bf16"):
+        m(torch.ones(2, 64, dtype=torch.int32))
+
+
+def test_no_fp8_tensor_cores_falls_back_with_one_warning(monkeypatch, device):
+    """A GPU without FP8 tensor cores computes in BF16 (dequantized weight), warns once and counts every call."""
+    import tritonfp8._backend as backend
+    import tritonfp8.nn as tnn
+
+    monkeypatch.setattr(tnn, "fp8_capable", lambda dev: False)
+    monkeypatch.setattr(backend, "_warned", set())
+    m = FP8Linear.from_linear(_linear(device=device), "row", name="blk.proj")
+    x = torch.randn(4, 64, device=device, dtype=torch.bfloat16)
+    with pytest.warns(RuntimeWarning, match="no FP8 tensor cores"):
+        y = m(x)
+    assert torch.equal(y, m._forward_bf16(x))
+    m(x)
+    assert tritonfp8.stats().fallbacks["blk.proj"][guard.NO_FP8] == 2
+
+    lin_model = nn.Sequential(_linear(device=device))
+    with pytest.warns(RuntimeWarning, match="stays in BF16"):
+        convert_model(lin_model)
+    assert type(lin_model[0]) is nn.Linear
+    assert "no FP8 tensor cores" in tritonfp8.stats().kept_bf16["0"]
+
+
+# -- convert_model -------------------------------------------------------------------------------------------------
+
+
+class _Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = _linear(64, 128)
+        self.odd = _linear(100, 64)  # in_features not a multiple of 16
+        self.down = _linear(128, 64)
+        self.lm_head = _linear(64, 32)
+
+    def forward(self, x):
+        h = torch.relu(self.up(x))
+        return self.lm_head(self.down(h))
+
+
+def test_convert_model_swaps_in_place_and_honours_skip(caplog):
+    model = nn.ModuleDict({"blk": _Block(), "head": _linear(64, 16)})
+    with caplog.at_level(logging.INFO, logger="tritonfp8"):
+        out = convert_model(model, recipe="row", skip=("lm_head", r"^head$"))
+    assert out is model
+    assert isinstance(model["blk"].up, FP8Linear) and isinstance(model["blk"].down, FP8Linear)
+    assert type(model["blk"].lm_head) is nn.Linear and type(model["head"]) is nn.Linear
+    assert type(model["blk"].odd) is nn.Linear
+    kept = tritonfp8.stats().kept_bf16
+    assert kept["blk.lm_head"] == "skipped by pattern" and kept["head"] == "skipped by pattern"
+    assert "in_features=100 not a multiple of 16" in kept["blk.odd"]
+    assert "blk.odd kept in BF16" in caplog.text
+    assert model["blk"].up.layer_name == "blk.up"
+
+
+def test_convert_model_strict_raises_naming_the_layer():
+    with pytest.raises(ValueError, match="blk.odd.*in_features=100"):
+        convert_model(nn.ModuleDict({"blk": _Block()}), strict=True)
+
+
+def test_convert_model_callable_skip_and_bad_skip():
+    model = _Block()
+    convert_model(model, skip=lambda name: name == "up")
+    assert type(model.up) is nn.Linear and isinstance(model.lm_head, FP8Linear)
+    with pytest.raises(TypeError, match="skip"):
+        convert_model(_Block(), skip=[3])
+
+
+def test_converted_model_runs(device):
+    _need_gemm()
+    model = _Block().to(device)
+    ref_model = _Block().to(device)
+    ref_model.load_state_dict(model.state_dict())
+    convert_model(model, skip=())
+    x = torch.randn(3, 64, device=device, dtype=torch.bfloat16)
+    with torch.no_grad():
+        # Two FP8 layers in a row: the relative error of each (<= eps) adds up.
+        assert _rel(model(x), ref_model(x).float()) <= 3 * TOL_VS_DEQUANT_WEIGHT
+
+
+# -- state_dict ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["tensor", "row", "block", "tensor-static"])
+def test_state_dict_round_trip(name):
+    model = nn.Sequential(_linear(128, 128), nn.ReLU(), _linear(128, 64, bias=False))
+    convert_model(model, recipe=name)
+    if name == "tensor-static":
+        model[0].input_scale.fill_(0.125)
+    buf = io.BytesIO()
+    torch.save(model.state_dict(), buf)
+    sd = torch.load(io.BytesIO(buf.getvalue()))
+    assert sd["0.weight"].dtype == E4M3.torch_dtype and sd["0.weight_scale"].dtype == torch.float32
+
+    fresh = nn.Sequential(FP8Linear(128, 128, recipe=name), nn.ReLU(), FP8Linear(128, 64, bias=False, recipe=name))
+    fresh.load_state_dict(sd)
+    for a, b in zip(model.state_dict().items(), fresh.state_dict().items()):
+        assert a[0] == b[0]
+        assert torch.equal(a[1].view(torch.uint8) if a[1].dtype == E4M3.torch_dtype else a[1],
+                           b[1].view(torch.uint8) if b[1].dtype == E4M3.torch_dtype else b[1]), a[0]
+
+
+def test_load_linear_checkpoint_quantizes_it():
+    lin = _linear()
+    m = FP8Linear(64, 48, recipe="row")
+    m.load_state_dict(lin.state_dict())
+    ref = FP8Linear.from_linear(lin, "row")
+    assert torch.equal(m.weight.view(torch.uint8), ref.weight.view(torch.uint8))
+    assert torch.equal(m.weight_scale, ref.weight_scale) and torch.equal(m.bias, ref.bias)
+
+
+def test_load_state_dict_wrong_recipe_is_a_clear_error():
+    sd = FP8Linear.from_linear(_linear(128, 128), "row").state_dict()
+    with pytest.raises(RuntimeError, match="weight_scale"):
+        FP8Linear(128, 128, recipe="block").load_state_dict(sd)
+    sd["weight"] = sd["weight"].view(torch.uint8)
+    with pytest.raises(RuntimeError, match="expected torch.float8_e4m3fn"):
+        FP8Linear(128, 128, recipe="row").load_state_dict(sd)
+
+
+# -- torch.compile -------------------------------------------------------------------------------------------------
+
+
+def test_fp8_model_compiles_fullgraph(device):
+    _need_gemm()
+    import torch._dynamo.testing
+
+    model = nn.Sequential(_linear(64, 128), nn.SiLU(), _linear(128, 64)).to(device)
+    convert_model(model, recipe="row")
+    x = torch.randn(2, 3, 64, device=device, dtype=torch.bfloat16)
+    with torch.no_grad():
+        eager = model(x)
+        torch._dynamo.reset()
+        cnt = torch._dynamo.testing.CompileCounterWithBackend("aot_eager")
+        compiled = torch.compile(model, fullgraph=True, backend=cnt)(x)
+    assert cnt.frame_count == 1
+    assert torch.equal(eager, compiled)
+
+
+@requires_gpu
+@pytest.mark.parametrize("name", ["tensor", "row", "block"])
+def test_fp8_linear_gpu_large(name):
+    lin = _linear(4096, 4096, device="cuda")
+    m = FP8Linear.from_linear(lin, name)
+    x = torch.randn(512, 4096, device="cuda", dtype=torch.bfloat16)
+    ref = nn.functional.linear(x.float(), dequantize_weight(m.weight, m.weight_scale, torch.float32), lin.bias.float())
+    # fast accumulation over K=4096 adds ~2e-3 (measured 2.6e-3 at K=8192) to the activation rounding
+    assert _rel(m(x), ref) <= TOL_VS_DEQUANT_WEIGHT
+
+
+# -- the end-to-end bench suite (bookkeeping on CPU) ---------------------------------------------------------------
+
+
+def test_model_bench_suite_on_cpu(tmp_path, monkeypatch, capsys):
+    """``bench model`` with the tiny shape in the interpreter: runs prefill, decode (paged FP8 cache) and the
+    agreement check for every recipe, writes its JSON and plot. Timings here are wall-clock and meaningless."""
+    _need_gemm()
+    import argparse
+    import json
+
+    from tritonfp8.bench.suites import model as suite
+
+    monkeypatch.setattr(suite, "_DEVICE", "cpu")
+    args = argparse.Namespace(quick=True, repeats=1, out=str(tmp_path), no_save=False, profile=False, shape=["tiny"],
+                              recipe="row", prefill=[16], decode_batch=[2], context=16, no_compile=True,
+                              agree_tokens=16, checkpoint=None, text=None)
+    assert suite.run(args) == 0
+    out = capsys.readouterr().out
+    assert "Agreement with BF16" in out
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert any(f.endswith(".json") for f in files) and any(f.endswith(".png") for f in files)
+    data = json.loads(next(tmp_path.glob("*.json")).read_text())
+    phases = [r["phase"] for r in data["rows"]]
+    assert phases.count("prefill") == 1 and phases.count("decode") == 1 and phases.count("agreement") == 3
+    for r in data["rows"]:
+        if r["phase"] == "agreement":
+            assert r["cos_hidden"] >= suite.MIN_COSINE, r
+
+
+def test_model_bench_decode_matches_prefill_on_cpu(monkeypatch):
+    """The suite's decode path is a real decode: the FP8 paged-cache step for token n equals (within FP8 error) the
+    last position of a prefill over n + 1 tokens, and the BF16 dense-cache step does the same for BF16."""
+    _need_gemm()
+    from tritonfp8.bench.suites import model as suite
+
+    s = suite.SHAPES["tiny"]
+    bf16 = suite.build(s, "cpu")
+    fp8 = suite.to_fp8(bf16, "row")
+    n = 20
+    x, pos = suite._inputs(s, 1, n + 1, "cpu")
+    with torch.no_grad():
+        ref_h, _ = bf16(x, pos, logits_last=0)
+        for model, fp8_attn in ((bf16, False), (fp8, True)):
+            dense = suite.DenseCache(s, 1, n + 1, "cpu")
+            paged = suite.PagedCache(s, 1, n + 1, "cpu")
+            _prefill_caches(suite, model, x[:, :n], pos[:, :n], dense, paged)
+            h, _ = model(x[:, n:], pos[:, n:], paged if fp8_attn else dense, decode=True, logits_last=0)
+            tol = 1e-2 if not fp8_attn else 3 * TOL_VS_DEQUANT_WEIGHT
+            assert _rel(h[:, -1], ref_h[:, -1].float()) <= tol
+
+
+def _prefill_caches(suite, model, x, pos, dense, paged):
+    """Run the prefill and store each layer's K/V (as the suite's attention computes them) into both caches."""
+    from tritonfp8 import ops
+
+    s = model.s
+    h = model.embed_tokens(x)
+    cos, sin = suite.rope_tables(s, pos, h.dtype)
+    n = x.shape[1]
+    slots = torch.arange(n, dtype=torch.int64)
+    for i, layer in enumerate(model.layers):
+        a = layer.self_attn
+        hn = layer.input_layernorm(h)
+        k = suite.apply_rope(a.k_proj(hn).view(1, n, s.kv_heads, s.head_dim), cos, sin)
+        v = a.v_proj(hn).view(1, n, s.kv_heads, s.head_dim)
+        dense.k[i, :, :, :n] = k.transpose(1, 2)
+        dense.v[i, :, :, :n] = v.transpose(1, 2)
+        paged.k_scale[i] = k.abs().amax().float() / 448
+        paged.v_scale[i] = v.abs().amax().float() / 448
+        ops.write_kv_cache(k[0], v[0], paged.k[i], paged.v[i], slots, paged.k_scale[i], paged.v_scale[i])
+        h = layer(h, cos, sin)
+    dense.length = n
+    paged.set_length(n)

@@ -1,0 +1,195 @@
+"""transformers integration: attn_implementation="tritonfp8", convert_model on a tiny Llama, generation, compile.
+
+The tiny Llama (2 layers, hidden 128, 2 query heads / 1 KV head of dim 64, vocabulary 128) is built from a
+``LlamaConfig`` with random weights: no download. Agreement with the BF16 model is measured as the cosine similarity
+of final hidden states and logits; ``MIN_COSINE = 0.99`` is the issue's acceptance bar for every recipe.
+"""
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from conftest import requires_gpu  # noqa: E402
+
+import tritonfp8  # noqa: E402
+import tritonfp8.integrations.transformers as tfp8  # noqa: E402
+from tritonfp8 import guard, ops  # noqa: E402
+from tritonfp8.nn import FP8Linear  # noqa: E402
+
+MIN_COSINE = 0.99
+
+
+def _config(**kw):
+    base = dict(vocab_size=128, hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=2,
+                num_key_value_heads=1, head_dim=64, max_position_embeddings=64)
+    base.update(kw)
+    return transformers.LlamaConfig(**base)
+
+
+def _cos(a, b) -> float:
+    a, b = a.double().flatten(), b.double().flatten()
+    if not (torch.isfinite(a).all() and torch.isfinite(b).all()):
+        return float("-inf")
+    return float(torch.nn.functional.cosine_similarity(a, b, dim=0))
+
+
+@pytest.fixture(autouse=True)
+def _clean():
+    guard.reset_stats()
+    yield
+    guard.reset_stats()
+
+
+@pytest.fixture
+def models(device):
+    """(BF16 SDPA reference, the same weights with attn_implementation="tritonfp8")."""
+    # One config object each: from_config records the attention implementation in the config it is given.
+    ref = transformers.AutoModelForCausalLM.from_config(_config(), attn_implementation="sdpa", dtype=torch.bfloat16)
+    fp8 = transformers.AutoModelForCausalLM.from_config(_config(), attn_implementation="tritonfp8",
+                                                        dtype=torch.bfloat16)
+    assert ref.config._attn_implementation == "sdpa"
+    fp8.load_state_dict(ref.state_dict())
+    return ref.to(device).eval(), fp8.to(device).eval()
+
+
+@pytest.fixture
+def attention_calls(monkeypatch):
+    """Record the q shape of every FP8 attention call."""
+    calls = []
+    real = ops.attention
+
+    def spy(q, k, v, **kw):
+        calls.append(tuple(q.shape))
+        return real(q, k, v, **kw)
+
+    monkeypatch.setattr(ops, "attention", spy)
+    return calls
+
+
+def test_registered_with_attention_interface():
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface
+
+    assert AttentionInterface._global_mapping[tfp8.NAME] is tfp8.attention_forward
+    assert tfp8.NAME in AttentionMaskInterface._global_mapping
+    tfp8.register()  # idempotent
+
+
+def test_fp8_attention_prefill_matches_sdpa(models, device, attention_calls):
+    ref, fp8 = models
+    assert fp8.config._attn_implementation == "tritonfp8"
+    ids = torch.randint(0, 128, (2, 16), device=device)
+    with torch.no_grad():
+        a = fp8(ids, output_hidden_states=True)
+        b = ref(ids, output_hidden_states=True)
+    assert attention_calls == [(2, 16, 2, 64)] * 2  # both layers, (B, S, Hq, D)
+    assert _cos(a.hidden_states[-1], b.hidden_states[-1]) >= MIN_COSINE
+    assert _cos(a.logits, b.logits) >= MIN_COSINE
+
+
+@pytest.mark.parametrize("recipe", ["tensor", "row", "block"])
+def test_full_fp8_model_agrees_with_bf16(models, device, recipe):
+    ref, fp8 = models
+    tfp8.convert(fp8, recipe=recipe)
+    assert isinstance(fp8.model.layers[0].self_attn.q_proj, FP8Linear)
+    ids = torch.randint(0, 128, (1, 16), device=device)
+    with torch.no_grad():
+        a = fp8(ids, output_hidden_states=True)
+        b = ref(ids, output_hidden_states=True)
+    assert _cos(a.hidden_states[-1], b.hidden_states[-1]) >= MIN_COSINE
+    assert _cos(a.logits, b.logits) >= MIN_COSINE
+
+
+def test_convert_model_on_tiny_llama_honours_skip():
+    model = transformers.AutoModelForCausalLM.from_config(_config(intermediate_size=200), dtype=torch.bfloat16)
+    tritonfp8.convert_model(model, recipe="row", skip=("lm_head", r"layers\.1\.self_attn\.o_proj"))
+    attn0, attn1 = model.model.layers[0].self_attn, model.model.layers[1].self_attn
+    for proj in ("q_proj", "k_proj", "v_proj", "o_proj"):
+        assert isinstance(getattr(attn0, proj), FP8Linear)
+    assert type(attn1.o_proj) is torch.nn.Linear and isinstance(attn1.q_proj, FP8Linear)
+    assert type(model.lm_head) is torch.nn.Linear
+    mlp = model.model.layers[0].mlp  # intermediate 200: not a multiple of 16 -> stays BF16, reason recorded
+    assert type(mlp.gate_proj) is torch.nn.Linear and type(mlp.down_proj) is torch.nn.Linear
+    kept = tritonfp8.stats().kept_bf16
+    assert "out_features=200 not a multiple of 16" in kept["model.layers.0.mlp.up_proj"]
+    assert "in_features=200" in kept["model.layers.1.mlp.down_proj"]
+    assert kept["lm_head"] == "skipped by pattern"
+
+
+def test_generate_prefill_and_decode(models, device, attention_calls):
+    ref, fp8 = models
+    tfp8.convert(fp8, recipe="row")
+    ids = torch.randint(0, 128, (1, 8), device=device)
+    with torch.no_grad():
+        out = fp8.generate(ids, max_new_tokens=2, do_sample=False, attention_mask=torch.ones_like(ids))
+    assert out.shape == (1, 10) and torch.equal(out[:, :8], ids)
+    # prefill over 8 tokens, then one decode step with one query against 9 cached keys, per layer
+    assert attention_calls == [(1, 8, 2, 64)] * 2 + [(1, 1, 2, 64)] * 2
+
+
+def test_padding_mask_runs_varlen(models, device, attention_calls):
+    ref, fp8 = models
+    ids = torch.randint(0, 128, (2, 12), device=device)
+    mask = torch.ones_like(ids)
+    mask[1, :4] = 0  # left padding
+    with torch.no_grad():
+        a = fp8(ids, attention_mask=mask).logits
+        b = ref(ids, attention_mask=mask).logits
+        alone = fp8(ids[1:, 4:]).logits
+    assert attention_calls[0] == (20, 2, 64)  # varlen: 12 + 8 real tokens
+    assert _cos(a[1, 4:], b[1, 4:]) >= MIN_COSINE and _cos(a[0], b[0]) >= MIN_COSINE
+    assert _cos(a[1, 4:], alone[0]) >= MIN_COSINE
+
+
+def test_unsupported_mask_falls_back_counted(models, device):
+    ref, fp8 = models
+    q = torch.randn(1, 2, 5, 64, device=device, dtype=torch.bfloat16)
+    kv = torch.randn(1, 1, 5, 64, device=device, dtype=torch.bfloat16)
+    mask4d = torch.zeros(1, 1, 5, 5, device=device, dtype=torch.bfloat16)
+    attn = fp8.model.layers[0].self_attn
+    out, _ = tfp8.attention_forward(attn, q, kv, kv, mask4d, scaling=0.125)
+    assert out.shape == (1, 5, 2, 64)
+    assert tritonfp8.stats().fallbacks["attention[0]"][tfp8.UNSUPPORTED_MASK] == 1
+
+
+def test_guard_on_attention_inputs(models, device):
+    ref, fp8 = models
+    q = torch.randn(1, 2, 4, 64, device=device, dtype=torch.bfloat16)
+    kv = torch.randn(1, 1, 4, 64, device=device, dtype=torch.bfloat16)
+    kv[0, 0, 1, 3] = float("inf")
+    attn = fp8.model.layers[1].self_attn
+    with guard.policy("error"), pytest.raises(guard.GuardError, match=r"attention\[1\]: .*non-finite"):
+        tfp8.attention_forward(attn, q, kv, kv, None, scaling=0.125)
+
+
+def test_fp8_llama_compiles_fullgraph(device):
+    import torch._dynamo.testing
+
+    model = tfp8.from_config(_config(), recipe="row").to(device).eval()
+    ids = torch.randint(0, 128, (1, 16), device=device)
+    with torch.no_grad():
+        eager = model(ids).logits
+        torch._dynamo.reset()
+        cnt = torch._dynamo.testing.CompileCounterWithBackend("aot_eager")
+        compiled = torch.compile(model, fullgraph=True, backend=cnt)(ids).logits
+    assert cnt.frame_count == 1
+    assert torch.equal(eager, compiled)
+
+
+@requires_gpu
+def test_llama_gpu_agreement():
+    kw = dict(hidden_size=1024, intermediate_size=2816, num_attention_heads=8, num_key_value_heads=2,
+              head_dim=128, num_hidden_layers=4, vocab_size=4096, max_position_embeddings=4096)
+    ref = transformers.AutoModelForCausalLM.from_config(_config(**kw), attn_implementation="sdpa",
+                                                        dtype=torch.bfloat16)
+    fp8 = tfp8.from_config(_config(**kw), recipe="row")
+    fp8.load_state_dict(ref.state_dict())
+    ref, fp8 = ref.cuda().eval(), fp8.cuda().eval()
+    ids = torch.randint(0, 4096, (2, 1024), device="cuda")
+    with torch.no_grad():
+        a = fp8(ids, output_hidden_states=True)
+        b = ref(ids, output_hidden_states=True)
+        g = fp8.generate(ids[:, :64], max_new_tokens=8, do_sample=False)
+    assert _cos(a.hidden_states[-1], b.hidden_states[-1]) >= MIN_COSINE
+    assert g.shape == (2, 72)
