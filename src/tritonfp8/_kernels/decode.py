@@ -1,0 +1,471 @@
+"""Triton kernels of FP8 KV-cache decode attention (private; the public op is :mod:`tritonfp8.decode`).
+
+Paged cache layout: ``k_cache``/``v_cache`` (num_blocks, PAGE, Hkv, D), last dim contiguous; token ``n`` of
+sequence ``b`` lives in page ``block_table[b, n // PAGE]`` at slot ``n % PAGE``. Scales are fp32 dequantization
+factors, one per tensor or one per KV head (a pointer plus a head stride of 0 or 1, so nothing is read on the host).
+
+Kernels:
+
+- :func:`_write_kv_kernel`: one program per new token; quantizes its (Hkv, D) K and V rows with the static scales
+  (IEEE division, saturation, RNE: bit-exact with torch) and scatters them to their cache slot.
+- :func:`_decode_kernel`: one program per (query-row block, KV head, batch, split). The Hq/Hkv query heads of a KV
+  head times the Sq new tokens form the rows of one ``tl.dot`` tile (padded to >= 16 rows), so each K/V page is
+  read from memory once for all of them. BLOCK_N cache tokens per step, gathered page by page via the block table.
+  With one split the program writes the normalized output; with several it writes a partial (o, lse) in fp32,
+  and (INLINE_MERGE) the last split of its group to finish, found with an atomic ticket counter, merges them.
+- :func:`_combine_kernel`: log-sum-exp merge of the splits' partials into the output as a second launch (the
+  alternative to the inline merge).
+
+Arithmetic: both products run on fp16 tensor-core inputs with fp32 accumulation.
+E4M3 -> fp16 is exact (E4M3 spans 2^-9 .. 448 with 3 mantissa bits; fp16 spans 2^-24 .. 65504 with 10) and is one
+packed ``cvt.rn.f16x2.e4m3x2`` per two values on sm_89+, while sm_90 has no direct E4M3 -> bf16 conversion.
+A bf16 q is multiplied per query row by a power of two that puts its largest magnitude in [2^14, 2^15), then cast to
+fp16: exact for every element within 2^-28 of the row's largest (smaller ones lose bits, a contribution below 2^-28
+of the largest term), never overflowing; the factor is divided out of the scores exactly. P = exp2(s - m) in [0, 1]
+is rounded to fp16 (RNE) for the P·V product; the row sum l is the fp32 sum of the unrounded P.
+A 16-bit cache (the bf16 peer of the benchmark) uses its own dtype for both products instead.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from tritonfp8._kernels.fp8cast import cast_to_fp8
+from tritonfp8.codegen import CodegenSpec
+from tritonfp8.naming import KernelName, named_jit
+
+
+@triton.jit
+def _to_out_dtype(x, OUT_DTYPE: tl.constexpr):
+    """fp32 -> the output dtype, rounded to nearest even on the GPU and in the interpreter alike.
+
+    The Triton 3.6 interpreter truncates fp32 -> bf16 casts (measured: -2.2955 became -2.2812, the GPU and torch give
+    -2.2969). Rounding in fp32 first makes the cast exact: add 0x7FFF plus the lowest kept bit, clear the low 16 bits
+    (ties to even; inf and NaN keep their class). fp16 casts round correctly in both and are left alone.
+    """
+    if OUT_DTYPE == tl.bfloat16:
+        bits = x.to(tl.int32, bitcast=True)
+        bits = (bits + (0x7FFF + ((bits >> 16) & 1))) & -65536
+        x = bits.to(tl.float32, bitcast=True)
+    return x.to(OUT_DTYPE)
+
+
+@named_jit
+def _write_kv_kernel(
+    k_ptr,
+    v_ptr,
+    k_cache_ptr,
+    v_cache_ptr,
+    slot_ptr,
+    k_scale_ptr,
+    v_scale_ptr,
+    num_slots,
+    stride_kt,
+    stride_kh,
+    stride_vt,
+    stride_vh,
+    stride_kcb,
+    stride_kcs,
+    stride_kch,
+    stride_vcb,
+    stride_vcs,
+    stride_vch,
+    SCALE_STRIDE: tl.constexpr,  # 0: one scale per tensor; 1: one per KV head
+    HEADS: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+    PAGE: tl.constexpr,
+    CACHE_DTYPE: tl.constexpr,
+    KERNEL_NAME: tl.constexpr,
+):
+    """Quantize one token's K, V (HEADS, HEAD_DIM) rows and store them at flat slot ``slot_mapping[t]``.
+
+    q = fp8(RNE(clamp(x_fp32 / scale, -max, max))) with IEEE division (``div_rn``); slot < 0 (padding) and
+    slot >= num_slots (out of range) are skipped, so no store lands outside the cache.
+    """
+    t = tl.program_id(0).to(tl.int64)
+    h = tl.arange(0, BLOCK_H)
+    d = tl.arange(0, BLOCK_D)
+    mask = (h < HEADS)[:, None] & (d < HEAD_DIM)[None, :]
+    # K, V and the slot are loaded side by side (no load waits on another); only the stores depend on the slot.
+    slot = tl.load(slot_ptr + t).to(tl.int64)
+    k = tl.load(k_ptr + t * stride_kt + h[:, None] * stride_kh + d[None, :], mask=mask, other=0.0)
+    v = tl.load(v_ptr + t * stride_vt + h[:, None] * stride_vh + d[None, :], mask=mask, other=0.0)
+    ks = tl.load(k_scale_ptr + h * SCALE_STRIDE, mask=h < HEADS, other=1.0)
+    vs = tl.load(v_scale_ptr + h * SCALE_STRIDE, mask=h < HEADS, other=1.0)
+    kq = cast_to_fp8(tl.math.div_rn(k.to(tl.float32), ks[:, None]), CACHE_DTYPE)
+    vq = cast_to_fp8(tl.math.div_rn(v.to(tl.float32), vs[:, None]), CACHE_DTYPE)
+    st_mask = mask & (slot >= 0) & (slot < num_slots)
+    slot = tl.where((slot >= 0) & (slot < num_slots), slot, 0)
+    page = slot // PAGE
+    off = slot % PAGE
+    tl.store(k_cache_ptr + page * stride_kcb + off * stride_kcs + h[:, None] * stride_kch + d[None, :], kq,
+             mask=st_mask)
+    tl.store(v_cache_ptr + page * stride_vcb + off * stride_vcs + h[:, None] * stride_vch + d[None, :], vq,
+             mask=st_mask)
+
+
+@named_jit
+def _decode_kernel(
+    q_ptr,
+    k_cache_ptr,
+    v_cache_ptr,
+    block_table_ptr,
+    seq_lens_ptr,
+    k_descale_ptr,
+    v_descale_ptr,
+    out_ptr,
+    part_o_ptr,
+    part_lse_ptr,
+    counter_ptr,  # int32 per (batch, KV head, row block), zero between launches (INLINE_MERGE only)
+    sm_scale_log2,  # softmax_scale * log2(e), fp32
+    num_blocks,
+    max_blocks,
+    num_splits,
+    stride_qb,
+    stride_qt,
+    stride_qh,
+    stride_kb,
+    stride_ks,
+    stride_kh,
+    stride_vb,
+    stride_vs,
+    stride_vh,
+    stride_btb,
+    stride_btn,
+    stride_ob,
+    stride_ot,
+    stride_oh,
+    stride_pb,
+    stride_pt,
+    stride_ph,
+    stride_ps,
+    DESCALE_STRIDE: tl.constexpr,  # 0: per-tensor descales; 1: per KV head
+    SQ: tl.constexpr,
+    GROUP: tl.constexpr,  # query heads per KV head
+    HEAD_DIM: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+    BLOCK_M: tl.constexpr,  # query rows (GROUP x SQ, padded) per program
+    BLOCK_N: tl.constexpr,  # cache tokens per step
+    PAGE: tl.constexpr,
+    DOT_DTYPE: tl.constexpr,  # tl.float16 (fp8 / fp16 caches) or tl.bfloat16 (bf16 cache)
+    Q_POW2_SCALE: tl.constexpr,  # bf16 q into an fp16 dot: per-row power-of-two scaling (see module docstring)
+    WRITE_PARTIAL: tl.constexpr,  # several splits: write fp32 partials (o, lse) instead of the output
+    INLINE_MERGE: tl.constexpr,  # with WRITE_PARTIAL: the last split to finish merges (else _combine_kernel does)
+    MERGE_CHUNK: tl.constexpr,  # splits merged per step of the inline merge (power of two)
+    KERNEL_NAME: tl.constexpr,
+):
+    """Attention of SQ new tokens x GROUP query heads over the paged cache of one KV head and one split.
+
+    Row r of the tile is token ``t = r // GROUP`` and query head ``kvh * GROUP + r % GROUP``; token t sees cache
+    positions ``n <= seq_len - SQ + t``. The split's token range is ``[split * chunk, (split + 1) * chunk)`` with
+    ``chunk = cdiv(cdiv(seq_len, BLOCK_N), num_splits) * BLOCK_N`` computed per sequence, so every split of a sequence
+    gets an even share of its own length. Pages whose block-table entry lies outside [0, num_blocks) are masked out
+    (never read), and seq_len is clipped to the table width (max_blocks * PAGE): no access outside the tensors.
+    Partials: ``o`` normalized by its own row sum, ``lse`` in log2 units (-inf for an empty split).
+    """
+    pid_m = tl.program_id(0)
+    kvh = tl.program_id(1).to(tl.int64)
+    b = tl.program_id(2).to(tl.int64)
+    split = pid_m % num_splits
+    row_block = (pid_m // num_splits).to(tl.int64)
+
+    seq_len = tl.load(seq_lens_ptr + b)
+    seq_len = tl.minimum(tl.maximum(seq_len, 0), max_blocks * PAGE)
+    n_tiles = tl.cdiv(seq_len, BLOCK_N)
+    tiles_per_split = tl.cdiv(n_tiles, num_splits)
+    start = split * tiles_per_split * BLOCK_N
+    end = tl.minimum(start + tiles_per_split * BLOCK_N, seq_len)
+
+    rows = row_block * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_ok = rows < SQ * GROUP
+    tok = rows // GROUP
+    head = kvh * GROUP + rows % GROUP
+    d = tl.arange(0, BLOCK_D)
+    d_ok = d < HEAD_DIM
+    q = tl.load(
+        q_ptr + b * stride_qb + tok[:, None] * stride_qt + head[:, None] * stride_qh + d[None, :],
+        mask=row_ok[:, None] & d_ok[None, :],
+        other=0.0,
+    )
+    k_ds = tl.load(k_descale_ptr + kvh * DESCALE_STRIDE)
+    v_ds = tl.load(v_descale_ptr + kvh * DESCALE_STRIDE)
+    row_scale = tl.full([BLOCK_M], 1.0, tl.float32)
+    if Q_POW2_SCALE:
+        qf = q.to(tl.float32)
+        amax = tl.max(tl.abs(qf), axis=1)
+        e = (amax.to(tl.int32, bitcast=True) >> 23) & 0xFF  # biased exponent; 0 for a zero row
+        # 2^(k) with k = 14 - (e - 127): biased exponent 268 - e, kept in [1, 253] so 1/2^k is normal as well.
+        sb = tl.minimum(tl.maximum(268 - e, 1), 253)
+        up = (sb << 23).to(tl.float32, bitcast=True)
+        row_scale = ((254 - sb) << 23).to(tl.float32, bitcast=True)
+        q = (qf * up[:, None]).to(DOT_DTYPE)
+    else:
+        q = q.to(DOT_DTYPE)
+    # Scores in log2 units: s2 = (q . k) * softmax_scale * k_descale * log2(e), per row times 1/2^k.
+    score_scale = row_scale * (sm_scale_log2 * k_ds)
+    last_visible = seq_len - SQ + tok  # per row
+
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    offs_n = tl.arange(0, BLOCK_N)
+    k_base = k_cache_ptr + kvh * stride_kh
+    v_base = v_cache_ptr + kvh * stride_vh
+    bt_row = block_table_ptr + b * stride_btb
+    # Page ids one tile ahead, carried in registers: the K/V addresses of a step never wait on a load of the same
+    # step, so the pipeliner can issue the K/V copies of later steps early.
+    n_next = start + offs_n
+    page_next = tl.load(bt_row + (n_next // PAGE) * stride_btn, mask=n_next < end, other=0)
+    for n0 in range(start, end, BLOCK_N):
+        n = n0 + offs_n
+        page = page_next.to(tl.int64)
+        n_next = n + BLOCK_N
+        page_next = tl.load(bt_row + (n_next // PAGE) * stride_btn, mask=n_next < end, other=0)
+        n_ok = (n < end) & (page >= 0) & (page < num_blocks)
+        slot = n % PAGE
+        kv_mask = n_ok[:, None] & d_ok[None, :]
+        k = tl.load(k_base + (page * stride_kb + slot * stride_ks)[:, None] + d[None, :], mask=kv_mask, other=0.0)
+        s = tl.dot(q, tl.trans(k.to(DOT_DTYPE)))
+        s = s * score_scale[:, None]
+        visible = n_ok[None, :] & (n[None, :] <= last_visible[:, None])
+        s = tl.where(visible, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows with nothing visible yet stay at 0
+        alpha = tl.exp2(m_i - m_use)
+        p = tl.exp2(s - m_use[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        v = tl.load(v_base + (page * stride_vb + slot * stride_vs)[:, None] + d[None, :], mask=kv_mask, other=0.0)
+        acc = acc * alpha[:, None] + tl.dot(p.to(DOT_DTYPE), v.to(DOT_DTYPE))
+        m_i = m_new
+
+    has = l_i > 0.0
+    inv_l = tl.where(has, v_ds / tl.where(has, l_i, 1.0), 0.0)
+    o = acc * inv_l[:, None]
+    o_mask = row_ok[:, None] & d_ok[None, :]
+    o_ptrs = out_ptr + b * stride_ob + tok[:, None] * stride_ot + head[:, None] * stride_oh + d[None, :]
+    if WRITE_PARTIAL:
+        lse = tl.where(has, m_i + tl.log2(tl.where(has, l_i, 1.0)), float("-inf"))
+        p_base = b * stride_pb + tok * stride_pt + head * stride_ph
+        p_row = p_base + split * stride_ps
+        tl.store(part_lse_ptr + p_row, lse, mask=row_ok)
+        tl.store(part_o_ptr + p_row[:, None] * HEAD_DIM + d[None, :], o, mask=o_mask)
+        if INLINE_MERGE:
+            # The last split of a (row block, KV head, batch) to finish merges all partials: no second launch.
+            # Every thread's stores precede the barrier; the counter's acq_rel atomic (gpu scope) publishes them
+            # to the program that draws the last ticket, which reads them through L2 (.cg). It then resets the
+            # counter, so the workspace stays zero between launches on a stream.
+            tl.debug_barrier()
+            c_ptr = counter_ptr + (b * tl.num_programs(1) + kvh) * (tl.num_programs(0) // num_splits) + row_block
+            ticket = tl.atomic_add(c_ptr, 1, sem="acq_rel")
+            if ticket == num_splits - 1:
+                tl.atomic_xchg(c_ptr, 0)
+                # MERGE_CHUNK splits per step as one [rows, chunk, D] load: each step's latency covers
+                # MERGE_CHUNK partials of every row (a loop over single splits waits once per split).
+                m_all = tl.full([BLOCK_M], float("-inf"), tl.float32)
+                den = tl.zeros([BLOCK_M], tl.float32)
+                res = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+                sc = tl.arange(0, MERGE_CHUNK)
+                for s0 in range(0, num_splits, MERGE_CHUNK):
+                    s_idx = s0 + sc
+                    ls_mask = row_ok[:, None] & (s_idx < num_splits)[None, :]
+                    ls_off = p_base[:, None] + s_idx[None, :] * stride_ps  # [BLOCK_M, MERGE_CHUNK]
+                    lse_c = tl.load(part_lse_ptr + ls_off, mask=ls_mask, other=float("-inf"), cache_modifier=".cg")
+                    o_c = tl.load(part_o_ptr + ls_off[:, :, None] * HEAD_DIM + d[None, None, :],
+                                  mask=ls_mask[:, :, None] & d_ok[None, None, :], other=0.0, cache_modifier=".cg")
+                    m_new = tl.maximum(m_all, tl.max(lse_c, axis=1))
+                    m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+                    a = tl.exp2(m_all - m_use)
+                    w = tl.exp2(lse_c - m_use[:, None])
+                    den = den * a + tl.sum(w, axis=1)
+                    res = res * a[:, None] + tl.sum(o_c * w[:, :, None], axis=1)
+                    m_all = m_new
+                res = res / tl.where(den > 0.0, den, 1.0)[:, None]
+                tl.store(o_ptrs, _to_out_dtype(res, out_ptr.dtype.element_ty), mask=o_mask)
+    else:
+        tl.store(o_ptrs, _to_out_dtype(o, out_ptr.dtype.element_ty), mask=o_mask)
+
+
+@named_jit
+def _combine_kernel(
+    part_o_ptr,
+    part_lse_ptr,
+    out_ptr,
+    num_splits,
+    stride_pb,
+    stride_pt,
+    stride_ph,
+    stride_ps,
+    stride_ob,
+    stride_ot,
+    stride_oh,
+    HEAD_DIM: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+    BLOCK_S: tl.constexpr,
+    KERNEL_NAME: tl.constexpr,
+):
+    """out[b, t, h] = sum_s 2^(lse_s - lse) o_s with lse = log2 sum_s 2^lse_s; 0 when every split was empty."""
+    h = tl.program_id(0).to(tl.int64)
+    t = tl.program_id(1).to(tl.int64)
+    b = tl.program_id(2).to(tl.int64)
+    s = tl.arange(0, BLOCK_S)
+    s_ok = s < num_splits
+    d = tl.arange(0, BLOCK_D)
+    d_ok = d < HEAD_DIM
+    base = b * stride_pb + t * stride_pt + h * stride_ph + s * stride_ps
+    lse = tl.load(part_lse_ptr + base, mask=s_ok, other=float("-inf"))
+    m = tl.max(lse, axis=0)
+    m_use = tl.where(m == float("-inf"), 0.0, m)
+    w = tl.exp2(lse - m_use)  # 0 for empty splits
+    o = tl.load(part_o_ptr + base[:, None] * HEAD_DIM + d[None, :], mask=s_ok[:, None] & d_ok[None, :], other=0.0)
+    den = tl.sum(w, axis=0)
+    res = tl.sum(o * w[:, None], axis=0) / tl.where(den > 0.0, den, 1.0)
+    o_ptrs = out_ptr + b * stride_ob + t * stride_ot + h * stride_oh + d
+    tl.store(o_ptrs, _to_out_dtype(res, out_ptr.dtype.element_ty), mask=d_ok)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Kernel names and offline codegen specs.
+
+
+def merge_chunk(block_m: int, block_d: int) -> int:
+    """Splits per step of the inline merge: a [block_m, chunk, block_d] fp32 tile of at most 8192 elements
+    (64 registers per thread at 4 warps), at least 1."""
+    return max(1, min(16, 8192 // (block_m * block_d)))
+
+
+def decode_kernel_name(
+    arch: int, cache: str, q: str, out: str, block_m: int, block_n: int, head_dim: int, warps: int, stages: int,
+    page: int, split: bool, per_head: bool, inline: bool = True,
+) -> KernelName:
+    """Types: cache element, q element, accumulator, output. Tile: query rows x cache tokens x head dim.
+    Schedule: ``paged`` (one split), ``pagedsplitkv`` (partials merged in-kernel by the last split) or
+    ``pagedsplitkvcombine`` (partials merged by :func:`_combine_kernel`)."""
+    return KernelName(
+        arch=arch,
+        op="decode",
+        types=(cache, q, "f32", out),
+        tile=(block_m, block_n, head_dim),
+        warps=warps,
+        stages=stages,
+        schedule="paged" + (("splitkv" if inline else "splitkvcombine") if split else ""),
+        scaling="headwise" if per_head else "tensorwise",
+        extras=(f"page{page}",),
+    )
+
+
+def write_kv_kernel_name(arch: int, src: str, cache: str, heads: int, head_dim: int, warps: int, per_head: bool):
+    return KernelName(
+        arch=arch,
+        op="kvcachewrite",
+        types=(src, cache),
+        tile=(1, heads, head_dim),
+        warps=warps,
+        stages=1,
+        schedule="scatter",
+        scaling="headwise" if per_head else "tensorwise",
+    )
+
+
+def combine_kernel_name(arch: int, out: str, block_s: int, head_dim: int):
+    return KernelName(
+        arch=arch, op="decodecombine", types=("f32", out), tile=(1, block_s, head_dim), warps=4, stages=1,
+        schedule="lse",
+    )
+
+
+def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, page: int, split: bool,
+                 q_sig: str = "bf16", cache_sig: str = "fp8e4nv", head_dim: int = 128,
+                 inline: bool = True) -> CodegenSpec:
+    block_m = max(16, min(64, triton.next_power_of_2(group * sq)))
+    dot = "fp16" if cache_sig in ("fp8e4nv", "fp16") else "bf16"
+    sig = {
+        "q_ptr": f"*{q_sig}", "k_cache_ptr": f"*{cache_sig}", "v_cache_ptr": f"*{cache_sig}",
+        "block_table_ptr": "*i32", "seq_lens_ptr": "*i32", "k_descale_ptr": "*fp32", "v_descale_ptr": "*fp32",
+        "out_ptr": "*bf16", "part_o_ptr": "*fp32", "part_lse_ptr": "*fp32", "counter_ptr": "*i32",
+        "sm_scale_log2": "fp32",
+        "num_blocks": "i32", "max_blocks": "i32", "num_splits": "i32",
+    }
+    # Strides as the launcher sees them for contiguous tensors: Triton specializes ints divisible by 16
+    # (the address analysis then proves 16-byte rows); the codegen spec marks them the same way.
+    aligned_strides = ("stride_qb", "stride_qt", "stride_qh", "stride_kb", "stride_ks", "stride_kh", "stride_vb",
+                       "stride_vs", "stride_vh", "stride_ob", "stride_ot", "stride_oh")
+    for s in (*aligned_strides, "stride_btb", "stride_pb", "stride_pt", "stride_ph"):
+        sig[s] = "i32"
+    sig["stride_btn"] = "constexpr"
+    sig["stride_ps"] = "i32"
+    for c in ("DESCALE_STRIDE", "SQ", "GROUP", "HEAD_DIM", "BLOCK_D", "BLOCK_M", "BLOCK_N", "PAGE", "DOT_DTYPE",
+              "Q_POW2_SCALE", "WRITE_PARTIAL", "INLINE_MERGE", "MERGE_CHUNK"):
+        sig[c] = "constexpr"
+    constexprs = {
+        "stride_btn": 1, "DESCALE_STRIDE": 1, "SQ": sq, "GROUP": group, "HEAD_DIM": head_dim, "BLOCK_D": head_dim,
+        "BLOCK_M": block_m, "BLOCK_N": block_n, "PAGE": page,
+        "DOT_DTYPE": tl.float16 if dot == "fp16" else tl.bfloat16,
+        "Q_POW2_SCALE": q_sig == "bf16" and dot == "fp16", "WRITE_PARTIAL": split,
+        "INLINE_MERGE": split and inline, "MERGE_CHUNK": merge_chunk(block_m, head_dim),
+    }
+    short = {"fp8e4nv": "e4m3", "bf16": "bf16", "fp16": "f16"}
+    name = decode_kernel_name(90, short[cache_sig], short[q_sig], "bf16", block_m, block_n, head_dim, warps, stages,
+                              page, split, True, inline)
+    return CodegenSpec(
+        fn=_decode_kernel, signature=sig, constexprs=constexprs, name=name, num_warps=warps, num_stages=stages,
+        description=f"paged decode, {cache_sig} cache, GQA {group}, Sq {sq}, page {page}, "
+                    f"{'split-KV partials' if split else 'direct output'}",
+        min_arch=80,
+        divisible=tuple(n for n, t in sig.items() if t.startswith("*")) + aligned_strides,
+    )
+
+
+def codegen_specs() -> dict[str, CodegenSpec]:
+    """Representative configs: the bench shapes' GQA 4 and 8 (Hq/Hkv 32/8, 64/8), D=128, pages of 16 and 64."""
+    specs = {
+        "decode_e4m3_gqa4_page16": _decode_spec(4, 1, 64, 4, 3, 16, False),
+        "decode_e4m3_gqa8_page16": _decode_spec(8, 1, 64, 4, 3, 16, False),
+        "decode_e4m3_gqa8_page16_splitkv": _decode_spec(8, 1, 64, 4, 3, 16, True),
+        "decode_e4m3_gqa8_page64_splitkv": _decode_spec(8, 1, 64, 4, 3, 64, True),
+        "decode_e4m3_gqa8_page16_splitkvcombine": _decode_spec(8, 1, 64, 4, 3, 16, True, inline=False),
+        "decode_e4m3_gqa8_page16_bn32s4": _decode_spec(8, 1, 32, 4, 4, 16, False),
+        "decode_e4m3_gqa8_page16_bn128w8": _decode_spec(8, 1, 128, 8, 3, 16, False),
+        "decode_e4m3_gqa8_sq4": _decode_spec(8, 4, 64, 8, 3, 16, False),
+        "decode_e4m3_gqa8_sq16": _decode_spec(8, 16, 32, 8, 3, 16, True),
+        "decode_f16q_e4m3_gqa8_page16": _decode_spec(8, 1, 64, 4, 3, 16, False, q_sig="fp16"),
+        "decode_bf16cache_gqa8_page16": _decode_spec(8, 1, 64, 4, 3, 16, False, cache_sig="bf16"),
+    }
+    specs["kvcache_write_bf16_e4m3"] = CodegenSpec(
+        fn=_write_kv_kernel,
+        signature={
+            "k_ptr": "*bf16", "v_ptr": "*bf16", "k_cache_ptr": "*fp8e4nv", "v_cache_ptr": "*fp8e4nv",
+            "slot_ptr": "*i64", "k_scale_ptr": "*fp32", "v_scale_ptr": "*fp32", "num_slots": "i64",
+            **{s: "i32" for s in ("stride_kt", "stride_kh", "stride_vt", "stride_vh", "stride_kcb", "stride_kcs",
+                                  "stride_kch", "stride_vcb", "stride_vcs", "stride_vch")},
+            **{c: "constexpr" for c in ("SCALE_STRIDE", "HEADS", "HEAD_DIM", "BLOCK_H", "BLOCK_D", "PAGE",
+                                        "CACHE_DTYPE")},
+        },
+        constexprs={"SCALE_STRIDE": 1, "HEADS": 8, "HEAD_DIM": 128, "BLOCK_H": 8, "BLOCK_D": 128, "PAGE": 16,
+                    "CACHE_DTYPE": tl.float8e4nv},
+        name=write_kv_kernel_name(90, "bf16", "e4m3", 8, 128, 4, True),
+        num_warps=4,
+        num_stages=1,
+        divisible=("k_ptr", "v_ptr", "k_cache_ptr", "v_cache_ptr", "slot_ptr", "k_scale_ptr", "v_scale_ptr",
+                   "stride_kt", "stride_kh", "stride_vt", "stride_vh", "stride_kcb", "stride_kcs", "stride_kch",
+                   "stride_vcb", "stride_vcs", "stride_vch"),
+        description="quantize + scatter new K/V tokens into the paged E4M3 cache (Hkv 8, D 128)",
+    )
+    specs["decode_combine_bf16"] = CodegenSpec(
+        fn=_combine_kernel,
+        signature={
+            "part_o_ptr": "*fp32", "part_lse_ptr": "*fp32", "out_ptr": "*bf16", "num_splits": "i32",
+            **{s: "i32" for s in ("stride_pb", "stride_pt", "stride_ph", "stride_ps", "stride_ob", "stride_ot",
+                                  "stride_oh")},
+            "HEAD_DIM": "constexpr", "BLOCK_D": "constexpr", "BLOCK_S": "constexpr",
+        },
+        constexprs={"HEAD_DIM": 128, "BLOCK_D": 128, "BLOCK_S": 32},
+        name=combine_kernel_name(90, "bf16", 32, 128),
+        num_warps=4,
+        num_stages=1,
+        divisible=("part_o_ptr", "part_lse_ptr", "out_ptr", "stride_ob", "stride_ot", "stride_oh"),
+        description="log-sum-exp merge of split-KV partials (32 splits, D 128)",
+    )
+    return specs

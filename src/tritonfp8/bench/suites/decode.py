@@ -1,0 +1,459 @@
+"""Paged FP8 KV-cache decode: effective bandwidth against the device copy, SDPA on a dense BF16 cache, and our own
+kernel on a BF16 paged cache; plus ``write_kv_cache`` bandwidth and a config sweep (``--variants``).
+
+Per case (B sequences of equal length ``ctx``, Hq/Hkv query/KV heads, D = 128, pages of 16 or 64 tokens, one new
+token per sequence), timed interleaved in one run (:func:`tritonfp8.bench.harness.bench_interleaved`):
+
+- ``ours``: ``decode_attention`` on the E4M3 paged cache (shuffled block table), heuristic config;
+- ``ours_bf16``: the same kernel on a BF16 paged cache of the same lengths (2x the bytes);
+- ``sdpa``: ``torch.nn.functional.scaled_dot_product_attention(enable_gqa=True)`` on a dense BF16 cache
+  (B, Hkv, ctx, D) — what a user would otherwise run; the math backend is excluded (it would copy K/V per query
+  head), so a case the fused backends refuse reports n/a;
+- ``copy``: a device-to-device copy moving as many bytes (read + write) as ``ours`` reads and writes.
+
+Effective bandwidth = bytes of the K and V cache read + q read + out written, over the median time. Targets (H200):
+``ours`` >= 85% of the copy bandwidth for B >= 8 with ctx >= 4096; ``ours`` >= 1.7x faster than ``sdpa``;
+``write_kv_cache`` >= 70% of the copy bandwidth. Before timing, ``ours`` is checked against
+``decode_attention_torch`` on the first sequences (relative error, bf16 output); a miss fails the suite.
+
+``--variants`` times :class:`tritonfp8.decode.DecodeConfig` alternatives (tokens per step, warps, pipeline stages,
+in-kernel vs separate-kernel split merge, split counts) on a few representative shapes, so one GPU call picks the
+heuristic's defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from typing import Any
+
+import torch
+
+DESCRIPTION = "paged FP8 KV-cache decode bandwidth vs copy, SDPA (dense BF16) and a BF16 paged cache"
+
+D = 128
+HKV = 8
+BATCHES = (1, 8, 32, 128)
+CONTEXTS = (1024, 4096, 32768)
+HQS = (32, 64)
+PAGES = (16, 64)
+# (B, ctx, Hq, page)
+QUICK_CASES = ((8, 4096, 32, 16), (32, 4096, 64, 64), (1, 32768, 32, 16), (128, 1024, 64, 16))
+WRITE_TOKENS_QUICK = (32768,)
+WRITE_TOKENS = (128, 4096, 32768, 131072)
+TARGET_PCT_OF_COPY = 85.0
+TARGET_VS_SDPA = 1.7
+TARGET_WRITE_PCT = 70.0
+# Relative error allowed for the pre-timing check (bf16 output, fp16 P): 4 x bf16's unit roundoff (2^-8).
+CHECK_TOL = 4 * 2.0**-8
+# Where the suite runs; the CPU test sets "cpu" (interpreter, stand-in timer) to check the bookkeeping.
+_DEVICE = "cuda"
+
+# Config variants for --variants (None fields: the heuristic's value).
+VARIANTS: dict[str, dict[str, Any]] = {
+    "heuristic": {},
+    "bn32": {"block_n": 32},
+    "bn128": {"block_n": 128},
+    "bn128w8": {"block_n": 128, "num_warps": 8},
+    "bn64w8": {"num_warps": 8},
+    "s2": {"num_stages": 2},
+    "s4": {"num_stages": 4},
+    "bn32s5": {"block_n": 32, "num_stages": 5},
+    "mergekernel": {"merge": "kernel"},
+    "splitsx2": {"splits_factor": 2.0},
+    "splitshalf": {"splits_factor": 0.5},
+    "nosplit": {"num_splits": 1},
+    "bn128w8splitshalf": {"block_n": 128, "num_warps": 8, "splits_factor": 0.5},
+    # The same kernels compiled under the plain "tfp8_" name: ptxas 12.8 gives them other SASS on sm_90 than
+    # under the "cutlass_" name (offline, 16 rows x 64 tokens: 153 vs 208 registers, and no .LTC128B L2 prefetch
+    # hint on the cp.async copies).
+    "plainname": {"names": "plain"},
+    "plainnames4": {"names": "plain", "num_stages": 4},
+    # 153 registers (plain name) leave room for 3 resident programs per SM: splits for 3 instead of 2 per SM.
+    "plainnamesplits1.5": {"names": "plain", "splits_factor": 1.5},
+}
+VARIANT_CASES = ((8, 4096, 32, 16), (1, 32768, 64, 16), (32, 4096, 32, 64), (128, 1024, 32, 16), (8, 32768, 64, 16))
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--batch", type=int, action="append", default=None, help="batch sizes (repeatable)")
+    p.add_argument("--context", type=int, action="append", default=None, help="context lengths (repeatable)")
+    p.add_argument("--hq", type=int, action="append", default=None, help="query heads (Hkv is 8; repeatable)")
+    p.add_argument("--page", type=int, action="append", default=None, help="page sizes (repeatable)")
+    p.add_argument("--variants", action="store_true", help="also sweep DecodeConfig variants on a few shapes")
+    p.add_argument("--variants-only", action="store_true", help="only the DecodeConfig sweep")
+    p.add_argument("--no-peers", action="store_true", help="time ours and the copy only (no SDPA, no BF16 cache)")
+
+
+def _cases(args) -> list[tuple[int, int, int, int]]:
+    if any(getattr(args, k, None) for k in ("batch", "context", "hq", "page")):
+        return [(b, c, h, p) for b in (args.batch or BATCHES) for c in (args.context or CONTEXTS)
+                for p in (args.page or PAGES) for h in (args.hq or HQS)]
+    if args.quick:
+        return list(QUICK_CASES)
+    return [(b, c, h, p) for b in BATCHES for c in CONTEXTS for p in PAGES for h in HQS]
+
+
+def _fill_fp8(shape, device, gen_scale: float = 4.0) -> torch.Tensor:
+    """E4M3 tensor of N(0, gen_scale^2) values, filled in chunks along dim 0 (no full-size fp32 temporary)."""
+    out = torch.empty(shape, dtype=torch.float8_e4m3fn, device=device)
+    chunk = max(1, (1 << 26) // max(1, math.prod(shape[1:])))
+    for i in range(0, shape[0], chunk):
+        n = min(chunk, shape[0] - i)
+        out[i : i + n] = (torch.randn((n, *shape[1:]), device=device, dtype=torch.bfloat16) * gen_scale).to(out.dtype)
+    return out
+
+
+def _to_bf16(x: torch.Tensor, scale: float) -> torch.Tensor:
+    out = torch.empty(x.shape, dtype=torch.bfloat16, device=x.device)
+    chunk = max(1, (1 << 26) // max(1, math.prod(x.shape[1:])))
+    for i in range(0, x.shape[0], chunk):
+        out[i : i + chunk] = x[i : i + chunk].to(torch.bfloat16) * scale
+    return out
+
+
+@dataclasses.dataclass
+class _Paged:
+    k: torch.Tensor
+    v: torch.Tensor
+    table: torch.Tensor
+    lens: torch.Tensor
+    descale: torch.Tensor
+    page: int
+
+
+def _paged(b: int, ctx: int, page: int, device) -> _Paged:
+    per_seq = math.ceil(ctx / page)
+    nb = b * per_seq
+    k = _fill_fp8((nb, page, HKV, D), device)
+    v = _fill_fp8((nb, page, HKV, D), device)
+    table = torch.randperm(nb, device=device).to(torch.int32).view(b, per_seq)  # shuffled pages
+    lens = torch.full((b,), ctx, dtype=torch.int32, device=device)
+    descale = torch.full((HKV,), 0.25, device=device)  # dequantized values ~ N(0, 1)
+    return _Paged(k, v, table, lens, descale, page)
+
+
+def cache_bytes(b: int, ctx: int, elem: int) -> int:
+    """Bytes of K and V that one decode step must read: B sequences x ctx tokens x Hkv x D x 2 tensors."""
+    return 2 * b * ctx * HKV * D * elem
+
+
+def io_bytes(b: int, hq: int, sq: int = 1) -> int:
+    """q read (bf16) + out written (bf16)."""
+    return 2 * b * sq * hq * D * 2
+
+
+def _sdpa_fn(q, k, v):
+    """SDPA on the dense cache with the fused backends only: ``enable_gqa=True`` when a backend takes it, else the
+    GQA group folded into the query length (q (B, Hkv, G, D) against k/v (B, Hkv, ctx, D): exact for one new
+    token, no mask, and the cache is still read once). Returns (fn, form or the error)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backends = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION]
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def gqa():
+        with sdpa_kernel(backends):
+            return sdpa(q, k, v, enable_gqa=True)
+
+    b, hq, sq, d = q.shape
+    hkv = k.shape[1]
+    qf = q.reshape(b, hkv, (hq // hkv) * sq, d)  # q is (B, Hq, 1, D): heads kvh*G .. kvh*G+G-1 become rows
+
+    def folded():
+        with sdpa_kernel(backends):
+            return sdpa(qf, k, v)
+
+    errors = []
+    for fn, form in ((gqa, "enable_gqa"), (folded, "gqa folded into q rows")):
+        try:
+            fn()
+            return fn, form
+        except RuntimeError as e:  # no fused backend for this form
+            errors.append(f"{form}: {str(e).splitlines()[0][:100]}")
+    return None, "; ".join(errors)
+
+
+def _check(dec, q, pc: _Paged, out) -> float:
+    """Relative error of ``out`` on its first (up to) 2 sequences vs decode_attention_torch."""
+    from tritonfp8.bench import harness as H
+
+    n = min(2, q.shape[0])
+    ref = dec.decode_attention_torch(q[:n], pc.k, pc.v, pc.table[:n], pc.lens[:n], k_descale=pc.descale,
+                                     v_descale=pc.descale)
+    return H.rel_error(out[:n].float(), ref)
+
+
+def profile_case(args):
+    """One launch for ``--profile``: B=8, ctx 4096, Hq/Hkv 32/8, pages of 16 (or the first --batch/--context...)."""
+    from tritonfp8 import decode as dec
+
+    b = (getattr(args, "batch", None) or [8])[0]
+    ctx = (getattr(args, "context", None) or [4096])[0]
+    hq = (getattr(args, "hq", None) or [32])[0]
+    page = (getattr(args, "page", None) or [16])[0]
+    pc = _paged(b, ctx, page, _DEVICE)
+    q = torch.randn(b, 1, hq, D, device=_DEVICE, dtype=torch.bfloat16)
+    fn = lambda: dec.decode_attention(q, pc.k, pc.v, pc.table, pc.lens, k_descale=pc.descale,  # noqa: E731
+                                      v_descale=pc.descale)
+    return fn, f"decode B={b} ctx={ctx} Hq/Hkv={hq}/{HKV} D={D} page={page} e4m3 cache"
+
+
+def _run_matrix(args, H, console, env) -> tuple[list[dict], int]:
+    from tritonfp8 import decode as dec
+
+    rows: list[dict[str, Any]] = []
+    failures = 0
+    cases = _cases(args)
+    groups: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for b, ctx, hq, page in cases:
+        groups.setdefault((b, ctx), []).append((hq, page))
+    for (b, ctx), rest in groups.items():
+        dense = None
+        if not args.no_peers:
+            try:
+                dense = (torch.randn(b, HKV, ctx, D, device=_DEVICE, dtype=torch.bfloat16),
+                         torch.randn(b, HKV, ctx, D, device=_DEVICE, dtype=torch.bfloat16))
+            except torch.OutOfMemoryError:
+                dense = None
+        for page in sorted({p for _, p in rest}):
+            pc = _paged(b, ctx, page, _DEVICE)
+            k16 = v16 = None
+            if not args.no_peers:
+                k16, v16 = _to_bf16(pc.k, 0.25), _to_bf16(pc.v, 0.25)
+            for hq in sorted({h for h, p in rest if p == page}):
+                torch.manual_seed(0)
+                q = torch.randn(b, 1, hq, D, device=_DEVICE, dtype=torch.bfloat16)
+                cfg = dec.decode_config(b, HKV, hq // HKV, ctx, dec.num_sms(torch.device(_DEVICE)))
+                ours = lambda: dec.decode_attention(q, pc.k, pc.v, pc.table, pc.lens,  # noqa: E731
+                                                    k_descale=pc.descale, v_descale=pc.descale, config=cfg)
+                err = _check(dec, q, pc, ours())
+                ok = err <= CHECK_TOL
+                failures += not ok
+                nbytes = cache_bytes(b, ctx, 1) + io_bytes(b, hq)
+                copy_fn, copy_moved = H.make_copy_fn(max(1, nbytes // 2), _DEVICE)
+                fns = {"ours": ours, "copy": copy_fn}
+                note = ""
+                if k16 is not None:
+                    cfg16 = dataclasses.replace(cfg)
+                    fns["ours_bf16"] = lambda: dec.decode_attention(q, k16, v16, pc.table, pc.lens,  # noqa: E731
+                                                                    config=cfg16)
+                if dense is not None:
+                    qd = q.transpose(1, 2).contiguous()  # (B, Hq, 1, D)
+                    sfn, note = _sdpa_fn(qd, dense[0], dense[1])
+                    if sfn is not None:
+                        fns["sdpa"] = sfn
+                times = H.bench_interleaved(fns, repeats=args.repeats)
+                t = {n: H.summarize(v) for n, v in times.items()}
+                ours_gbps = H.gbps(nbytes, t["ours"].median)
+                copy_gbps = H.gbps(copy_moved, t["copy"].median)
+                pct_copy = H.pct(ours_gbps, copy_gbps)
+                row: dict[str, Any] = {
+                    "case": f"B{b} ctx{ctx} {hq}/{HKV} p{page}",
+                    "B": b, "ctx": ctx, "Hq": hq, "Hkv": HKV, "D": D, "page": page,
+                    "splits": cfg.num_splits, "block_n": cfg.block_n, "warps": cfg.num_warps,
+                    "stages": cfg.num_stages, "merge": cfg.merge,
+                    "bytes": nbytes, "rel_err": err, "check_ok": ok,
+                    "ours_ms": t["ours"].median, "ours_gbps": ours_gbps, "copy_gbps": copy_gbps,
+                    "pct_of_copy": pct_copy,
+                    "pct_of_copy_lo": 100.0 * t["copy"].min / t["ours"].max,
+                    "pct_of_copy_hi": 100.0 * t["copy"].max / t["ours"].min,
+                    "ours_spread": t["ours"].spread,
+                    "target_copy": (pct_copy >= TARGET_PCT_OF_COPY) if (b >= 8 and ctx >= 4096) else None,
+                    "rounds_ms": {n: list(v) for n, v in times.items()},
+                    "sdpa_form": note,
+                }
+                if "ours_bf16" in t:
+                    c = H.compare(times["ours"], times["ours_bf16"])
+                    row.update(bf16cache_ms=t["ours_bf16"].median,
+                               bf16cache_gbps=H.gbps(cache_bytes(b, ctx, 2) + io_bytes(b, hq), t["ours_bf16"].median),
+                               vs_bf16cache=c.ratio, vs_bf16cache_verdict=c.verdict)
+                if "sdpa" in t:
+                    c = H.compare(times["ours"], times["sdpa"])
+                    row.update(sdpa_ms=t["sdpa"].median, vs_sdpa=c.ratio, vs_sdpa_lo=c.lo, vs_sdpa_hi=c.hi,
+                               vs_sdpa_verdict=c.verdict, target_sdpa=c.ratio >= TARGET_VS_SDPA)
+                rows.append(row)
+                del copy_fn
+            del pc, k16, v16
+        del dense
+        if _DEVICE == "cuda":
+            torch.cuda.empty_cache()
+    H.print_table(
+        rows,
+        [
+            H.Column("case", justify="left"),
+            H.Column("splits"),
+            H.Column("ours_ms", "ours ms", "{:.4f}"),
+            H.Column("ours_gbps", "ours GB/s", "{:.0f}"),
+            H.Column("copy_gbps", "copy GB/s", "{:.0f}"),
+            H.Column("pct_of_copy", "% copy", "{:.1f}"),
+            H.Column(lambda r: f"{r['pct_of_copy_lo']:.0f}-{r['pct_of_copy_hi']:.0f}", "range"),
+            H.Column("bf16cache_ms", "bf16 cache ms", "{:.4f}"),
+            H.Column("vs_bf16cache", "x bf16 cache", "{:.2f}"),
+            H.Column("sdpa_ms", "SDPA ms", "{:.4f}"),
+            H.Column("vs_sdpa", "x SDPA", "{:.2f}"),
+            H.Column("ours_spread", "spread", "{:.1%}"),
+            H.Column("rel_err", "rel err", "{:.2e}"),
+            H.Column("target_copy", f">= {TARGET_PCT_OF_COPY:.0f}% copy"),
+            H.Column("target_sdpa", f">= {TARGET_VS_SDPA}x SDPA"),
+        ],
+        title="paged decode: tritonfp8 E4M3 cache vs device copy, same kernel on a BF16 cache, SDPA on dense BF16",
+        console=console,
+        caption="GB/s = (K+V cache + q + out bytes) / median time; x peer = peer_ms / ours_ms (> 1: ours faster); "
+        "range = % copy from the extreme rounds",
+    )
+    return rows, failures
+
+
+def _run_write(args, H, console) -> list[dict]:
+    from tritonfp8 import decode as dec
+
+    rows = []
+    for t_tokens in (WRITE_TOKENS_QUICK if args.quick else WRITE_TOKENS):
+        page = 16
+        nb = max(1, math.ceil(t_tokens * 1.25 / page))
+        k = torch.randn(t_tokens, HKV, D, device=_DEVICE, dtype=torch.bfloat16)
+        v = torch.randn_like(k)
+        kc = torch.zeros(nb, page, HKV, D, device=_DEVICE, dtype=torch.float8_e4m3fn)
+        vc = torch.zeros_like(kc)
+        slots = torch.randperm(nb * page, device=_DEVICE)[:t_tokens]
+        s = torch.full((HKV,), 0.02, device=_DEVICE)
+        kr, vr = kc.clone(), vc.clone()
+        dec.write_kv_cache(k, v, kc, vc, slots, s, s)
+        dec.write_kv_cache_torch(k, v, kr, vr, slots, s, s)
+        exact = torch.equal(kc.view(torch.uint8), kr.view(torch.uint8)) and torch.equal(
+            vc.view(torch.uint8), vr.view(torch.uint8))
+        del kr, vr
+        nbytes = 2 * t_tokens * HKV * D * (2 + 1) + t_tokens * 8  # read bf16 k, v; write e4m3; read slots
+        copy_fn, moved = H.make_copy_fn(max(1, nbytes // 2), _DEVICE)
+        times = H.bench_interleaved(
+            {"ours": lambda: dec.write_kv_cache(k, v, kc, vc, slots, s, s),
+             "torch": lambda: dec.write_kv_cache_torch(k, v, kc, vc, slots, s, s),
+             "copy": copy_fn},
+            repeats=args.repeats,
+        )
+        t = {n: H.summarize(x) for n, x in times.items()}
+        g = H.gbps(nbytes, t["ours"].median)
+        cg = H.gbps(moved, t["copy"].median)
+        rows.append({
+            "case": f"write T={t_tokens} Hkv={HKV} D={D}", "T": t_tokens, "bytes": nbytes, "exact": exact,
+            "ours_ms": t["ours"].median, "ours_gbps": g, "copy_gbps": cg, "pct_of_copy": H.pct(g, cg),
+            "vs_torch": H.compare(times["ours"], times["torch"]).ratio, "ours_spread": t["ours"].spread,
+            "target": (H.pct(g, cg) >= TARGET_WRITE_PCT) if t_tokens >= 32768 else None,
+            "rounds_ms": {n: list(x) for n, x in times.items()},
+        })
+        del k, v, kc, vc, copy_fn
+    H.print_table(
+        rows,
+        [H.Column("case", justify="left"), H.Column("ours_ms", "ours ms", "{:.4f}"),
+         H.Column("ours_gbps", "ours GB/s", "{:.0f}"), H.Column("copy_gbps", "copy GB/s", "{:.0f}"),
+         H.Column("pct_of_copy", "% copy", "{:.1f}"), H.Column("vs_torch", "x torch", "{:.2f}"),
+         H.Column("ours_spread", "spread", "{:.1%}"), H.Column("exact"),
+         H.Column("target", f">= {TARGET_WRITE_PCT:.0f}% copy")],
+        title="write_kv_cache: quantize + scatter bf16 K/V into the E4M3 paged cache",
+        console=console,
+        caption="GB/s = (bf16 K,V read + E4M3 written + slots) / median time; x torch = write_kv_cache_torch / ours",
+    )
+    return rows
+
+
+def _run_variants(args, H, console) -> list[dict]:
+    from tritonfp8 import decode as dec
+    from tritonfp8.naming import kernel_names
+
+    rows = []
+    for b, ctx, hq, page in VARIANT_CASES:
+        pc = _paged(b, ctx, page, _DEVICE)
+        q = torch.randn(b, 1, hq, D, device=_DEVICE, dtype=torch.bfloat16)
+        base = dec.decode_config(b, HKV, hq // HKV, ctx, dec.num_sms(torch.device(_DEVICE)))
+        ref = None
+        fns, cfgs = {}, {}
+        for name, over in VARIANTS.items():
+            over = dict(over)
+            names = over.pop("names", "cutlass")
+            factor = over.pop("splits_factor", None)
+            if factor is not None:
+                over["num_splits"] = max(1, min(dec.MAX_SPLITS, round(base.num_splits * factor)))
+            cfg = dataclasses.replace(base, **over)
+            same = dataclasses.replace(cfg, merge=base.merge) if cfg.num_splits == 1 else cfg  # merge moot
+            if name != "heuristic" and same == base and names == "cutlass":
+                continue
+            cfgs[name] = (cfg, names)
+
+            def fn(c=cfg, mode=names):
+                with kernel_names(mode):
+                    return dec.decode_attention(q, pc.k, pc.v, pc.table, pc.lens, k_descale=pc.descale,
+                                                v_descale=pc.descale, config=c)
+
+            out = fn()
+            ref = out if ref is None else ref
+            err = H.rel_error(out.float(), ref.float())
+            if err > CHECK_TOL:
+                console.print(f"[red]variant {name} disagrees with the heuristic config: rel err {err:.2e}[/]")
+                continue
+            fns[name] = fn
+        nbytes = cache_bytes(b, ctx, 1) + io_bytes(b, hq)
+        copy_fn, moved = H.make_copy_fn(max(1, nbytes // 2), _DEVICE)
+        fns["copy"] = copy_fn
+        times = H.bench_interleaved(fns, repeats=args.repeats)
+        copy_gbps = H.gbps(moved, H.summarize(times.pop("copy")).median)
+        best = min(times, key=lambda n: H.summarize(times[n]).median)
+        for name, tt in times.items():
+            s = H.summarize(tt)
+            c, mode = cfgs[name]
+            rows.append({
+                "case": f"B{b} ctx{ctx} {hq}/{HKV} p{page}", "variant": name, "names": mode, "block_n": c.block_n,
+                "warps": c.num_warps, "stages": c.num_stages, "splits": c.num_splits, "merge": c.merge,
+                "ms": s.median, "gbps": H.gbps(nbytes, s.median), "pct_of_copy": H.pct(H.gbps(nbytes, s.median),
+                                                                                         copy_gbps),
+                "vs_heuristic": H.compare(tt, times["heuristic"]).ratio, "spread": s.spread,
+                "best": name == best, "rounds_ms": list(tt),
+            })
+        del pc, copy_fn
+    H.print_table(
+        rows,
+        [H.Column("case", justify="left"), H.Column("variant", justify="left"), H.Column("names"), H.Column("block_n"),
+         H.Column("warps"), H.Column("stages"), H.Column("splits"), H.Column("merge"),
+         H.Column("ms", "ms", "{:.4f}"), H.Column("gbps", "GB/s", "{:.0f}"),
+         H.Column("pct_of_copy", "% copy", "{:.1f}"),
+         H.Column("vs_heuristic", "x heuristic", "{:.3f}"), H.Column("spread", "spread", "{:.1%}"),
+         H.Column("best")],
+        title="decode config sweep (x heuristic > 1: the variant is faster than the default)",
+        console=console,
+    )
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    from tritonfp8.bench import harness as H
+
+    console = H.make_console()
+    env = H.environment_info()
+    console.print(f"[bold]decode[/]: {env.get('gpu')}, torch {env.get('torch')}, triton {env.get('triton')}, "
+                  f"{args.repeats} interleaved rounds per case")
+    rows: list[dict] = []
+    failures = 0
+    if not getattr(args, "variants_only", False):
+        m_rows, failures = _run_matrix(args, H, console, env)
+        w_rows = _run_write(args, H, console)
+        failures += sum(not r["exact"] for r in w_rows)
+        rows += [dict(r, kind="decode") for r in m_rows] + [dict(r, kind="write") for r in w_rows]
+    if getattr(args, "variants", False) or getattr(args, "variants_only", False):
+        rows += [dict(r, kind="variant") for r in _run_variants(args, H, console)]
+    if not args.no_save:
+        w = H.ResultsWriter("decode", out_dir=args.out, env=env)
+        path = w.write(rows, config={"quick": args.quick, "repeats": args.repeats, "D": D, "Hkv": HKV,
+                                     "targets": {"pct_of_copy": TARGET_PCT_OF_COPY, "vs_sdpa": TARGET_VS_SDPA,
+                                                 "write_pct_of_copy": TARGET_WRITE_PCT}})
+        dec_rows = [r for r in rows if r["kind"] == "decode"]
+        if dec_rows:
+            H.plot_bars(w.png_path, [r["case"] for r in dec_rows],
+                        {"ours (E4M3 cache)": [r["ours_gbps"] for r in dec_rows],
+                         "ours (BF16 cache, its bytes)": [r.get("bf16cache_gbps") for r in dec_rows]},
+                        ylabel="GB/s", title="paged decode effective bandwidth",
+                        hline=(sum(r["copy_gbps"] for r in dec_rows) / len(dec_rows), "device copy"))
+        console.print(f"results: {path}")
+    if failures:
+        console.print(f"[red]decode: {failures} correctness check(s) failed[/]")
+    return 1 if failures else 0

@@ -1,0 +1,624 @@
+"""FP8 paged KV-cache decode attention: :func:`write_kv_cache`, :func:`decode_attention` and their references.
+
+Paged cache (the vLLM layout):
+
+- ``k_cache``, ``v_cache``: (num_blocks, block_size, Hkv, D) ``torch.float8_e4m3fn``, last dim contiguous;
+  block_size (the page) in {16, 32, 64, 128}. Token n of sequence b is at page ``block_table[b, n // block_size]``,
+  slot ``n % block_size``; its flat slot is ``page * block_size + n % block_size``.
+- ``block_table``: (B, max_blocks) int32 page ids; ``seq_lens``: (B,) int32, every cached token of the sequence
+  counted, the new ones included.
+- Scales are static fp32 *dequantization* factors (``k ≈ k_cache.float() * k_scale``), per tensor (shape ``()`` or
+  ``(1,)``) or per KV head (``(Hkv,)``).
+
+Decode: q (B, Sq, Hq, D) bf16/fp16 with a few new tokens per sequence (Sq in 1..16: plain or speculative decoding);
+new token t sees cache positions ``j <= seq_len - Sq + t`` (it and everything before it). Hq is a multiple of Hkv
+(GQA): the Hq/Hkv query heads of a KV head and the Sq tokens are processed together, so the cache is read once.
+
+Host syncs: none on the default path (CUDA-graph safe). Bad block-table entries and seq_lens beyond the table are
+made harmless inside the kernels (pages outside [0, num_blocks) are skipped, lengths clipped to the table) — that
+is the documented cheap check; ``check=True`` validates them on the host and raises instead (one device-to-host copy
+of seq_lens and of the block table: a sync, for debugging, not for CUDA graphs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from dataclasses import dataclass
+
+import torch
+import triton
+
+from tritonfp8 import _backend
+from tritonfp8._formats import E4M3, short_name
+
+PAGE_SIZES = (16, 32, 64, 128)
+MAX_SQ = 16
+MAX_SPLITS = 64
+# Programs of the main config resident per SM: 208 registers x 128 threads (cutlass name, offline SASS) fit twice
+# in the 64K-register file; 38 KB of shared memory would allow five.
+RESIDENT_PER_SM = 2
+_LOG2E = 1.4426950408889634
+_QUERY_DTYPES = (torch.bfloat16, torch.float16)
+_OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Configuration: a frozen record and a pure heuristic.
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """Launch configuration of :func:`decode_attention`.
+
+    ``block_n``: cache tokens per loop step; ``block_m``: query rows (GQA group x Sq, padded to >= 16) per program
+    (when the rows exceed it, several programs share a KV head and each reads the cache); ``num_splits``: KV splits
+    per (batch, KV head), merged by a log-sum-exp pass when > 1.
+    """
+
+    block_n: int = 64
+    block_m: int = 16
+    num_warps: int = 4
+    num_stages: int = 3
+    num_splits: int = 1
+    merge: str = "inline"  # "inline": the last split merges (one launch); "kernel": a second, combine launch
+
+    def __post_init__(self):
+        if self.merge not in ("inline", "kernel"):
+            raise ValueError(f"merge: expected 'inline' or 'kernel', got {self.merge!r}")
+        for f in ("block_n", "block_m"):
+            v = getattr(self, f)
+            if v < 16 or v & (v - 1):
+                raise ValueError(f"{f}: expected a power of two >= 16, got {v}")
+
+
+@functools.lru_cache(maxsize=None)
+def num_sms(device: torch.device) -> int:
+    """Streaming multiprocessors of ``device``; 132 (H100/H200 SXM) for CPU tensors, so the interpreter plans alike."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 132
+
+
+def decode_config(
+    batch: int, kv_heads: int, rows: int, max_len: int, sms: int = 132, num_splits: int | None = None
+) -> DecodeConfig:
+    """Heuristic config from the batch, KV heads, query rows per KV head (GQA group x Sq) and the longest length.
+
+    Splits: as many (batch x KV head x split) programs as fit at once, :data:`RESIDENT_PER_SM` per SM (the issue's
+    "B·Hkv·splits ≈ 2 x #SMs"), rounded down to whole splits, while every split keeps at least 256 tokens (16
+    pages of 16), capped at :data:`MAX_SPLITS`. ``max_len`` is an upper bound (the block
+    table's width times the page size unless the caller gives ``max_seqlen``); splits are sized per sequence from its
+    real length inside the kernel.
+    """
+    block_m = max(16, min(64, triton.next_power_of_2(max(rows, 1))))
+    # Offline SASS for sm_90, D=128, "cutlass_" names (python -m tritonfp8 codegen): 16 rows x 64 tokens, 4 warps:
+    # 204-208 registers, no spills; 32 rows need 8 warps (192 registers; 4 warps: 255 and spills); 64 rows,
+    # 8 warps: 32 tokens 224 registers, 64 tokens 250 (wgmma from 64 rows on).
+    block_n = 32 if block_m == 64 else 64
+    warps = 4 if block_m == 16 else 8
+    if num_splits is None:
+        programs = max(1, batch * kv_heads * triton.cdiv(rows, block_m))
+        # At most one full wave of RESIDENT_PER_SM programs per SM, rounded down: a wave and a fraction (e.g. 320
+        # programs on 264 slots for B=8, Hkv=8 with 5 splits) would take two waves' time.
+        by_occupancy = max(1, (RESIDENT_PER_SM * sms) // programs)
+        by_length = max(1, max_len // 256)
+        num_splits = max(1, min(by_occupancy, by_length, MAX_SPLITS))
+    return DecodeConfig(block_n=block_n, block_m=block_m, num_warps=warps, num_stages=3, num_splits=num_splits)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Validation helpers.
+
+
+def _check_scale(name: str, s, heads: int, device) -> torch.Tensor:
+    if not isinstance(s, torch.Tensor):
+        raise TypeError(f"{name}: expected an fp32 tensor of shape () or (Hkv,)=({heads},), got {type(s).__name__}")
+    if s.dtype != torch.float32:
+        raise TypeError(f"{name}: expected torch.float32 (dequantization factors), got {s.dtype}")
+    if s.shape not in ((), (1,), (heads,)):
+        raise ValueError(
+            f"{name}: expected shape () or (1,) (per tensor) or ({heads},) (per KV head), got {tuple(s.shape)}"
+        )
+    if s.device != device:
+        raise ValueError(f"{name}: is on {s.device}, expected {device} (the cache's device)")
+    return s.reshape(-1).contiguous()
+
+
+def _check_cache(op: str, k_cache, v_cache, allow_16bit: bool = False):
+    for name, c in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if not isinstance(c, torch.Tensor):
+            raise TypeError(f"{op}: {name}: expected a tensor, got {type(c).__name__}")
+        ok = (torch.float8_e4m3fn,) + ((torch.bfloat16, torch.float16) if allow_16bit else ())
+        if c.dtype not in ok:
+            want = "torch.float8_e4m3fn" + (" (or a bf16/fp16 cache of q's dtype)" if allow_16bit else "")
+            raise TypeError(f"{op}: {name}: expected {want}, got {c.dtype}")
+        if c.dim() != 4:
+            raise ValueError(f"{op}: {name}: expected 4 dims (num_blocks, block_size, Hkv, D), got {tuple(c.shape)}")
+        if c.shape[1] not in PAGE_SIZES:
+            raise ValueError(f"{op}: {name}: block_size (dim 1) must be one of {PAGE_SIZES}, got {c.shape[1]}")
+        if c.shape[3] > 0 and c.stride(3) != 1:
+            raise ValueError(
+                f"{op}: {name}: the head dim (last) must be contiguous (stride 1), got strides {c.stride()}"
+            )
+    if k_cache.shape != v_cache.shape:
+        raise ValueError(f"{op}: v_cache: shape {tuple(v_cache.shape)} differs from k_cache's {tuple(k_cache.shape)}")
+    if k_cache.dtype != v_cache.dtype:
+        raise TypeError(f"{op}: v_cache: dtype {v_cache.dtype} differs from k_cache's {k_cache.dtype}")
+
+
+def _check_bool(name, x):
+    if not isinstance(x, bool):
+        raise TypeError(f"{name}: expected a bool, got {type(x).__name__}")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# write_kv_cache
+
+
+def write_kv_cache(
+    k: torch.Tensor,
+    v: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    slot_mapping: torch.Tensor,
+    k_scale: torch.Tensor,
+    v_scale: torch.Tensor,
+    *,
+    check: bool = False,
+) -> None:
+    """Quantize new tokens' K and V to E4M3 with static scales and scatter them into the paged cache, in place.
+
+    k, v: (T, Hkv, D) bf16/fp16/fp32 (any strides with a contiguous last dim; other strides are copied first).
+    k_cache, v_cache: (num_blocks, block_size, Hkv, D) E4M3 (see the module docstring). slot_mapping: (T,) int32 or
+    int64 flat slots ``page * block_size + offset``; -1 skips the token (padding). k_scale, v_scale: fp32
+    dequantization factors, () / (1,) per tensor or (Hkv,) per KV head.
+
+    Each value becomes ``fp8(RNE(clamp(x.float() / scale, -448, 448)))`` with IEEE fp32 division: bit for bit
+    :func:`quantize_kv_torch`. One kernel, one program per token. Slots outside [0, num_blocks * block_size) are
+    skipped by the kernel (never written); ``check=True`` raises for them instead (a host sync).
+    """
+    op = "write_kv_cache"
+    for name, x in (("k", k), ("v", v)):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{op}: {name}: expected a tensor, got {type(x).__name__}")
+        if x.dtype not in (torch.bfloat16, torch.float16, torch.float32):
+            raise TypeError(f"{op}: {name}: expected bf16, fp16 or fp32, got {x.dtype}")
+        if x.dim() != 3:
+            raise ValueError(f"{op}: {name}: expected (T, Hkv, D), got shape {tuple(x.shape)}")
+    if v.shape != k.shape:
+        raise ValueError(f"{op}: v: shape {tuple(v.shape)} differs from k's {tuple(k.shape)}")
+    _check_cache(op, k_cache, v_cache)
+    t_tokens, hkv, d = k.shape
+    if k_cache.shape[2:] != (hkv, d):
+        raise ValueError(
+            f"{op}: k_cache: (Hkv, D) = {tuple(k_cache.shape[2:])} does not match k's ({hkv}, {d})"
+        )
+    if not isinstance(slot_mapping, torch.Tensor) or slot_mapping.dtype not in (torch.int32, torch.int64):
+        got = slot_mapping.dtype if isinstance(slot_mapping, torch.Tensor) else type(slot_mapping).__name__
+        raise TypeError(f"{op}: slot_mapping: expected an int32 or int64 tensor, got {got}")
+    if slot_mapping.shape != (t_tokens,):
+        raise ValueError(f"{op}: slot_mapping: expected shape (T,)=({t_tokens},), got {tuple(slot_mapping.shape)}")
+    _check_bool("check", check)
+    device = _backend.check_device(
+        op, [("k", k), ("v", v), ("k_cache", k_cache), ("v_cache", v_cache), ("slot_mapping", slot_mapping)]
+    )
+    ks = _check_scale("k_scale", k_scale, hkv, device)
+    vs = _check_scale("v_scale", v_scale, hkv, device)
+    per_head = ks.numel() > 1 or vs.numel() > 1
+    if per_head:  # one stride for both pointers in the kernel
+        ks, vs = ks.expand(hkv).contiguous(), vs.expand(hkv).contiguous()
+    num_slots = k_cache.shape[0] * k_cache.shape[1]
+    if check and t_tokens:
+        lo, hi = int(slot_mapping.min()), int(slot_mapping.max())
+        if lo < -1 or hi >= num_slots:
+            raise ValueError(
+                f"{op}: slot_mapping: entries must be -1 (skip) or in [0, {num_slots}) "
+                f"(num_blocks * block_size), got min {lo}, max {hi}"
+            )
+    if t_tokens == 0 or hkv == 0 or d == 0:
+        return
+    if k.stride(2) != 1:
+        k = k.contiguous()
+    if v.stride(2) != 1:
+        v = v.contiguous()
+    from tritonfp8._kernels import decode as kern
+
+    warps = 4
+    name = kern.write_kv_kernel_name(
+        _backend.arch_of(device), short_name(k.dtype), "e4m3", hkv, d, warps, per_head
+    ).build()
+    kern._write_kv_kernel[(t_tokens,)](
+        k, v, k_cache, v_cache, slot_mapping.contiguous(), ks, vs, num_slots,
+        k.stride(0), k.stride(1), v.stride(0), v.stride(1),
+        k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
+        v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
+        SCALE_STRIDE=1 if per_head else 0, HEADS=hkv, HEAD_DIM=d,
+        BLOCK_H=triton.next_power_of_2(hkv), BLOCK_D=triton.next_power_of_2(d), PAGE=k_cache.shape[1],
+        CACHE_DTYPE=triton.language.float8e4nv, KERNEL_NAME=name, num_warps=warps,
+    )
+
+
+def quantize_kv_torch(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """Reference quantization of (T, Hkv, D) rows: ``clamp(x.float() / scale, -448, 448).to(e4m3)``.
+
+    ``scale``: fp32 dequantization factor(s), () / (1,) or (Hkv,); the division is torch's IEEE fp32 division.
+    """
+    s = scale.float().reshape(-1)
+    s = s[:, None] if s.numel() > 1 else s.reshape(())
+    return torch.clamp(x.float() / s, -E4M3.max, E4M3.max).to(E4M3.torch_dtype)
+
+
+def write_kv_cache_torch(k, v, k_cache, v_cache, slot_mapping, k_scale, v_scale) -> None:
+    """Reference of :func:`write_kv_cache` (in place): quantize with :func:`quantize_kv_torch`, then scatter."""
+    bs = k_cache.shape[1]
+    keep = slot_mapping >= 0
+    slots = slot_mapping[keep].long()
+    kq, vq = quantize_kv_torch(k, k_scale)[keep], quantize_kv_torch(v, v_scale)[keep]
+    k_cache[slots // bs, slots % bs] = kq
+    v_cache[slots // bs, slots % bs] = vq
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# decode_attention
+
+
+def decode_attention(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    block_table: torch.Tensor,
+    seq_lens: torch.Tensor,
+    *,
+    k_descale: torch.Tensor | None = None,
+    v_descale: torch.Tensor | None = None,
+    softmax_scale: float | None = None,
+    num_splits: int | None = None,
+    out_dtype: torch.dtype = torch.bfloat16,
+    max_seqlen: int | None = None,
+    check: bool = False,
+    config: DecodeConfig | None = None,
+) -> torch.Tensor:
+    """Attention of a few new tokens per sequence over the paged FP8 KV cache.
+
+    q: (B, Sq, Hq, D) bf16/fp16, Sq in 1..16, D a multiple of 16 up to 256. k_cache/v_cache: (num_blocks,
+    block_size, Hkv, D) E4M3 with ``k_descale``/``v_descale`` fp32 dequantization factors () or (Hkv,) (required);
+    a bf16/fp16 cache of q's dtype is accepted too (descales then default to 1). block_table (B, max_blocks) int32,
+    seq_lens (B,) int32 (cached tokens, the Sq new ones included). Returns (B, Sq, Hq, D) in ``out_dtype``
+    (bf16, fp16 or fp32). Token t of q sees cache positions ``j <= seq_len - Sq + t``; a row that sees nothing is 0.
+
+    ``num_splits`` (None: heuristic :func:`decode_config` from B, Hkv, the rows per KV head and the length bound
+    ``max_seqlen``, default block_table width x block_size) splits each sequence's cache into that many parts merged
+    by a log-sum-exp pass. ``config`` pins a :class:`DecodeConfig` (tests, benchmarks). ``check=True`` validates
+    seq_lens and block-table entries on the host (a sync; see the module docstring).
+
+    Precision: both products use fp16 tensor-core inputs (E4M3 -> fp16 is exact; a bf16 q is scaled per row by a
+    power of two first) with fp32 accumulation; P is rounded to fp16 before P·V. :func:`decode_attention_torch`
+    with ``p_dtype=torch.float16`` is the reference with those roundings.
+    """
+    op = "decode_attention"
+    if not isinstance(q, torch.Tensor):
+        raise TypeError(f"{op}: q: expected a tensor, got {type(q).__name__}")
+    if q.dtype not in _QUERY_DTYPES:
+        raise TypeError(f"{op}: q: expected torch.bfloat16 or torch.float16, got {q.dtype}")
+    if q.dim() != 4:
+        raise ValueError(f"{op}: q: expected 4 dims (B, Sq, Hq, D), got shape {tuple(q.shape)}")
+    _check_cache(op, k_cache, v_cache, allow_16bit=True)
+    fp8_cache = k_cache.dtype == torch.float8_e4m3fn
+    if not fp8_cache and k_cache.dtype != q.dtype:
+        raise TypeError(f"{op}: k_cache: a 16-bit cache must have q's dtype {q.dtype}, got {k_cache.dtype}")
+    bsz, sq, hq, d = q.shape
+    nblocks, page, hkv, dc = k_cache.shape
+    if dc != d:
+        raise ValueError(f"{op}: k_cache: head dim {dc} differs from q's {d}")
+    if d % 16 != 0 or not 16 <= d <= 256:
+        raise ValueError(f"{op}: q: head dim D must be a multiple of 16 in [16, 256], got {d}")
+    if hkv == 0 or hq % hkv != 0:
+        raise ValueError(f"{op}: q: Hq={hq} must be a multiple of the cache's Hkv={hkv}")
+    if sq > MAX_SQ:
+        raise ValueError(f"{op}: q: Sq (dim 1) must be at most {MAX_SQ} new tokens, got {sq}")
+    if not isinstance(block_table, torch.Tensor) or block_table.dtype != torch.int32:
+        got = block_table.dtype if isinstance(block_table, torch.Tensor) else type(block_table).__name__
+        raise TypeError(f"{op}: block_table: expected an int32 tensor, got {got}")
+    if block_table.dim() != 2 or block_table.shape[0] != bsz:
+        raise ValueError(
+            f"{op}: block_table: expected shape (B, max_blocks) with B={bsz}, got {tuple(block_table.shape)}"
+        )
+    if not isinstance(seq_lens, torch.Tensor) or seq_lens.dtype != torch.int32:
+        got = seq_lens.dtype if isinstance(seq_lens, torch.Tensor) else type(seq_lens).__name__
+        raise TypeError(f"{op}: seq_lens: expected an int32 tensor, got {got}")
+    if seq_lens.shape != (bsz,):
+        raise ValueError(f"{op}: seq_lens: expected shape (B,)=({bsz},), got {tuple(seq_lens.shape)}")
+    if out_dtype not in _OUT_DTYPES:
+        raise TypeError(f"{op}: out_dtype: expected torch.bfloat16, torch.float16 or torch.float32, got {out_dtype}")
+    if num_splits is not None and (not isinstance(num_splits, int) or not 1 <= num_splits <= MAX_SPLITS):
+        raise ValueError(f"{op}: num_splits: expected None or an int in [1, {MAX_SPLITS}], got {num_splits!r}")
+    if max_seqlen is not None and (not isinstance(max_seqlen, int) or isinstance(max_seqlen, bool) or max_seqlen < 0):
+        raise ValueError(
+            f"{op}: max_seqlen: expected None or an int >= 0 (an upper bound of seq_lens), got {max_seqlen!r}"
+        )
+    if config is not None and not isinstance(config, DecodeConfig):
+        raise TypeError(f"{op}: config: expected a DecodeConfig, got {type(config).__name__}")
+    _check_bool("check", check)
+    device = _backend.check_device(
+        op, [("q", q), ("k_cache", k_cache), ("v_cache", v_cache), ("block_table", block_table),
+             ("seq_lens", seq_lens)]
+    )
+    if fp8_cache and (k_descale is None or v_descale is None):
+        missing = "k_descale" if k_descale is None else "v_descale"
+        raise ValueError(f"{op}: {missing}: required for an E4M3 cache (fp32 dequantization factors, () or (Hkv,))")
+    if k_descale is None or v_descale is None:  # 16-bit cache without descales: 1 (made only then: a launch)
+        one = torch.ones((), device=device, dtype=torch.float32)
+        k_descale = one if k_descale is None else k_descale
+        v_descale = one if v_descale is None else v_descale
+    kd = _check_scale("k_descale", k_descale, hkv, device)
+    vd = _check_scale("v_descale", v_descale, hkv, device)
+    per_head = kd.numel() > 1 or vd.numel() > 1
+    if per_head:
+        kd, vd = kd.expand(hkv).contiguous(), vd.expand(hkv).contiguous()
+    max_blocks = block_table.shape[1]
+    if check and bsz:
+        _host_check(op, block_table, seq_lens, nblocks, page, sq)
+
+    out = torch.empty((bsz, sq, hq, d), device=device, dtype=out_dtype)
+    if out.numel() == 0:
+        return out
+    if q.stride(3) != 1:
+        q = q.contiguous()
+    scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)
+    group = hq // hkv
+    rows = group * sq
+    if config is None:
+        bound = max_blocks * page if max_seqlen is None else int(max_seqlen)
+        config = decode_config(bsz, hkv, rows, bound, num_sms(device), num_splits)
+    elif num_splits is not None:
+        config = dataclasses.replace(config, num_splits=num_splits)
+    _launch(q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, scale, config, per_head)
+    return out
+
+
+def _host_check(op, block_table, seq_lens, nblocks, page, sq):
+    """check=True: seq_lens within [0, max_blocks * page], and the pages they use within [0, num_blocks)."""
+    lens = seq_lens.cpu()
+    cap = block_table.shape[1] * page
+    bad = (lens < 0) | (lens > cap)
+    if bool(bad.any()):
+        b = int(bad.nonzero()[0, 0])
+        raise ValueError(
+            f"{op}: seq_lens: seq_lens[{b}] = {int(lens[b])} is outside [0, {cap}] "
+            f"(block_table holds {block_table.shape[1]} pages of {page})"
+        )
+    table = block_table.cpu()
+    used = torch.arange(table.shape[1])[None, :] < ((lens + page - 1) // page)[:, None]
+    bad = used & ((table < 0) | (table >= nblocks))
+    if bool(bad.any()):
+        b, j = (int(x) for x in bad.nonzero()[0])
+        raise ValueError(
+            f"{op}: block_table: block_table[{b}, {j}] = {int(table[b, j])} is outside [0, {nblocks}) "
+            f"(num_blocks), and sequence {b} uses it"
+        )
+
+
+def _launch(q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, scale, cfg: DecodeConfig, per_head: bool):
+    import triton.language as tl
+
+    from tritonfp8._kernels import decode as kern
+
+    bsz, sq, hq, d = q.shape
+    nblocks, page, hkv, _ = k_cache.shape
+    group = hq // hkv
+    rows = group * sq
+    block_m = max(16, min(cfg.block_m, triton.next_power_of_2(rows)))
+    row_blocks = triton.cdiv(rows, block_m)
+    splits = max(1, cfg.num_splits)
+    inline = splits > 1 and cfg.merge == "inline"
+    dot = tl.bfloat16 if k_cache.dtype == torch.bfloat16 else tl.float16
+    arch = _backend.arch_of(q.device)
+    name = kern.decode_kernel_name(
+        arch, short_name(k_cache.dtype), short_name(q.dtype), short_name(out.dtype), block_m, cfg.block_n, d,
+        cfg.num_warps, cfg.num_stages, page, splits > 1, per_head, inline,
+    ).build()
+    if splits > 1:
+        part_lse = torch.empty((bsz, sq, hq, splits), device=q.device, dtype=torch.float32)
+        part_o = torch.empty((bsz, sq, hq, splits, d), device=q.device, dtype=torch.float32)
+        ps = part_lse.stride()
+    else:
+        part_lse = part_o = out  # unused
+        ps = (0, 0, 0, 0)
+    counters = _merge_counters(q.device, bsz * hkv * row_blocks) if inline else seq_lens  # unused unless inline
+    kern._decode_kernel[(row_blocks * splits, hkv, bsz)](
+        q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, part_o, part_lse, counters,
+        scale * _LOG2E, nblocks, block_table.shape[1], splits,
+        q.stride(0), q.stride(1), q.stride(2),
+        k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
+        v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
+        block_table.stride(0), block_table.stride(1),
+        out.stride(0), out.stride(1), out.stride(2),
+        ps[0], ps[1], ps[2], ps[3],
+        DESCALE_STRIDE=1 if per_head else 0, SQ=sq, GROUP=group, HEAD_DIM=d, BLOCK_D=triton.next_power_of_2(d),
+        BLOCK_M=block_m, BLOCK_N=cfg.block_n, PAGE=page, DOT_DTYPE=dot,
+        Q_POW2_SCALE=q.dtype == torch.bfloat16 and dot == tl.float16, WRITE_PARTIAL=splits > 1, INLINE_MERGE=inline,
+        MERGE_CHUNK=kern.merge_chunk(block_m, triton.next_power_of_2(d)),
+        KERNEL_NAME=name, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )
+    if splits > 1 and not inline:
+        block_s = triton.next_power_of_2(splits)
+        cname = kern.combine_kernel_name(arch, short_name(out.dtype), block_s, d).build()
+        kern._combine_kernel[(hq, sq, bsz)](
+            part_o, part_lse, out, splits, ps[0], ps[1], ps[2], ps[3],
+            out.stride(0), out.stride(1), out.stride(2),
+            HEAD_DIM=d, BLOCK_D=triton.next_power_of_2(d), BLOCK_S=block_s, KERNEL_NAME=cname, num_warps=4,
+        )
+
+
+_COUNTERS: dict[torch.device, torch.Tensor] = {}
+
+
+def _merge_counters(device: torch.device, n: int) -> torch.Tensor:
+    """The per-device int32 workspace of the in-kernel split merge: zero between launches (each launch's last split
+    resets its counter), grown (zeroed) on demand, so the hot path launches nothing but the decode kernel.
+
+    Launches sharing the workspace must not overlap: one decode at a time per device (one stream, or streams that
+    are ordered), as in a model's decode step; use ``DecodeConfig(merge="kernel")`` for concurrent streams.
+    """
+    buf = _COUNTERS.get(device)
+    if buf is None or buf.numel() < n:
+        buf = torch.zeros(max(n, 4096), dtype=torch.int32, device=device)
+        _COUNTERS[device] = buf
+    return buf
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# References
+
+
+def gather_kv_torch(cache: torch.Tensor, block_table: torch.Tensor, b: int, length: int, descale=None) -> torch.Tensor:
+    """Sequence ``b``'s first ``length`` cached tokens as a dense fp32 (length, Hkv, D), times ``descale``
+    (() or (Hkv,); None: no scaling)."""
+    page = cache.shape[1]
+    pos = torch.arange(length, device=cache.device)
+    pages = block_table[b, pos // page].long()
+    x = cache[pages, pos % page].float()
+    if descale is not None:
+        s = descale.float().reshape(-1)
+        x = x * (s[:, None] if s.numel() > 1 else s.reshape(()))
+    return x
+
+
+def decode_attention_torch(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    block_table: torch.Tensor,
+    seq_lens: torch.Tensor,
+    *,
+    k_descale: torch.Tensor | None = None,
+    v_descale: torch.Tensor | None = None,
+    softmax_scale: float | None = None,
+    p_dtype: torch.dtype | None = None,
+) -> torch.Tensor:
+    """fp32 reference of :func:`decode_attention` on the dequantized cache.
+
+    Each sequence's pages are gathered and dequantized (``cache.float() * descale``) and passed to
+    :func:`tritonfp8.attention.attention_torch` with ``causal=True`` (bottom-right: query t sees j <= t + Sk - Sq
+    with Sk = seq_len, the decode rule). With ``p_dtype`` (e.g. torch.float16) the same math is done here with the
+    kernel's rounding of P = exp(s - rowmax) to that dtype before P·V (the row sum stays the fp32 sum of unrounded P):
+    the reference "with the kernel's own roundings" of the tolerance rule. Returns (B, Sq, Hq, D) fp32.
+    """
+    from tritonfp8.attention import attention_torch
+
+    bsz, sq, hq, d = q.shape
+    out = torch.zeros((bsz, sq, hq, d), dtype=torch.float32, device=q.device)
+    lens = [int(x) for x in seq_lens.tolist()]
+    scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)
+    for b in range(bsz):
+        kb = gather_kv_torch(k_cache, block_table, b, lens[b], k_descale)
+        vb = gather_kv_torch(v_cache, block_table, b, lens[b], v_descale)
+        if p_dtype is None:
+            out[b] = attention_torch(q[b : b + 1].float(), kb[None], vb[None], causal=True, softmax_scale=scale)[0]
+        else:
+            out[b] = _attention_rounded_p(q[b].float(), kb, vb, scale, p_dtype)
+    return out
+
+
+def _attention_rounded_p(q, k, v, scale, p_dtype):
+    """One sequence, q (Sq, Hq, D), k/v (Sk, Hkv, D) fp32: causal bottom-right, P rounded to ``p_dtype``."""
+    sq, hq, _ = q.shape
+    sk, hkv, _ = k.shape
+    g = hq // hkv
+    k = k.repeat_interleave(g, dim=1)
+    v = v.repeat_interleave(g, dim=1)
+    s = torch.einsum("qhd,khd->hqk", q, k) * scale
+    i = torch.arange(sq, device=q.device)[:, None]
+    j = torch.arange(sk, device=q.device)[None, :]
+    s = s.masked_fill(j > i + (sk - sq), float("-inf"))
+    m = s.amax(dim=-1, keepdim=True) if sk else s.new_full((hq, sq, 1), float("-inf"))
+    empty = torch.isneginf(m)
+    p = torch.exp(s - torch.where(empty, torch.zeros_like(m), m))
+    l = p.sum(-1, keepdim=True)
+    o = torch.einsum("hqk,khd->hqd", p.to(p_dtype).float(), v) / torch.where(empty, torch.ones_like(l), l)
+    o = torch.where(empty, torch.zeros_like(o), o)
+    return o.permute(1, 0, 2)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Test / demo data
+
+
+def random_paged_cache(
+    seq_lens: list[int], hkv: int, d: int, page: int, *, device="cpu", extra_blocks: int = 3, generator=None,
+    k_scale: torch.Tensor | None = None, v_scale: torch.Tensor | None = None,
+):
+    """A shuffled (non-contiguous) paged E4M3 cache holding random N(0,1) K/V for sequences of ``seq_lens``.
+
+    Returns (k_cache, v_cache, block_table int32, seq_lens int32, k_scale, v_scale); table entries beyond a
+    sequence's pages are -1. The cache is filled by :func:`write_kv_cache_torch` with the given (or random
+    per-head) scales; unused pages hold garbage (random bytes except NaN) so a kernel that reads them is caught.
+    """
+    g = generator
+    bsz = len(seq_lens)
+    need = [triton.cdiv(n, page) for n in seq_lens]
+    max_blocks = max([1, *need])
+    nblocks = sum(need) + extra_blocks
+    perm = torch.randperm(nblocks, generator=g)
+    table = torch.full((bsz, max_blocks), -1, dtype=torch.int32)
+    at = 0
+    for b, n in enumerate(need):
+        table[b, :n] = perm[at : at + n].to(torch.int32)
+        at += n
+    raw = torch.randint(0, 256, (2, nblocks, page, hkv, d), dtype=torch.uint8, generator=g)
+    raw[(raw & 0x7F) == 0x7F] = 0  # no NaN garbage: a NaN would show, but so does any finite garbage
+    k_cache = raw[0].view(torch.float8_e4m3fn).clone()
+    v_cache = raw[1].view(torch.float8_e4m3fn).clone()
+    if k_scale is None:
+        k_scale = (torch.rand(hkv, generator=g) * 0.02 + 0.01).float()
+    if v_scale is None:
+        v_scale = (torch.rand(hkv, generator=g) * 0.02 + 0.01).float()
+    for b, n in enumerate(seq_lens):
+        if n == 0:
+            continue
+        k = torch.randn(n, hkv, d, generator=g)
+        v = torch.randn(n, hkv, d, generator=g)
+        pos = torch.arange(n)
+        slots = table[b, pos // page].long() * page + pos % page
+        write_kv_cache_torch(k, v, k_cache, v_cache, slots, k_scale, v_scale)
+    lens = torch.tensor(seq_lens, dtype=torch.int32)
+    to = lambda x: x.to(device)  # noqa: E731
+    return to(k_cache), to(v_cache), to(table), to(lens), to(k_scale), to(v_scale)
+
+
+def demo_cases(device: str):
+    """Interpreter/GPU demo (see :mod:`tritonfp8.bench.demo`): small paged caches, relative error vs the reference."""
+    from tritonfp8.bench.demo import DemoCase
+
+    def decode_case(seq_lens, hq, hkv, sq, splits):
+        def run():
+            g = torch.Generator().manual_seed(5)
+            kc, vc, bt, sl, ks, vs = random_paged_cache(seq_lens, hkv, 64, 16, device=device, generator=g)
+            q = torch.randn(len(seq_lens), sq, hq, 64, generator=g).to(device=device, dtype=torch.bfloat16)
+            out = decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, num_splits=splits)
+            ref = decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
+            return out.float(), ref
+
+        lbl = f"B={len(seq_lens)} lens={seq_lens} Hq/Hkv={hq}/{hkv} Sq={sq} D=64 page=16 splits={splits}"
+        return DemoCase(lbl, run, tol=4 * 2.0**-8, note="bf16 output rounding (2^-8) x4; cache values exact")
+
+    def write_case():
+        def run():
+            g = torch.Generator().manual_seed(6)
+            k = (torch.randn(37, 2, 64, generator=g) * 5).to(device=device, dtype=torch.bfloat16)
+            v = (torch.randn(37, 2, 64, generator=g) * 5).to(device=device, dtype=torch.bfloat16)
+            ks = torch.tensor([0.01, 0.02], device=device)
+            vs = torch.tensor(0.015, device=device)
+            slots = torch.randperm(4 * 16, generator=g)[:37].to(device)
+            slots[3] = -1
+            caches = [torch.zeros(4, 16, 2, 64, dtype=torch.float8_e4m3fn, device=device) for _ in range(4)]
+            write_kv_cache(k, v, caches[0], caches[1], slots, ks, vs)
+            write_kv_cache_torch(k, v, caches[2], caches[3], slots, ks, vs)
+            return (caches[0], caches[1]), (caches[2], caches[3])
+
+        return DemoCase("write_kv_cache T=37 Hkv=2 D=64 page=16 (slot -1 skipped)", run, tol=0.0,
+                        note="bit-exact with the torch quantization")
+
+    return [write_case(), decode_case([1, 17, 40], 8, 2, 1, None), decode_case([33, 20], 4, 1, 3, 2)]

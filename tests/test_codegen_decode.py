@@ -1,0 +1,72 @@
+"""The decode kernels compile for sm_90 offline (no GPU needed): tensor-core products, no spills.
+
+Each main config of ``tritonfp8._kernels.decode.codegen_specs()`` is compiled by the CLI in a subprocess
+(``python -m tritonfp8 codegen NAME --arch 90 --json --no-compare``) with the interpreter off (``codegen_env()``).
+The products are fp16 ``tl.dot``s (E4M3 upcast exactly to fp16), so the tensor-core instructions are HMMA
+(mma.sync, 16/32 query rows) or HGMMA (wgmma, 64 rows), never QGMMA.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.conftest import codegen_env
+from tritonfp8 import naming
+from tritonfp8._kernels.decode import codegen_specs
+
+SPECS = codegen_specs()
+# The configs the heuristic picks for the benchmark shapes (GQA 4/8, Sq 1 and 4, one split or several) plus
+# the write and combine kernels; the remaining specs compile in the lead's sweep (`codegen --list`).
+MAIN = [
+    "decode_e4m3_gqa4_page16",
+    "decode_e4m3_gqa8_page16",
+    "decode_e4m3_gqa8_page16_splitkv",
+    "decode_e4m3_gqa8_sq4",
+    "decode_e4m3_gqa8_sq16",
+    "kvcache_write_bf16_e4m3",
+    "decode_combine_bf16",
+]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "tritonfp8", "codegen", *args],
+        env=codegen_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.fixture(scope="module")
+def reports() -> dict[str, subprocess.CompletedProcess]:
+    with ThreadPoolExecutor(max_workers=2) as pool:  # the test machine has 2 cores
+        return dict(zip(MAIN, pool.map(lambda n: _cli(n, "--arch", "90", "--json", "--no-compare"), MAIN)))
+
+
+def test_main_configs_are_registered():
+    assert set(MAIN) <= set(SPECS)
+
+
+@pytest.mark.parametrize("name", MAIN)
+def test_compiles_for_sm90_without_spills(name, reports):
+    proc = reports[name]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads(proc.stdout)
+    assert r["arch"] == 90
+    assert r["spill_stores"] == 0 and r["spill_loads"] == 0, r
+    assert r["stack_bytes"] == 0, r
+    assert 0 < r["registers"] <= 255, r
+    parsed = naming.parse_kernel_name(r["name"])
+    assert parsed["prefix"] == "cutlass" and parsed["arch"] == 90
+    if name.startswith("decode_e4m3"):
+        assert parsed["op"] == "decode" and parsed["types"][0] == "e4m3"
+        assert r["hmma"] + r["hgmma"] > 0, r  # both products on tensor cores
+        assert r["qgmma"] == 0, r  # fp16 products by design (see the module docstring)
+    else:
+        assert r["hmma"] == r["hgmma"] == r["qgmma"] == 0, r

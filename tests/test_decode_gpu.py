@@ -1,0 +1,124 @@
+"""Decode on the GPU at the benchmark's sizes: accuracy, split paths, CUDA-graph capture, bit-exact cache writes.
+
+Run on the H200: ``pytest tests/test_decode_gpu.py -q``. The tolerance rule is test_decode.py's (stated there once).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conftest import requires_gpu
+from test_decode import assert_decode_close
+from tritonfp8 import decode as dec
+
+pytestmark = requires_gpu
+
+
+def _setup(lens, hq, hkv, d=128, page=16, sq=1, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    kc, vc, bt, sl, ks, vs = dec.random_paged_cache(lens, hkv, d, page, device="cuda", generator=g)
+    q = torch.randn(len(lens), sq, hq, d, generator=g).to(device="cuda", dtype=torch.bfloat16)
+    return q, kc, vc, bt, sl, ks, vs
+
+
+@pytest.mark.parametrize(
+    "lens,hq,hkv,page,sq",
+    [
+        ([4096] * 8, 32, 8, 16, 1),
+        ([4096] * 8, 64, 8, 64, 1),
+        ([32768], 32, 8, 16, 1),
+        ([1024, 4095, 17, 1, 2048, 300, 4096, 64], 64, 8, 16, 4),
+        ([1000] * 4, 64, 8, 16, 16),
+    ],
+)
+def test_decode_large_matches_reference(lens, hq, hkv, page, sq):
+    q, kc, vc, bt, sl, ks, vs = _setup(lens, hq, hkv, page=page, sq=sq)
+    out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, out_dtype=torch.float32)
+    ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
+    pt = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, p_dtype=torch.float16)
+    assert_decode_close(out, ref, pt, max(lens), torch.float32)
+    bf = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
+    assert_decode_close(bf, ref, pt, max(lens), torch.bfloat16)
+
+
+@pytest.mark.parametrize("splits,merge", [(1, "inline"), (7, "inline"), (7, "kernel"), (64, "inline")])
+def test_split_paths_agree(splits, merge):
+    q, kc, vc, bt, sl, ks, vs = _setup([5000, 33, 2048], 32, 8, seed=1)
+    ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
+    pt = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, p_dtype=torch.float16)
+    cfg = dec.DecodeConfig(num_splits=splits, merge=merge)
+    for _ in range(3):  # repeated launches: the inline merge's counters must come back to zero every time
+        out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg, out_dtype=torch.float32)
+        assert_decode_close(out, ref, pt, 5000, torch.float32)
+    assert not dec._merge_counters(q.device, 1).any()
+
+
+def test_bf16_cache_peer_matches_reference():
+    q, kc, vc, bt, sl, ks, vs = _setup([4096] * 4, 32, 8, seed=2)
+    k16 = (kc.float() * ks[None, None, :, None]).bfloat16()
+    v16 = (vc.float() * vs[None, None, :, None]).bfloat16()
+    out = dec.decode_attention(q, k16, v16, bt, sl, out_dtype=torch.float32)
+    ref = dec.decode_attention_torch(q, k16, v16, bt, sl)
+    pt = dec.decode_attention_torch(q, k16, v16, bt, sl, p_dtype=torch.bfloat16)
+    assert_decode_close(out, ref, pt, 4096, torch.float32)
+
+
+def test_cuda_graph_capture_write_and_decode():
+    """No host sync on the default paths: write_kv_cache + decode_attention capture into a CUDA graph, and a replay
+    with new inputs (new token, longer seq_lens) equals eager calls."""
+    hq, hkv, d, page = 32, 8, 128, 16
+    q, kc, vc, bt, sl, ks, vs = _setup([700, 1500, 64, 3000], hq, hkv, seed=3)
+    k_new = torch.randn(4, hkv, d, device="cuda", dtype=torch.bfloat16)
+    v_new = torch.randn_like(k_new)
+    slots = torch.empty(4, dtype=torch.int64, device="cuda")
+    kw = dict(k_descale=ks, v_descale=vs, max_seqlen=bt.shape[1] * page)
+
+    def step():
+        dec.write_kv_cache(k_new, v_new, kc, vc, slots, ks, vs)
+        return dec.decode_attention(q, kc, vc, bt, sl, **kw)
+
+    def fill(lens_now):
+        sl.copy_(torch.tensor(lens_now, dtype=torch.int32))
+        pos = sl.long() - 1
+        slots.copy_(bt[torch.arange(4, device="cuda"), pos // page].long() * page + pos % page)
+
+    fill([701, 1501, 65, 3001])
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        step()  # warm-up compiles outside the capture
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out_static = step()
+    for lens_now in ([702, 1502, 66, 3002], [703, 1503, 67, 3003]):
+        fill(lens_now)
+        k_new.normal_()
+        v_new.normal_()
+        kc_e, vc_e = kc.clone(), vc.clone()
+        dec.write_kv_cache(k_new, v_new, kc_e, vc_e, slots, ks, vs)
+        eager = dec.decode_attention(q, kc_e, vc_e, bt, sl, **kw)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(kc.view(torch.uint8), kc_e.view(torch.uint8))
+        assert torch.equal(out_static, eager)
+
+
+def test_write_kv_cache_large_bit_exact():
+    g = torch.Generator().manual_seed(4)
+    t, hkv, d, page, nb = 8192, 8, 128, 16, 1024
+    k = (torch.randn(t, hkv, d, generator=g) * 30).to(device="cuda", dtype=torch.bfloat16)
+    v = (torch.randn(t, hkv, d, generator=g) * 30).to(device="cuda", dtype=torch.bfloat16)
+    ks = (torch.rand(hkv, generator=g) * 0.05 + 0.01).cuda()
+    vs = torch.tensor(0.04, device="cuda")
+    slots = torch.randperm(nb * page, generator=g)[:t].cuda()
+    slots[::97] = -1
+    kc = torch.randint(0, 0x7E, (nb, page, hkv, d), dtype=torch.uint8, device="cuda").view(torch.float8_e4m3fn)
+    vc = kc.clone()
+    kr, vr = kc.clone(), vc.clone()
+    dec.write_kv_cache(k, v, kc, vc, slots, ks, vs)
+    dec.write_kv_cache_torch(k, v, kr, vr, slots, ks, vs)
+    assert torch.equal(kc.view(torch.uint8), kr.view(torch.uint8))
+    assert torch.equal(vc.view(torch.uint8), vr.view(torch.uint8))
+
