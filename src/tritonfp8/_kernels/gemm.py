@@ -1,0 +1,549 @@
+"""FP8 GEMM kernels for Hopper (TMA + wgmma) and Ada (pointer loads + mma), one kernel with constexpr switches.
+
+Orientation. The kernel computes ``D = X · Yᵀ`` with ``X`` (R, K) and ``Y`` (S, K), both K-major (K contiguous):
+FP8 wgmma reads both operands K-major from shared memory, so ``tl.dot(x, y.T)`` on (R, K) and (S, K) tiles needs
+no transpose in memory. The public op ``C = (a·scale_a) @ (b·scale_b)ᵀ`` maps onto it two ways:
+
+- normal:  X = a (M, K), Y = b (N, K), D = C (M, N).
+- swap-AB: X = b (N, K), Y = a (M, K), D = Cᵀ (N, M). For small M (decode) the large N fills wgmma's 64-row
+  M dimension and M becomes a 16/32/64-wide N tile; the store writes Dᵀ into C.
+
+Scales are fp32 *dequantization* factors (x ≈ x_fp8.float() * scale, as ``torch._scaled_mm``). Each operand's
+scale is either one scalar (per tensor) or a vector over its rows (a: (M,), b: (N,)); the epilogue multiplies the
+fp32 accumulator by ``x_scale[r] * y_scale[s]``, adds the bias (along N), applies the activation, casts, stores.
+
+Accumulation (``K_SCALED``):
+- False ("fast"): ``acc = tl.dot(x, y.T, acc)`` over all of K; on sm_90 the tensor core then accumulates FP8
+  products in reduced precision (measured error = cuBLAS fast accumulation: 2.6e-3 at K=8192).
+- True ("precise"): each K block of BLOCK_K (<= 128) is a *fresh* ``tl.dot`` (zero accumulator) which is added
+  into the fp32 accumulator as ``acc += blk * k_scale``, ``k_scale`` a runtime value. The runtime multiply keeps
+  Triton's combine pass from folding ``acc + dot(x, y, 0)`` back into ``dot(x, y, acc)``. This is the general
+  per-K-block scaling hook: block-scaled FP8 (1×128 activations, 128×128 weights) replaces ``k_scale`` by
+  ``x_blockscale[rows, kb][:, None] * y_blockscale[cols // 128, kb][None, :]``.
+
+Schedules (see ``gemm_configs.SCHEDULES``): non-persistent (one tile per program, grouped order); persistent
+(grid = #SMs, tiles strided over programs; ``tl.range(flatten=True)`` makes one software-pipelined loop over all
+(tile, K block) pairs, so the next tile's first TMA loads are in flight during this tile's epilogue);
+warp-specialized (``tl.range(warp_specialize=True)``): Triton 3.6 applies its Hopper pass only to 4-warp kernels
+without runtime if/else, and then builds one producer (TMA) warp group plus two consumer warp groups that split the
+tile's rows (SASS: ``USETMAXREG`` register reallocation); its data split breaks the host-descriptor TMA store
+(compile failure), so these schedules store through pointers; on a flattened persistent loop the pass does not
+apply (measured: identical SASS), so WS-persistent keeps the nested loop. Pointer loads for Ada (sm_89: no TMA).
+Split-K writes fp32 partial sums (already scaled) to a workspace (SPLIT_K, M, N);
+:func:`fp8_gemm_splitk_reduce_kernel` sums them (deterministic, no atomics), adds bias, applies the activation.
+Thread-block clusters: ``num_ctas=2`` compiles for sm_90 but splits the tile between the two CTAs without TMA
+multicast (no ``.multicast::cluster`` in the PTX), and a 256x256 tile with ``num_ctas=2`` fails to compile in
+Triton 3.6: not used.
+
+TMA facts: descriptors need 16-byte aligned base and row strides (FP8: K a multiple of 16; C's row stride N times
+the element size); out-of-bounds loads are zero-filled and out-of-bounds stores clipped, so partial tiles in M, N
+and K need no masks. TMA coordinates are 32-bit by hardware; pointer paths cast to int64 before address arithmetic.
+"""
+
+from __future__ import annotations
+
+import os
+
+import triton
+import triton.language as tl
+
+from tritonfp8.naming import named_jit
+
+# The interpreter's fp32 -> bf16 cast keeps the top 16 bits (truncation; measured: half the elements differ from
+# torch's round-to-nearest-even). Under the interpreter the epilogue rounds to the bf16 grid in fp32 first, so the
+# cast is exact and CPU results equal the GPU's (whose cvt.rn.bf16.f32 is RNE). Decided at import, as triton.jit
+# decides interpreter-or-compiled at decoration time; compiled kernels keep the single hardware cast.
+_SOFT_BF16_RNE = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"))
+
+# Activation codes (constexpr ACTIVATION).
+ACT_NONE, ACT_RELU, ACT_GELU, ACT_SILU = 0, 1, 2, 3
+ACTIVATIONS = {None: ACT_NONE, "relu": ACT_RELU, "gelu": ACT_GELU, "silu": ACT_SILU}
+
+
+@triton.jit
+def _tile_coords(tile_id, num_pid_r, num_pid_s, GROUP_R: tl.constexpr):
+    """Grouped tile order: GROUP_R consecutive row tiles walk the column tiles together, so the Y tiles they
+    share are read from L2 instead of HBM."""
+    num_pid_in_group = GROUP_R * num_pid_s
+    group_id = tile_id // num_pid_in_group
+    first_r = group_id * GROUP_R
+    group_size = tl.minimum(num_pid_r - first_r, GROUP_R)
+    pid_r = first_r + (tile_id % num_pid_in_group) % group_size
+    pid_s = (tile_id % num_pid_in_group) // group_size
+    return pid_r, pid_s
+
+
+@triton.jit
+def _to_out_dtype(v, OUT_DTYPE: tl.constexpr):
+    """fp32 -> OUT_DTYPE, round to nearest even (see _SOFT_BF16_RNE)."""
+    if _SOFT_BF16_RNE and OUT_DTYPE == tl.bfloat16:
+        u = v.to(tl.uint32, bitcast=True)
+        u = (u + (0x7FFF + ((u >> 16) & 1))) & 0xFFFF0000
+        v = tl.where(v != v, v, u.to(tl.float32, bitcast=True))  # NaN stays NaN (the add could carry into sign)
+    return v.to(OUT_DTYPE)
+
+
+@triton.jit
+def _apply_activation(v, ACTIVATION: tl.constexpr):
+    if ACTIVATION == 1:  # relu
+        v = tl.maximum(v, 0.0)
+    elif ACTIVATION == 2:  # gelu, exact erf form (torch.nn.functional.gelu default)
+        v = 0.5 * v * (1.0 + tl.math.erf(v * 0.7071067811865476))
+    elif ACTIVATION == 3:  # silu
+        v = v * tl.sigmoid(v)
+    return v
+
+
+@triton.jit
+def _gemm_tile(
+    x, y, c, ws,
+    x_scale, y_scale, bias,
+    R, S, K,
+    stride_xr, stride_yr, stride_cm,
+    k_scale,
+    work_id, num_tiles, num_pid_r, num_pid_s, k_blocks,
+    BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_R: tl.constexpr,
+    SPLIT_K: tl.constexpr, USE_TMA: tl.constexpr, SUBTILE: tl.constexpr, SWAP_AB: tl.constexpr,
+    X_SCALE_VEC: tl.constexpr, Y_SCALE_VEC: tl.constexpr, K_SCALED: tl.constexpr,
+    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, OUT_DTYPE: tl.constexpr, WS_KLOOP: tl.constexpr,
+    TMA_STORE: tl.constexpr,
+):
+    """One output tile (and one K slice when SPLIT_K > 1): main loop, then the fused epilogue."""
+    if SPLIT_K > 1:
+        split = work_id // num_tiles
+        tile_id = work_id % num_tiles
+        k_per = tl.cdiv(k_blocks, SPLIT_K)
+        kb_lo = split * k_per
+        kb_hi = tl.minimum(kb_lo + k_per, k_blocks)
+    else:
+        split = work_id * 0
+        tile_id = work_id
+        kb_lo = 0
+        kb_hi = k_blocks
+    pid_r, pid_s = _tile_coords(tile_id, num_pid_r, num_pid_s, GROUP_R)
+    off_r = pid_r * BLOCK_R  # i32: TMA coordinates are 32-bit
+    off_s = pid_s * BLOCK_S
+
+    # Product of the per-tensor (scalar) scales; 1.0 for vector ones, which the epilogue applies per row/column.
+    blk_scale_epi = 1.0
+    if not X_SCALE_VEC:
+        blk_scale_epi = blk_scale_epi * tl.load(x_scale)
+    if not Y_SCALE_VEC:
+        blk_scale_epi = blk_scale_epi * tl.load(y_scale)
+    if K_SCALED:
+        # Per-K-block factor, applied in the loop: the scalar scales times the runtime k_scale (1.0), whose
+        # multiply keeps `acc + dot(x, y, 0)` from being folded back into `dot(x, y, acc)`.
+        blk_scale = k_scale * blk_scale_epi
+
+    acc = tl.zeros((BLOCK_R, BLOCK_S), dtype=tl.float32)
+    if USE_TMA:
+        for kb in tl.range(kb_lo, kb_hi, warp_specialize=WS_KLOOP):
+            xt = x.load([off_r, kb * BLOCK_K])
+            yt = y.load([off_s, kb * BLOCK_K])
+            if K_SCALED:
+                acc += tl.dot(xt, yt.T) * blk_scale
+            else:
+                acc = tl.dot(xt, yt.T, acc)
+    else:
+        offs_r = off_r.to(tl.int64) + tl.arange(0, BLOCK_R)
+        offs_s = off_s.to(tl.int64) + tl.arange(0, BLOCK_S)
+        offs_k = tl.arange(0, BLOCK_K)
+        x_ptrs = x + offs_r[:, None] * stride_xr + offs_k[None, :]
+        y_ptrs = y + offs_s[:, None] * stride_yr + offs_k[None, :]
+        mask_r = offs_r[:, None] < R
+        mask_s = offs_s[:, None] < S
+        for kb in range(kb_lo, kb_hi):
+            k0 = kb * BLOCK_K
+            mk = (k0 + offs_k)[None, :] < K
+            xt = tl.load(x_ptrs + k0, mask=mask_r & mk, other=0.0)
+            yt = tl.load(y_ptrs + k0, mask=mask_s & mk, other=0.0)
+            if K_SCALED:
+                acc += tl.dot(xt, yt.T) * blk_scale
+            else:
+                acc = tl.dot(xt, yt.T, acc)
+
+    # ---- epilogue, in SUBTILE column pieces: fewer live registers (a column vector of scales or bias costs one
+    # register per column a thread holds: 64 at 128x256 with 8 warps) and a smaller TMA staging buffer ----
+    if SUBTILE == 2:
+        pieces = tl.permute(tl.reshape(acc, (BLOCK_R, 2, BLOCK_S // 2)), (0, 2, 1))
+        acc0, acc1 = tl.split(pieces)
+        _epilogue(acc0, c, ws, x_scale, y_scale, bias, R, S, stride_cm, off_r, off_s, split, blk_scale_epi,
+                  BLOCK_R, BLOCK_S // 2, SPLIT_K, SWAP_AB, X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, HAS_BIAS,
+                  ACTIVATION, OUT_DTYPE, TMA_STORE)
+        _epilogue(acc1, c, ws, x_scale, y_scale, bias, R, S, stride_cm, off_r, off_s + BLOCK_S // 2, split,
+                  blk_scale_epi, BLOCK_R, BLOCK_S // 2, SPLIT_K, SWAP_AB, X_SCALE_VEC, Y_SCALE_VEC, K_SCALED,
+                  HAS_BIAS, ACTIVATION, OUT_DTYPE, TMA_STORE)
+    else:
+        _epilogue(acc, c, ws, x_scale, y_scale, bias, R, S, stride_cm, off_r, off_s, split, blk_scale_epi,
+                  BLOCK_R, BLOCK_S, SPLIT_K, SWAP_AB, X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, HAS_BIAS,
+                  ACTIVATION, OUT_DTYPE, TMA_STORE)
+
+
+@triton.jit
+def _epilogue(
+    acc, c, ws, x_scale, y_scale, bias, R, S, stride_cm, off_r, off_s, split, scalar_scale,
+    BLOCK_R: tl.constexpr, PIECE_S: tl.constexpr, SPLIT_K: tl.constexpr, SWAP_AB: tl.constexpr,
+    X_SCALE_VEC: tl.constexpr, Y_SCALE_VEC: tl.constexpr, K_SCALED: tl.constexpr, HAS_BIAS: tl.constexpr,
+    ACTIVATION: tl.constexpr, OUT_DTYPE: tl.constexpr, TMA_STORE: tl.constexpr,
+):
+    """Scales, bias, activation, cast and store of one (BLOCK_R, PIECE_S) piece at (off_r, off_s), fp32 until the
+    cast. ``scalar_scale`` is the product of the per-tensor scales (already applied in the K loop when K_SCALED)."""
+    offs_r = off_r.to(tl.int64) + tl.arange(0, BLOCK_R)
+    offs_s = off_s.to(tl.int64) + tl.arange(0, PIECE_S)
+    if X_SCALE_VEC:
+        acc = acc * tl.load(x_scale + offs_r, mask=offs_r < R, other=0.0)[:, None]
+    if Y_SCALE_VEC:
+        acc = acc * tl.load(y_scale + offs_s, mask=offs_s < S, other=0.0)[None, :]
+    if not K_SCALED:
+        if not (X_SCALE_VEC and Y_SCALE_VEC):
+            acc = acc * scalar_scale
+    mask = (offs_r < R)[:, None] & (offs_s < S)[None, :]
+    if SPLIT_K > 1:
+        # Partial sum of this K slice, scaled (scales are linear); the reduce kernel adds bias/activation.
+        # Workspace (SPLIT_K, M, N) fp32, row-major; in swap-AB the tile is Dᵀ: rows of D are columns of C.
+        ws_split = ws + split.to(tl.int64) * R * S
+        if SWAP_AB:
+            w_ptrs = ws_split + offs_s[None, :] * R + offs_r[:, None]
+        else:
+            w_ptrs = ws_split + offs_r[:, None] * S + offs_s[None, :]
+        tl.store(w_ptrs, acc, mask=mask)
+    else:
+        if HAS_BIAS:
+            if SWAP_AB:  # bias runs along N = rows of D
+                acc = acc + tl.load(bias + offs_r, mask=offs_r < R, other=0.0).to(tl.float32)[:, None]
+            else:
+                acc = acc + tl.load(bias + offs_s, mask=offs_s < S, other=0.0).to(tl.float32)[None, :]
+        acc = _apply_activation(acc, ACTIVATION)
+        out = _to_out_dtype(acc, OUT_DTYPE)
+        if TMA_STORE:
+            c.store([off_r, off_s], out)
+        else:
+            if SWAP_AB:
+                c_ptrs = c + offs_s[None, :] * stride_cm + offs_r[:, None]
+            else:
+                c_ptrs = c + offs_r[:, None] * stride_cm + offs_s[None, :]
+            tl.store(c_ptrs, out, mask=mask)
+
+
+# num_programs (the persistent grid size) is not specialized: 132 SMs and a small test grid share one compile.
+@named_jit(do_not_specialize=["num_programs"])
+def fp8_gemm_kernel(
+    x, y, c, ws,
+    x_scale, y_scale, bias,
+    R, S, K,
+    stride_xr, stride_yr, stride_cm,
+    k_scale,
+    num_programs,
+    KERNEL_NAME: tl.constexpr,
+    BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_R: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+    USE_TMA: tl.constexpr, PERSISTENT: tl.constexpr, FLATTEN: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+    SUBTILE: tl.constexpr, SWAP_AB: tl.constexpr,
+    X_SCALE_VEC: tl.constexpr, Y_SCALE_VEC: tl.constexpr, K_SCALED: tl.constexpr,
+    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, OUT_DTYPE: tl.constexpr, TMA_STORE: tl.constexpr,
+):
+    """``D = (X·x_scale)(Y·y_scale)ᵀ`` (+ bias, activation) for one or more output tiles.
+
+    x: (R, K) FP8, K-major: a TMA descriptor with block [BLOCK_R, BLOCK_K] (USE_TMA) or a pointer (row stride
+    ``stride_xr``). y: (S, K) FP8 likewise. c: the output (M, N) row-major in OUT_DTYPE: a TMA descriptor with block
+    [BLOCK_R, BLOCK_S // SUBTILE] (TMA_STORE: not swap-AB, not split-K, not warp-specialized) or a pointer (row
+    stride ``stride_cm``).
+    ws: fp32 workspace (SPLIT_K, M, N) when SPLIT_K > 1. x_scale/y_scale: fp32 dequantization factors, a vector over
+    the rows of x/y (X_SCALE_VEC/Y_SCALE_VEC) or one scalar. bias: (N,) fp32/bf16/fp16 or None.
+    k_scale: runtime fp32 factor applied per K block when K_SCALED (1.0 for the precise mode).
+    """
+    pid = tl.program_id(0)
+    num_pid_r = tl.cdiv(R, BLOCK_R)
+    num_pid_s = tl.cdiv(S, BLOCK_S)
+    num_tiles = num_pid_r * num_pid_s
+    k_blocks = tl.cdiv(K, BLOCK_K)
+    if PERSISTENT:
+        for work_id in tl.range(pid, num_tiles * SPLIT_K, num_programs, flatten=FLATTEN,
+                                warp_specialize=WARP_SPECIALIZE):
+            _gemm_tile(
+                x, y, c, ws, x_scale, y_scale, bias, R, S, K, stride_xr, stride_yr, stride_cm, k_scale,
+                work_id, num_tiles, num_pid_r, num_pid_s, k_blocks,
+                BLOCK_R, BLOCK_S, BLOCK_K, GROUP_R, SPLIT_K, USE_TMA, SUBTILE, SWAP_AB,
+                X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, HAS_BIAS, ACTIVATION, OUT_DTYPE, False, TMA_STORE,
+            )
+    else:
+        _gemm_tile(
+            x, y, c, ws, x_scale, y_scale, bias, R, S, K, stride_xr, stride_yr, stride_cm, k_scale,
+            pid, num_tiles, num_pid_r, num_pid_s, k_blocks,
+            BLOCK_R, BLOCK_S, BLOCK_K, GROUP_R, SPLIT_K, USE_TMA, SUBTILE, SWAP_AB,
+            X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, HAS_BIAS, ACTIVATION, OUT_DTYPE, WARP_SPECIALIZE, TMA_STORE,
+        )
+
+
+# M and N stay runtime values (M = 1 would otherwise become a constexpr without .to()).
+@named_jit(do_not_specialize=["M", "N"])
+def fp8_gemm_splitk_reduce_kernel(
+    ws, c, bias, M, N,
+    KERNEL_NAME: tl.constexpr,
+    SPLIT_K: tl.constexpr, BLOCK: tl.constexpr,
+    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, OUT_DTYPE: tl.constexpr,
+):
+    """C = act(sum over SPLIT_K of ws[k] + bias): ws (SPLIT_K, M, N) fp32, C (M, N) row-major, contiguous."""
+    pid = tl.program_id(0).to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    total = M.to(tl.int64) * N
+    mask = offs < total
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for k in tl.static_range(SPLIT_K):
+        acc += tl.load(ws + k * total + offs, mask=mask, other=0.0)
+    if HAS_BIAS:
+        acc += tl.load(bias + offs % N, mask=mask, other=0.0).to(tl.float32)
+    acc = _apply_activation(acc, ACTIVATION)
+    tl.store(c + offs, _to_out_dtype(acc, OUT_DTYPE), mask=mask)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Host side: kernel names, launch, offline codegen specs
+
+import functools  # noqa: E402
+
+import torch  # noqa: E402
+
+from tritonfp8._formats import short_name, triton_sig  # noqa: E402
+from tritonfp8.naming import KernelName  # noqa: E402
+from tritonfp8._kernels.gemm_configs import GemmConfig  # noqa: E402
+
+_TL_OUT = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
+REDUCE_BLOCK = 1024
+
+
+def scaling_token(a_vec: bool, b_vec: bool) -> str:
+    """Name field of the scale granularity: per tensor, per row of a and/or per row of b (output channel)."""
+    if a_vec and b_vec:
+        return "rowwise"
+    if a_vec:
+        return "rowwisea"
+    if b_vec:
+        return "rowwiseb"
+    return "tensorwise"
+
+
+def epilogue_token(has_bias: bool, activation: str | None) -> str | None:
+    tok = ("bias" if has_bias else "") + (activation or "")
+    return tok or None
+
+
+def gemm_kernel_name(
+    cfg: GemmConfig, *, arch: int, a_dtype: torch.dtype, b_dtype: torch.dtype, out_dtype: torch.dtype,
+    a_vec: bool, b_vec: bool, precise: bool, has_bias: bool, activation: str | None,
+) -> KernelName:
+    extras = []
+    if precise:
+        extras.append("precise")
+    if cfg.swap_ab:
+        extras.append("swapab")
+    if cfg.split_k > 1:
+        extras.append(f"splitk{cfg.split_k}")
+    if cfg.epilogue_subtile > 1 and cfg.tma_store:
+        extras.append(f"sub{cfg.epilogue_subtile}")
+    epi = epilogue_token(has_bias, activation)
+    if epi and cfg.split_k == 1:
+        extras.append(epi)
+    return KernelName(
+        arch=arch, op="fp8gemm", types=(short_name(a_dtype), short_name(b_dtype), "f32", short_name(out_dtype)),
+        tile=(cfg.block_m, cfg.block_n, cfg.block_k), warps=cfg.num_warps, stages=cfg.num_stages,
+        schedule=cfg.schedule, scaling=scaling_token(a_vec, b_vec), extras=tuple(extras),
+    )
+
+
+def reduce_kernel_name(*, arch: int, out_dtype: torch.dtype, split_k: int, has_bias: bool,
+                       activation: str | None) -> KernelName:
+    epi = epilogue_token(has_bias, activation)
+    return KernelName(
+        arch=arch, op="fp8gemmreduce", types=("f32", short_name(out_dtype)), tile=(1, REDUCE_BLOCK, 1), warps=4,
+        stages=1, schedule=f"splitk{split_k}", extras=(epi,) if epi else (),
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def num_sms(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def _launch(kernel, grid, warmup: bool, *args, **kwargs):
+    if warmup:
+        return kernel.warmup(*args, grid=grid, **kwargs)
+    return kernel[grid](*args, **kwargs)
+
+
+# Programs of a persistent grid under the interpreter: a few, so that every program walks several tiles.
+INTERPRETER_SMS = 3
+
+
+def launch_gemm(
+    a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, bias: torch.Tensor | None,
+    activation: str | None, out: torch.Tensor, cfg: GemmConfig, *, a_vec: bool, b_vec: bool, precise: bool,
+    arch: int, sms: int, warmup: bool = False,
+) -> torch.Tensor:
+    """Launch ``out = act((a·scale_a)(b·scale_b)ᵀ + bias)`` with ``cfg``; inputs already validated.
+
+    a (M, K) and b (N, K) FP8 with K contiguous, row strides and base 16-byte aligned (TMA); scale_a (M,) when
+    ``a_vec`` else (1,), scale_b (N,) when ``b_vec`` else (1,), fp32 contiguous; bias (N,) or None; out (M, N)
+    row-major contiguous. ``warmup=True`` compiles without launching (``triton.AsyncCompileMode`` can then compile
+    many configs in parallel: see ``tritonfp8.tune``).
+    """
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    M, K = a.shape
+    N = b.shape[0]
+    if cfg.swap_ab:
+        x, y, x_scale, y_scale, x_vec, y_vec, R, S = b, a, scale_b, scale_a, b_vec, a_vec, N, M
+    else:
+        x, y, x_scale, y_scale, x_vec, y_vec, R, S = a, b, scale_a, scale_b, a_vec, b_vec, M, N
+    BR, BS, BK = cfg.block_m, cfg.block_n, cfg.block_k
+    if cfg.uses_tma:
+        x_arg = TensorDescriptor.from_tensor(x, [BR, BK])
+        y_arg = TensorDescriptor.from_tensor(y, [BS, BK])
+    else:
+        x_arg, y_arg = x, y
+    split = cfg.split_k
+    ws = torch.empty((split, M, N), device=out.device, dtype=torch.float32) if split > 1 else None
+    if cfg.tma_store:
+        c_arg = TensorDescriptor.from_tensor(out, [BR, BS // cfg.epilogue_subtile])
+    else:
+        c_arg = out
+    name = gemm_kernel_name(
+        cfg, arch=arch, a_dtype=a.dtype, b_dtype=b.dtype, out_dtype=out.dtype, a_vec=a_vec, b_vec=b_vec,
+        precise=precise, has_bias=bias is not None, activation=activation,
+    ).build()
+    num_tiles = triton.cdiv(R, BR) * triton.cdiv(S, BS)
+    work = num_tiles * split
+    grid_size = min(work, sms) if cfg.persistent else work
+    act = ACTIVATIONS[activation]
+    _launch(
+        fp8_gemm_kernel, (grid_size,), warmup,
+        x_arg, y_arg, c_arg, ws, x_scale, y_scale, bias if split == 1 else None,
+        R, S, K, x.stride(0), y.stride(0), out.stride(0), 1.0, grid_size,
+        KERNEL_NAME=name, BLOCK_R=BR, BLOCK_S=BS, BLOCK_K=BK, GROUP_R=cfg.group_m, SPLIT_K=split,
+        USE_TMA=cfg.uses_tma, PERSISTENT=cfg.persistent, FLATTEN=not cfg.warp_specialized,
+        WARP_SPECIALIZE=cfg.warp_specialized, SUBTILE=cfg.epilogue_subtile, SWAP_AB=cfg.swap_ab,
+        X_SCALE_VEC=x_vec, Y_SCALE_VEC=y_vec, K_SCALED=precise, HAS_BIAS=bias is not None and split == 1,
+        ACTIVATION=act if split == 1 else ACT_NONE, OUT_DTYPE=_TL_OUT[out.dtype], TMA_STORE=cfg.tma_store,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )
+    if split > 1:
+        rname = reduce_kernel_name(arch=arch, out_dtype=out.dtype, split_k=split, has_bias=bias is not None,
+                                   activation=activation).build()
+        _launch(
+            fp8_gemm_splitk_reduce_kernel, (triton.cdiv(M * N, REDUCE_BLOCK),), warmup,
+            ws, out, bias, M, N, KERNEL_NAME=rname, SPLIT_K=split, BLOCK=REDUCE_BLOCK,
+            HAS_BIAS=bias is not None, ACTIVATION=act, OUT_DTYPE=_TL_OUT[out.dtype], num_warps=4,
+        )
+    return out
+
+
+def codegen_spec(
+    cfg: GemmConfig, *, a_dtype: torch.dtype = torch.float8_e4m3fn, b_dtype: torch.dtype = torch.float8_e4m3fn,
+    out_dtype: torch.dtype = torch.bfloat16, a_vec: bool = False, b_vec: bool = False, precise: bool = False,
+    bias_dtype: torch.dtype | None = None, activation: str | None = None, description: str = "",
+):
+    """The offline-compilable :class:`tritonfp8.codegen.CodegenSpec` of the main kernel launched with ``cfg``
+    (same constexprs and argument types as :func:`launch_gemm`; pointer arguments assumed 16-byte aligned)."""
+    from tritonfp8.codegen import CodegenSpec
+
+    if cfg.swap_ab:
+        x_dt, y_dt, x_vec, y_vec = b_dtype, a_dtype, b_vec, a_vec
+    else:
+        x_dt, y_dt, x_vec, y_vec = a_dtype, b_dtype, a_vec, b_vec
+    BR, BS, BK = cfg.block_m, cfg.block_n, cfg.block_k
+    split = cfg.split_k
+    has_bias = bias_dtype is not None and split == 1
+    if cfg.uses_tma:
+        x_sig = f"tensordesc<{triton_sig(x_dt)}[{BR}, {BK}]>"
+        y_sig = f"tensordesc<{triton_sig(y_dt)}[{BS}, {BK}]>"
+    else:
+        x_sig, y_sig = f"*{triton_sig(x_dt)}", f"*{triton_sig(y_dt)}"
+    c_sig = (f"tensordesc<{triton_sig(out_dtype)}[{BR}, {BS // cfg.epilogue_subtile}]>" if cfg.tma_store
+             else f"*{triton_sig(out_dtype)}")
+    signature = {
+        "x": x_sig, "y": y_sig, "c": c_sig, "ws": "*fp32" if split > 1 else "constexpr",
+        "x_scale": "*fp32", "y_scale": "*fp32", "bias": f"*{triton_sig(bias_dtype)}" if has_bias else "constexpr",
+        "R": "i32", "S": "i32", "K": "i32", "stride_xr": "i32", "stride_yr": "i32", "stride_cm": "i32",
+        "k_scale": "fp32", "num_programs": "i32",
+    }
+    constexprs = dict(
+        BLOCK_R=BR, BLOCK_S=BS, BLOCK_K=BK, GROUP_R=cfg.group_m, SPLIT_K=split, USE_TMA=cfg.uses_tma,
+        PERSISTENT=cfg.persistent, FLATTEN=not cfg.warp_specialized, WARP_SPECIALIZE=cfg.warp_specialized,
+        SUBTILE=cfg.epilogue_subtile, SWAP_AB=cfg.swap_ab, X_SCALE_VEC=x_vec, Y_SCALE_VEC=y_vec, K_SCALED=precise,
+        HAS_BIAS=has_bias, ACTIVATION=ACTIVATIONS[activation] if split == 1 else ACT_NONE,
+        OUT_DTYPE=_TL_OUT[out_dtype], TMA_STORE=cfg.tma_store,
+    )
+    if split == 1:
+        constexprs["ws"] = None
+    if not has_bias:
+        constexprs["bias"] = None
+    for k in constexprs:
+        signature[k] = "constexpr"
+    name = gemm_kernel_name(
+        cfg, arch=90, a_dtype=a_dtype, b_dtype=b_dtype, out_dtype=out_dtype, a_vec=a_vec, b_vec=b_vec,
+        precise=precise, has_bias=bias_dtype is not None, activation=activation,
+    )
+    # What the launcher's specialization sees for a typical call: 16-byte aligned pointers, K and N (and the
+    # row strides K, K, N) multiples of 16 (validated); M is left unspecialized.
+    divisible = [n for n, t in signature.items() if t.startswith("*")]
+    divisible += ["K", "stride_xr", "stride_yr", "stride_cm", "R" if cfg.swap_ab else "S"]
+    return CodegenSpec(
+        fn=fp8_gemm_kernel, signature=signature, constexprs=constexprs, name=name, num_warps=cfg.num_warps,
+        num_stages=cfg.num_stages, description=description or cfg.short(), min_arch=90 if cfg.uses_tma else 89,
+        divisible=tuple(divisible),
+    )
+
+
+# Representative configurations, by codegen name (``python -m tritonfp8 codegen NAME --arch 90``).
+MAIN_CONFIG = GemmConfig(128, 256, 128, num_warps=8, num_stages=4, schedule="tmapersistent", epilogue_subtile=2)
+
+
+def _specs() -> dict:
+    from tritonfp8.codegen import CodegenSpec
+
+    e4, e5 = torch.float8_e4m3fn, torch.float8_e5m2
+    specs = {
+        "gemm_fast_tensorwise": codegen_spec(MAIN_CONFIG, description="main: persistent TMA 128x256x128, fast acc"),
+        "gemm_fast_rowwise_bias_gelu": codegen_spec(
+            MAIN_CONFIG, a_vec=True, b_vec=True, bias_dtype=torch.bfloat16, activation="gelu",
+            description="rowwise scales + bias + gelu epilogue"),
+        "gemm_precise_tensorwise": codegen_spec(
+            GemmConfig(128, 128, 128, num_warps=8, num_stages=5, schedule="tmapersistent"), precise=True,
+            description="precise: fresh dot per 128-K block added into fp32"),
+        "gemm_fast_nonpersistent": codegen_spec(
+            GemmConfig(128, 256, 128, num_warps=8, num_stages=4, schedule="tma", epilogue_subtile=2),
+            description="one tile per program"),
+        "gemm_fast_ws": codegen_spec(
+            GemmConfig(128, 256, 128, num_warps=4, num_stages=4, schedule="tmaws"),
+            description="Hopper warp specialization (1 producer + 2 consumer warp groups)"),
+        "gemm_fast_wspersistent": codegen_spec(
+            GemmConfig(128, 256, 128, num_warps=4, num_stages=4, schedule="tmawspersistent"),
+            description="persistent + warp specialization"),
+        "gemm_e5m2_e4m3_f16": codegen_spec(
+            MAIN_CONFIG, a_dtype=e5, b_dtype=e4, out_dtype=torch.float16, description="E5M2 x E4M3 -> fp16"),
+        "gemm_decode_swapab_splitk": codegen_spec(
+            GemmConfig(64, 16, 256, group_m=1, num_warps=4, num_stages=8, schedule="tma", swap_ab=True, split_k=2),
+            a_vec=True, b_vec=True, description="M<=64: swap-AB, split-K 2"),
+        "gemm_decode_swapab": codegen_spec(
+            GemmConfig(64, 16, 256, group_m=1, num_warps=4, num_stages=8, schedule="tma", swap_ab=True),
+            bias_dtype=torch.bfloat16, activation="silu", description="M<=64: swap-AB, bias + silu"),
+        "gemm_ada_ptr": codegen_spec(
+            GemmConfig(128, 128, 64, num_warps=8, num_stages=4, schedule="ptr"),
+            description="Ada (sm_89): pointer loads, mma.sync"),
+    }
+    reduce_name = reduce_kernel_name(arch=90, out_dtype=torch.bfloat16, split_k=2, has_bias=True, activation="relu")
+    specs["gemm_splitk_reduce"] = CodegenSpec(
+        fn=fp8_gemm_splitk_reduce_kernel,
+        signature={"ws": "*fp32", "c": "*bf16", "bias": "*bf16", "M": "i32", "N": "i32", "SPLIT_K": "constexpr",
+                   "BLOCK": "constexpr", "HAS_BIAS": "constexpr", "ACTIVATION": "constexpr",
+                   "OUT_DTYPE": "constexpr"},
+        constexprs=dict(SPLIT_K=2, BLOCK=REDUCE_BLOCK, HAS_BIAS=True, ACTIVATION=ACT_RELU, OUT_DTYPE=tl.bfloat16),
+        name=reduce_name, num_warps=4, num_stages=1, description="split-K reduction + bias + relu",
+        divisible=("ws", "c", "bias", "N"),
+    )
+    return specs
+
+
+def codegen_specs() -> dict:
+    """Kernel configs compilable offline (``python -m tritonfp8 codegen --list``)."""
+    return _specs()

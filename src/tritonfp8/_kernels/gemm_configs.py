@@ -1,0 +1,335 @@
+"""GEMM kernel configurations: a frozen dataclass, pure heuristics, and per-GPU tuned tables.
+
+No autotuning happens at call time. :func:`select_config` returns a :class:`GemmConfig` for any shape:
+
+1. the tuned table of this GPU (``tritonfp8/configs/gemm_<gpu>.json``, written offline by
+   ``python -m tritonfp8 tune gemm``), looked up by shape bucket (M rounded up to a power of two, N and K exact,
+   accumulate mode), else
+2. :func:`heuristic_config`, a pure function of (M, N, K, accumulate, arch, SM count, output size).
+
+Every number the heuristics use is a hardware fact or a measurement, stated where it is used. Configs describe the
+kernel in its own orientation (see ``tritonfp8/_kernels/gemm.py``): ``block_m`` tiles the rows of ``D = X·Yᵀ``
+(M, or N when ``swap_ab``), ``block_n`` its columns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+# Schedules (the kernel's loop structure and where its operands come from):
+#   "tma"             TMA loads, one output tile per program, grouped tile order, TMA store.
+#   "tmapersistent"   TMA loads, grid = #SMs, tiles strided over programs in one flattened, software-pipelined
+#                     loop (a tile's epilogue overlaps the next tile's first loads), TMA store.
+#   "tmaws"           TMA loads, one tile per program, Triton's Hopper warp specialization on the K loop (num_warps
+#                     must be 4: one producer warp group + two consumer warp groups are made from it), pointer store
+#                     (the host-descriptor store does not survive the consumer split: measured compile failure).
+#   "tmawspersistent" as "tmaws", persistent grid, warp specialization on the tile loop.
+#   "ptr"             pointer loads/stores (Ada, sm_89: no TMA/wgmma).
+SCHEDULES = ("tma", "tmapersistent", "tmaws", "tmawspersistent", "ptr")
+
+# Hopper (sm_90) shared memory per block: 227 KB opt-in (232448 bytes). Triton adds barriers (8 bytes per stage)
+# and alignment; keep 1 KB spare.
+SMEM_BYTES_SM90 = 232448
+SMEM_BYTES_SM89 = 101376  # Ada: 99 KB per block
+_SMEM_SPARE = 1024
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    """One kernel configuration (hashable: it is part of the compile key).
+
+    block_m/block_n/block_k: tile of D = X·Yᵀ in the kernel's orientation (block_m tiles M, or N when swap_ab).
+    group_m: grouped tile order width (row tiles that walk the column tiles together, for L2 reuse).
+    num_warps/num_stages: Triton launch options (stages = shared-memory pipeline depth of the K loop).
+    schedule: one of :data:`SCHEDULES`.
+    swap_ab: compute Cᵀ = B·Aᵀ (small M: N fills wgmma's 64-row dimension).
+    split_k: K split over this many programs; fp32 partial sums, then a reduce kernel (deterministic).
+    epilogue_subtile: store the tile in this many column pieces (1 or 2): smaller shared-memory staging buffer.
+    """
+
+    block_m: int = 128
+    block_n: int = 256
+    block_k: int = 128
+    group_m: int = 8
+    num_warps: int = 8
+    num_stages: int = 3
+    schedule: str = "tmapersistent"
+    swap_ab: bool = False
+    split_k: int = 1
+    epilogue_subtile: int = 1
+
+    def __post_init__(self) -> None:
+        for f in ("block_m", "block_n", "block_k"):
+            v = getattr(self, f)
+            if v < 16 or v & (v - 1):
+                raise ValueError(f"GemmConfig.{f}: expected a power of two >= 16, got {v}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"GemmConfig.schedule: expected one of {SCHEDULES}, got {self.schedule!r}")
+        if self.epilogue_subtile not in (1, 2):
+            raise ValueError(f"GemmConfig.epilogue_subtile: expected 1 or 2, got {self.epilogue_subtile}")
+        if self.split_k < 1:
+            raise ValueError(f"GemmConfig.split_k: expected >= 1, got {self.split_k}")
+        if self.num_warps not in (1, 2, 4, 8, 16):
+            raise ValueError(f"GemmConfig.num_warps: expected 1, 2, 4, 8 or 16, got {self.num_warps}")
+        if self.schedule.startswith("tmaws") and self.num_warps != 4:
+            # Triton 3.6's Hopper warp specialization only runs on 4-warp kernels (it adds the other groups).
+            raise ValueError("GemmConfig.num_warps: warp-specialized schedules need num_warps=4")
+
+    @property
+    def uses_tma(self) -> bool:
+        return self.schedule != "ptr"
+
+    @property
+    def persistent(self) -> bool:
+        return self.schedule in ("tmapersistent", "tmawspersistent")
+
+    @property
+    def warp_specialized(self) -> bool:
+        return self.schedule in ("tmaws", "tmawspersistent")
+
+    @property
+    def tma_store(self) -> bool:
+        """The epilogue stores through a TMA descriptor (else pointer stores)."""
+        return self.schedule in ("tma", "tmapersistent") and not self.swap_ab and self.split_k == 1
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "GemmConfig":
+        fields = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in fields})
+
+    def short(self) -> str:
+        """Compact label for tables: ``128x256x128 w8s4 tmapersistent sub2``."""
+        s = f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps}s{self.num_stages} {self.schedule}"
+        if self.swap_ab:
+            s += " swapab"
+        if self.split_k > 1:
+            s += f" splitk{self.split_k}"
+        if self.epilogue_subtile > 1:
+            s += f" sub{self.epilogue_subtile}"
+        return s
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Shared-memory budget -> stages
+
+
+def smem_bytes(cfg: GemmConfig, out_size: int, stages: int | None = None) -> int:
+    """Estimated dynamic shared memory of ``cfg``: the operand ring plus the epilogue staging buffer.
+
+    Calibrated on Triton 3.6's compile metadata for sm_90 with the launcher's alignment specialization (bytes,
+    bf16 output unless said; 61 candidate configs checked: none over 227 KB, the largest underestimate 0.4 KB,
+    inside the 1 KB spare):
+    persistent 128x256x128 s4, TMA store in halves: 229408 (ring 196608 + 32768 staging);
+    non-persistent 128x256x128 s4: 196640 (the epilogue reuses the ring once the K loop is done);
+    warp-specialized 128x256x128 s4, pointer store: 229608 (ring + 33000 layout-conversion scratch: half a tile);
+    warp-specialized 128x128x128 s5 split-K (fp32 partials): 229712 (ring + the full fp32 tile).
+    Rule: ring + staging (persistent or warp-specialized), else the larger of the two.
+    """
+    stages = cfg.num_stages if stages is None else stages
+    ring = stages * (cfg.block_m + cfg.block_n) * cfg.block_k  # FP8: one byte per element
+    elem = 4 if cfg.split_k > 1 else out_size
+    tile = cfg.block_m * cfg.block_n * elem
+    if cfg.tma_store:
+        epi = tile // cfg.epilogue_subtile
+    else:
+        epi = tile if elem == 4 else tile // 2
+    if cfg.persistent or cfg.warp_specialized:
+        return ring + epi + 8 * stages
+    return max(ring, epi) + 8 * stages
+
+
+def max_stages(cfg: GemmConfig, out_size: int, smem_limit: int = SMEM_BYTES_SM90, cap: int = 6) -> int:
+    """The deepest pipeline (>= 2 when anything fits, else 1) that fits ``smem_limit``; at most ``cap``."""
+    best = 1
+    for s in range(2, cap + 1):
+        if smem_bytes(cfg, out_size, s) + _SMEM_SPARE <= smem_limit:
+            best = s
+    return best
+
+
+def with_max_stages(cfg: GemmConfig, out_size: int, smem_limit: int = SMEM_BYTES_SM90, cap: int = 6) -> GemmConfig:
+    return dataclasses.replace(cfg, num_stages=max_stages(cfg, out_size, smem_limit, cap))
+
+
+def fit_stages(cfg: GemmConfig, out_size: int, smem_limit: int = SMEM_BYTES_SM90) -> GemmConfig:
+    """``cfg`` itself when it fits ``smem_limit`` with this output size, else with fewer stages."""
+    if smem_bytes(cfg, out_size) + _SMEM_SPARE <= smem_limit:
+        return cfg
+    return dataclasses.replace(cfg, num_stages=max_stages(cfg, out_size, smem_limit, cap=cfg.num_stages))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Heuristics (pure functions)
+
+
+def _next_pow2(x: int) -> int:
+    return 1 << max(0, (int(x) - 1).bit_length())
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def wave_efficiency(work_units: int, num_sms: int) -> float:
+    """Fraction of SM-slots busy when ``work_units`` equal tiles run on ``num_sms`` SMs (1.0 = no tail wave)."""
+    if work_units <= 0:
+        return 1.0
+    waves = _cdiv(work_units, num_sms)
+    return work_units / (waves * num_sms)
+
+
+def small_m_config(M: int, N: int, K: int, *, precise: bool, num_sms: int, out_size: int = 2) -> GemmConfig:
+    """Decode-sized M (<= 64): swap-AB, so N fills wgmma's 64-row dimension and M becomes a 16/32/64-wide tile.
+
+    These shapes are bound by reading b (N x K bytes: 8192 x 8192 e4m3 = 64 MiB, ~16 us at the H200's ~4 TB/s),
+    so the goal is every SM streaming b: tiles of 64 rows of N with a deep K pipeline, and split-K when N / 64
+    leaves SMs idle (a (SPLIT_K, M, N) fp32 workspace costs M x N x 4 x SPLIT_K bytes: ~2 MB at M=16, N=8192, 4).
+    """
+    block_n = max(16, _next_pow2(M))  # the M side of the swapped tile
+    block_m = 64
+    block_k = 128 if precise else 256
+    tiles = _cdiv(N, block_m)
+    k_blocks = _cdiv(K, block_k)
+    # Score = busy fraction of the SMs (tail wave and idle SMs both count), minus 3% for the reduce kernel a
+    # split adds (an extra launch and M x N x 4 x SPLIT_K bytes); each split keeps >= 8 K blocks to stream.
+    def score(s: int) -> float:
+        units = tiles * s
+        return wave_efficiency(units, num_sms) * min(1.0, units / num_sms) - (0.03 if s > 1 else 0.0)
+
+    split = 1
+    for s in (2, 4, 8):
+        if k_blocks // s >= 8 and score(s) > score(split):
+            split = s
+    cfg = GemmConfig(block_m, block_n, block_k, group_m=1, num_warps=4, num_stages=4, schedule="tma",
+                     swap_ab=True, split_k=split)
+    return with_max_stages(cfg, out_size, cap=8)
+
+
+def heuristic_config(
+    M: int, N: int, K: int, *, precise: bool = False, arch: int = 90, num_sms: int = 132, out_size: int = 2
+) -> GemmConfig:
+    """A config for any shape, from the shape alone (pure; no tuning, no GPU needed).
+
+    sm_90, large M: 128x256x128 tiles with 8 warps (two consumer warp groups, each a 64x256 wgmma accumulator of
+    128 fp32 registers per thread), persistent, epilogue stored in two halves so 4 stages fit in 227 KB.
+    Precise accumulation adds a second fp32 tile (the fresh per-K-block dot), which spills at 128x256 (measured:
+    255 registers, 22 spill stores) and fits at 128x128 (159 registers, no spills): precise uses 128x128x128.
+    When 128x256 tiles leave a large tail wave, 128x128 tiles are used instead.
+    """
+    if arch < 90 and arch >= 89:
+        # Ada: cp.async pipeline into mma.sync (QMMA.16832); 128x128x64 with 8 warps compiles to 128 registers, no
+        # spills (offline sm_89 SASS); the operand ring must fit 99 KB. Not measured (no Ada GPU here).
+        cfg = GemmConfig(128, 128, 64, group_m=8, num_warps=8, num_stages=4, schedule="ptr")
+        return with_max_stages(cfg, out_size, SMEM_BYTES_SM89, cap=4)
+    if M <= 64:
+        return small_m_config(M, N, K, precise=precise, num_sms=num_sms, out_size=out_size)
+    if precise:
+        cfg = GemmConfig(128, 128, 128, num_warps=8, schedule="tmapersistent", epilogue_subtile=1)
+        return with_max_stages(cfg, out_size, cap=5)
+    big = GemmConfig(128, 256, 128, num_warps=8, schedule="tmapersistent", epilogue_subtile=2)
+    small = GemmConfig(128, 128, 128, num_warps=8, schedule="tmapersistent", epilogue_subtile=1)
+    tiles_big = _cdiv(M, 128) * _cdiv(N, 256)
+    tiles_small = _cdiv(M, 128) * _cdiv(N, 128)
+    # 128x128 tiles move 1.5x the operand bytes per flop of 128x256 ((128+128)/(128*128) vs (128+256)/(128*256)):
+    # weight that as a 10% per-tile cost, and pick the tile with the better effective wave efficiency.
+    eff_big = wave_efficiency(tiles_big, num_sms) * min(1.0, tiles_big / num_sms)
+    eff_small = 0.9 * wave_efficiency(tiles_small, num_sms) * min(1.0, tiles_small / num_sms)
+    cfg = big if eff_big >= eff_small else small
+    return with_max_stages(cfg, out_size, cap=5)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Tuned tables
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+
+def normalize_gpu_name(name: str) -> str:
+    """``"NVIDIA H200"`` -> ``"h200"``; ``"NVIDIA H100 80GB HBM3"`` -> ``"h100_80gb_hbm3"``."""
+    s = name.lower().replace("nvidia", "")
+    s = re.sub(r"[^a-z0-9]+", "_", s).strip("_")
+    return s or "unknown"
+
+
+def table_path(gpu_name: str, config_dir: Path | None = None) -> Path:
+    return (config_dir or CONFIG_DIR) / f"gemm_{normalize_gpu_name(gpu_name)}.json"
+
+
+def m_bucket(M: int) -> int:
+    """Shape bucket of M: the next power of two, at least 16."""
+    return max(16, _next_pow2(M))
+
+
+def table_key(M: int, N: int, K: int, precise: bool) -> str:
+    return f"{m_bucket(M)}x{N}x{K}:{'precise' if precise else 'fast'}"
+
+
+@functools.lru_cache(maxsize=None)
+def _load_table_file(path: str) -> dict[str, GemmConfig]:
+    with open(path) as f:
+        data = json.load(f)
+    out: dict[str, GemmConfig] = {}
+    for e in data.get("entries", []):
+        out[e["key"]] = GemmConfig.from_dict(e["config"])
+    return out
+
+
+def load_table(gpu_name: str, config_dir: Path | None = None) -> dict[str, GemmConfig]:
+    """The tuned table of ``gpu_name`` (key -> config), or {} when none is shipped.
+
+    Looks for ``gemm_<normalized name>.json``, then for the family (``h100``/``h200`` prefix of the name), so
+    ``"NVIDIA H100 80GB HBM3"`` finds ``gemm_h100.json`` when no exact file exists.
+    """
+    d = config_dir or CONFIG_DIR
+    norm = normalize_gpu_name(gpu_name)
+    candidates = [d / f"gemm_{norm}.json"]
+    fam = norm.split("_")[0]
+    if fam != norm:
+        candidates.append(d / f"gemm_{fam}.json")
+    for p in candidates:
+        if p.is_file():
+            return _load_table_file(str(p))
+    return {}
+
+
+_pinned: GemmConfig | None = None
+
+
+@contextlib.contextmanager
+def pinned_config(cfg: GemmConfig | None) -> Iterator[None]:
+    """Within the block every GEMM uses ``cfg`` (tests, tuning, benchmarks of one variant)."""
+    global _pinned
+    old = _pinned
+    _pinned = cfg
+    try:
+        yield
+    finally:
+        _pinned = old
+
+
+def pinned() -> GemmConfig | None:
+    return _pinned
+
+
+def select_config(
+    M: int, N: int, K: int, *, precise: bool, arch: int, num_sms: int, out_size: int, gpu_name: str | None
+) -> tuple[GemmConfig, str]:
+    """(config, source): source is "pinned", "table" or "heuristic"."""
+    if _pinned is not None:
+        return _pinned, "pinned"
+    if gpu_name and os.environ.get("TRITONFP8_GEMM_TABLES", "1") != "0":
+        cfg = load_table(gpu_name).get(table_key(M, N, K, precise))
+        if cfg is not None:
+            return cfg, "table"
+    return heuristic_config(M, N, K, precise=precise, arch=arch, num_sms=num_sms, out_size=out_size), "heuristic"

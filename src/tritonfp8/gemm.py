@@ -1,0 +1,330 @@
+"""FP8 GEMM: ``C = (a·scale_a) @ (b·scale_b)ᵀ (+ bias, then activation)``.
+
+Layouts: ``a`` (..., K) FP8 with K contiguous (leading dims are flattened into M); ``b`` (N, K) FP8, K contiguous:
+the ``nn.Linear`` weight layout. FP8 wgmma reads both operands K-major, so neither is transposed in memory.
+Types: E4M3 × E4M3, E4M3 × E5M2, E5M2 × E4M3 (and E5M2 × E5M2, which the tensor cores also take).
+
+Scales are fp32 *dequantization* factors (``x ≈ x_fp8.float() * scale``, as ``torch._scaled_mm``). The mode is read
+from their shapes:
+
+- ``scale_a``: ``()``, ``(1,)`` or ``(1, 1)``: per tensor; ``(M, 1)`` (or ``a.shape[:-1] + (1,)``): per row of a.
+- ``scale_b``: ``()``, ``(1,)`` or ``(1, 1)``: per tensor; ``(N, 1)`` or ``(1, N)``: per row of b (per output
+  channel).
+
+Accumulation: ``"fast"`` lets the Hopper tensor core accumulate FP8 products in its reduced-precision accumulator
+over all of K (as cuBLAS ``use_fast_accum=True``); ``"precise"`` adds every 128-wide K block into an fp32 accumulator
+(the error of cuBLAS exact accumulation). The result is computed in fp32 (scales, bias, activation) and rounded
+once to ``out_dtype`` (bf16, fp16 or fp32).
+
+Requirements: K and N multiples of 16 (TMA needs 16-byte aligned row strides; pad with zeros otherwise: zero
+columns of K change nothing). ``a``/``b`` views that TMA cannot read (last stride != 1, row stride or base not
+16-byte aligned) are copied with ``.contiguous()`` first: a copy of ``b`` costs a full read and write of the
+weight, so pass weights contiguous. Zero-size M or N give an empty result; K = 0 gives ``activation(bias)`` (or
+zeros).
+
+Where it runs: Hopper (sm_90): TMA + wgmma kernels; Ada (sm_89): pointer-load kernels on FP8 tensor cores; older
+GPUs: a BF16 fallback (exact FP8 -> BF16 conversion, cuBLAS BF16 matmul) with a one-time warning; CPU tensors with
+``TRITON_INTERPRET=1``: the same Triton kernels in the interpreter (tests).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from tritonfp8 import _backend
+from tritonfp8._formats import FP8_FORMATS
+from tritonfp8._kernels.gemm_configs import GemmConfig, fit_stages, pinned_config, select_config
+
+__all__ = ["gemm", "gemm_torch", "error_bound", "GemmConfig", "pinned_config", "demo_cases", "ACTIVATIONS",
+           "OUT_DTYPES"]
+
+OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+ACTIVATIONS = (None, "relu", "gelu", "silu")
+ACCUMULATE = ("fast", "precise")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Reference
+
+
+def _activation_torch(x: torch.Tensor, activation: str | None) -> torch.Tensor:
+    if activation is None:
+        return x
+    if activation == "relu":
+        return torch.relu(x)
+    if activation == "gelu":
+        return torch.nn.functional.gelu(x)  # exact (erf) form
+    if activation == "silu":
+        return torch.nn.functional.silu(x)
+    raise ValueError(f"activation: expected one of {ACTIVATIONS}, got {activation!r}")
+
+
+def gemm_torch(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    scale_a: torch.Tensor,
+    scale_b: torch.Tensor,
+    *,
+    out_dtype: torch.dtype = torch.bfloat16,
+    bias: torch.Tensor | None = None,
+    activation: str | None = None,
+    compute_dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
+    """Plain-PyTorch reference: dequantize, matmul in ``compute_dtype`` (fp32; fp64 for error studies), add bias,
+    apply the activation, round once to ``out_dtype``. Same layouts and scale shapes as :func:`gemm`."""
+    K = a.shape[-1]
+    a2 = a.reshape(-1, K).to(compute_dtype)
+    sa = scale_a.to(compute_dtype).reshape(-1)
+    a2 = a2 * (sa[:, None] if sa.numel() > 1 else sa)
+    sb = scale_b.to(compute_dtype).reshape(-1)
+    b2 = b.to(compute_dtype) * (sb[:, None] if sb.numel() > 1 else sb)
+    c = a2 @ b2.T
+    if bias is not None:
+        c = c + bias.to(compute_dtype)
+    c = _activation_torch(c, activation)
+    return c.to(out_dtype).reshape(*a.shape[:-1], b.shape[0])
+
+
+def _gemm_bf16_fallback(a2, b, sa, sb, a_vec, b_vec, bias, activation, out2):
+    """GPUs without FP8 tensor cores: FP8 -> BF16 is exact (3/2 mantissa bits fit in 7, the exponent range fits),
+    so the products are exact; cuBLAS BF16 matmul accumulates in fp32 and rounds the sum to bf16, then the scaled
+    result is rounded to out_dtype: two roundings, so its error bound is 2^-8 plus :func:`error_bound`."""
+    c = torch.matmul(a2.to(torch.bfloat16), b.to(torch.bfloat16).T).float()
+    c = c * (sa[:, None] if a_vec else sa) * (sb[None, :] if b_vec else sb)
+    if bias is not None:
+        c = c + bias.float()
+    out2.copy_(_activation_torch(c, activation))
+    return out2
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Error bound (the one stated bound: tests, demo and benchmark use it)
+
+_UNIT_ROUNDOFF = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11, torch.float32: 2.0**-24}
+# Hopper's FP8 wgmma accumulates in a reduced-precision adder that keeps about 13 significant bits (DeepSeek-V3
+# report: "around 14 bits"; 13 here for truncation). Modelled as a random walk over the K/32 wgmma k-steps:
+# 2^-13 * sqrt(K/32); measured (H200, bf16 out, N(0,1) data): total 2.6e-3 at K=8192 and 4.7e-3 at K=28672, of which
+# 1.66e-3 is the bf16 output rounding. A factor 1.5 covers the measured growth beyond sqrt(K).
+_FAST_ACC_BITS = 13
+
+
+def error_bound(out_dtype: torch.dtype, K: int, accumulate: str = "precise", *, tensor_core: bool = False) -> float:
+    """Bound on ``||C - C_ref||_F / ||C_ref||_F``, C_ref the exact product of the dequantized inputs (+ bias, act).
+
+    ``u_out`` (the single rounding to out_dtype: bf16 2^-8, fp16 2^-11, fp32 2^-24) plus the accumulation error:
+    fp32 accumulation (``"precise"``, or any mode in the interpreter): ``K * 2^-24`` (first-order worst case);
+    ``"fast"`` on FP8 tensor cores (``tensor_core=True``): ``1.5 * 2^-13 * sqrt(K / 32)``.
+    """
+    u = _UNIT_ROUNDOFF[out_dtype]
+    if accumulate == "fast" and tensor_core:
+        return u + 1.5 * 2.0**-_FAST_ACC_BITS * math.sqrt(max(K, 32) / 32)
+    return u + K * 2.0**-24
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Validation
+
+
+def _check_tensor(name: str, t) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+
+
+def _scale_mode(name: str, s: torch.Tensor, rows: int, row_shapes: tuple[tuple[int, ...], ...], what: str) -> bool:
+    """True for a vector scale (one per row), False for a per-tensor scalar; ValueError/TypeError otherwise."""
+    if s.dtype != torch.float32:
+        raise TypeError(f"{name}: expected a torch.float32 dequantization scale, got {s.dtype}")
+    shape = tuple(s.shape)
+    if s.numel() == 1 and len(shape) <= 2:
+        return False
+    if shape in row_shapes:
+        return True
+    allowed = ", ".join(str(x) for x in ((), (1,), *row_shapes))
+    raise ValueError(
+        f"{name}: expected shape () or (1,) (per tensor) or one of {allowed} ({what}), got {shape}"
+    )
+
+
+def _tma_ready(t: torch.Tensor) -> bool:
+    """TMA reads a 2-D view directly: last stride 1, row stride and base 16-byte aligned (FP8: 16 elements)."""
+    return t.stride(-1) == 1 and t.stride(0) % 16 == 0 and t.data_ptr() % 16 == 0
+
+
+def gemm(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    scale_a: torch.Tensor,
+    scale_b: torch.Tensor,
+    *,
+    out_dtype: torch.dtype = torch.bfloat16,
+    bias: torch.Tensor | None = None,
+    activation: str | None = None,
+    accumulate: str = "fast",
+    out: torch.Tensor | None = None,
+    config: GemmConfig | None = None,
+) -> torch.Tensor:
+    """``act((a·scale_a) @ (b·scale_b)ᵀ + bias)`` rounded to ``out_dtype``.
+
+    a: (..., K) FP8 (float8_e4m3fn / float8_e5m2), K contiguous. b: (N, K) FP8, K contiguous (nn.Linear weight).
+    scale_a: fp32, () / (1,) per tensor or (M, 1) per row of a. scale_b: fp32, () / (1,) per tensor or (N, 1) /
+    (1, N) per row of b. Dequantization factors: a ≈ a_fp8.float() * scale_a.
+    out_dtype: torch.bfloat16 (default), torch.float16 or torch.float32. bias: (N,) in out_dtype or fp32.
+    activation: None, "relu", "gelu" (exact erf form) or "silu". accumulate: "fast" or "precise" (see module doc).
+    out: optional (..., N) contiguous tensor of ``out_dtype`` to write into. config: pin a kernel configuration
+    (tests, tuning); normally chosen from the tuned table of this GPU or the heuristics.
+    Returns a (..., N) tensor of ``out_dtype``.
+    """
+    for name, t in (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b)):
+        _check_tensor(name, t)
+    if a.dtype not in FP8_FORMATS:
+        raise TypeError(f"a: expected torch.float8_e4m3fn or torch.float8_e5m2, got {a.dtype}")
+    if b.dtype not in FP8_FORMATS:
+        raise TypeError(f"b: expected torch.float8_e4m3fn or torch.float8_e5m2, got {b.dtype}")
+    if a.dim() < 2:
+        raise ValueError(f"a: expected (..., M, K) with at least 2 dims, got shape {tuple(a.shape)}")
+    if b.dim() != 2:
+        raise ValueError(f"b: expected (N, K) (the nn.Linear weight layout), got shape {tuple(b.shape)}")
+    K = a.shape[-1]
+    N = b.shape[0]
+    if b.shape[1] != K:
+        raise ValueError(f"b: expected (N, K) with K = {K} (a's last dim), got shape {tuple(b.shape)}")
+    if K % 16:
+        raise ValueError(
+            f"a: K = {K} must be a multiple of 16 (TMA needs 16-byte aligned rows); pad a and b with zero columns"
+        )
+    if N % 16:
+        raise ValueError(
+            f"b: N = {N} must be a multiple of 16 (TMA needs 16-byte aligned output rows); pad b with zero rows"
+        )
+    if not isinstance(out_dtype, torch.dtype) or out_dtype not in OUT_DTYPES:
+        raise TypeError(f"out_dtype: expected torch.bfloat16, torch.float16 or torch.float32, got {out_dtype}")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation: expected one of {ACTIVATIONS}, got {activation!r}")
+    if accumulate not in ACCUMULATE:
+        raise ValueError(f"accumulate: expected 'fast' or 'precise', got {accumulate!r}")
+    lead = tuple(a.shape[:-1])
+    M = math.prod(lead)
+    a_vec = _scale_mode("scale_a", scale_a, M, ((M, 1), lead + (1,)), "per row of a")
+    b_vec = _scale_mode("scale_b", scale_b, N, ((N, 1), (1, N)), "per row of b")
+    if bias is not None:
+        _check_tensor("bias", bias)
+        if bias.dtype not in (out_dtype, torch.float32):
+            raise TypeError(f"bias: expected dtype {out_dtype} (out_dtype) or torch.float32, got {bias.dtype}")
+        if tuple(bias.shape) != (N,):
+            raise ValueError(f"bias: expected shape ({N},) (one per output column N), got {tuple(bias.shape)}")
+    if out is not None:
+        _check_tensor("out", out)
+        if out.dtype != out_dtype:
+            raise TypeError(f"out: expected dtype {out_dtype} (out_dtype), got {out.dtype}")
+        if tuple(out.shape) != lead + (N,):
+            raise ValueError(f"out: expected shape {lead + (N,)}, got {tuple(out.shape)}")
+        if not out.is_contiguous():
+            raise ValueError("out: expected a contiguous tensor")
+    if config is not None and not isinstance(config, GemmConfig):
+        raise TypeError(f"config: expected a GemmConfig or None, got {type(config).__name__}")
+    device = _backend.check_device(
+        "gemm", (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias), ("out", out))
+    )
+
+    if out is None:
+        out = torch.empty(lead + (N,), device=device, dtype=out_dtype)
+    if M == 0 or N == 0:
+        return out
+    out2 = out.view(M, N)
+    sa = scale_a.reshape(-1).contiguous()
+    sb = scale_b.reshape(-1).contiguous()
+    if bias is not None:
+        bias = bias.contiguous()
+    if K == 0:
+        c = torch.zeros((M, N), device=device, dtype=torch.float32)
+        if bias is not None:
+            c = c + bias.float()
+        out2.copy_(_activation_torch(c, activation))
+        return out
+    a2 = a.reshape(M, K)
+    if not _tma_ready(a2):
+        a2 = a2.contiguous()
+    b2 = b if _tma_ready(b) else b.contiguous()
+
+    if device.type == "cuda" and not _backend.has_fp8_tensor_cores(device):
+        _backend.warn_once(
+            "gemm-bf16-fallback",
+            "tritonfp8.gemm: this GPU has no FP8 tensor cores (needs sm_89+); using the BF16 fallback "
+            "(exact FP8->BF16 conversion, BF16 matmul)",
+        )
+        return _gemm_bf16_fallback(a2, b2, sa, sb, a_vec, b_vec, bias, activation, out2).view(out.shape)
+
+    from tritonfp8._kernels import gemm as kernels
+
+    arch = _backend.arch_of(device)
+    if device.type == "cuda":
+        idx = device.index if device.index is not None else torch.cuda.current_device()
+        sms = kernels.num_sms(idx)
+        gpu_name = torch.cuda.get_device_name(idx)
+    else:
+        sms, gpu_name = kernels.INTERPRETER_SMS, None
+    precise = accumulate == "precise"
+    if config is None:
+        config, source = select_config(
+            M, N, K, precise=precise, arch=arch, num_sms=sms, out_size=out.element_size(), gpu_name=gpu_name
+        )
+        if source == "table" and arch >= 90:
+            # Tables are tuned with bf16 output; a wider output needs a bigger staging buffer: refit the stages.
+            config = fit_stages(config, out.element_size())
+    if arch < 90 and config.uses_tma:
+        raise ValueError(f"config: schedule {config.schedule!r} needs TMA (sm_90+); this device is sm_{arch}")
+    # TMA stores need a 16-byte aligned base (a contiguous `out` may still start at an odd offset of its storage).
+    dst = out2 if out2.data_ptr() % 16 == 0 else torch.empty((M, N), device=device, dtype=out_dtype)
+    kernels.launch_gemm(
+        a2, b2, sa, sb, bias, activation, dst, config,
+        a_vec=a_vec, b_vec=b_vec, precise=precise, arch=arch, sms=sms,
+    )
+    if dst is not out2:
+        out2.copy_(dst)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Demo (``python -m tritonfp8 bench --quick`` without a GPU; contract in tritonfp8/bench/demo.py)
+
+
+def demo_cases(device: str) -> list[dict]:
+    """Small checks against :func:`gemm_torch`: per-tensor and rowwise scales, bias + activation, swap-AB decode.
+
+    Tolerance: :func:`error_bound` (bf16 output rounding 2^-8 plus the accumulation error of the mode on this
+    device; fast accumulation on a GPU adds 1.5 * 2^-13 * sqrt(K/32)).
+    """
+    g = torch.Generator().manual_seed(0)
+
+    def rnd(*shape, dtype=torch.float8_e4m3fn, scale=1.0):
+        return (torch.randn(*shape, generator=g) * scale).to(dtype).to(device)
+
+    cases = []
+    on_tc = device == "cuda"
+
+    def case(label, M, N, K, *, a_dtype=torch.float8_e4m3fn, b_dtype=torch.float8_e4m3fn, rowwise=False,
+             bias=False, activation=None):
+        def run():
+            a = rnd(M, K, dtype=a_dtype)
+            b = rnd(N, K, dtype=b_dtype)
+            if rowwise:
+                sa = (torch.rand(M, 1, generator=g) + 0.5).to(device)
+                sb = (torch.rand(1, N, generator=g) + 0.5).to(device)
+            else:
+                sa = torch.tensor(0.5, device=device)
+                sb = torch.tensor(0.25, device=device)
+            bb = torch.randn(N, generator=g).to(device) if bias else None
+            out = gemm(a, b, sa, sb, bias=bb, activation=activation)
+            ref = gemm_torch(a, b, sa, sb, bias=bb, activation=activation, out_dtype=torch.float64,
+                             compute_dtype=torch.float64)
+            return out, ref
+
+        tol = error_bound(torch.bfloat16, K, "fast", tensor_core=on_tc)
+        cases.append({"case": label, "run": run, "tol": tol, "note": "error_bound(): bf16 rounding + accumulation"})
+
+    case("e4m3 200x96x128 per-tensor", 200, 96, 128)
+    case("e4m3 130x64x96 rowwise +bias gelu", 130, 64, 96, rowwise=True, bias=True, activation="gelu")
+    case("e5m2 x e4m3 8x128x256 decode (swap-AB)", 8, 128, 256, a_dtype=torch.float8_e5m2)
+    return cases
