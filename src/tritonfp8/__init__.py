@@ -8,8 +8,25 @@ from tritonfp8._formats import E4M3, E5M2, FP8Format
 from tritonfp8.naming import kernel_names, set_kernel_names
 
 # --- quantization (issue: foundation) ---
+# The functions shadow the submodule attribute: reach the module with importlib.import_module("tritonfp8.quantize").
+from tritonfp8.quantize import dequantize, dequantize_torch, quantize, quantize_torch  # noqa: E402
 # --- gemm ---
+# The function shadows the submodule attribute: reach the module with importlib.import_module("tritonfp8.gemm").
+from tritonfp8.gemm import GemmConfig, gemm, gemm_torch  # noqa: E402
 # --- attention ---
+# The function shadows the submodule attribute: reach the module with importlib.import_module("tritonfp8.attention").
+from tritonfp8.attention import AttnConfig, attention, attention_torch  # noqa: E402
 # --- decode ---
+from tritonfp8.decode import DecodeConfig, decode_attention, decode_attention_torch, write_kv_cache  # noqa: E402
+# --- integration (issue 7: custom ops, FP8Linear, precision guard) ---
+from tritonfp8 import guard, nn, ops  # noqa: E402
+from tritonfp8.guard import reset_stats, stats  # noqa: E402
+from tritonfp8.nn import RECIPES, FP8Linear, Recipe, calibrate, convert_model  # noqa: E402
+# The public ops resolve to their torch.library wrappers (tritonfp8/ops.py): the same signatures and, in eager
+# calls, the same code (the wrappers call the implementations above directly); under torch.compile(fullgraph=True)
+# they are single graph nodes (the plain implementations graph-break: Dynamo skips their host-side launch code).
+# The op modules are imported first: importing a submodule later would rebind its name here to the module.
+ops._import_implementations()
+from tritonfp8.ops import attention, decode_attention, dequantize, gemm, quantize, write_kv_cache  # noqa: E402
 
 __version__ = "0.1.0"

@@ -1,0 +1,430 @@
+"""Triton kernels of FP8 attention prefill: the flash-attention forward and the per-head quantize (+Vᵀ) pass.
+
+Forward kernel (:func:`attn_fwd_kernel`), one program per (query block of BLOCK_M rows, batch, query head):
+
+- Q, K and V are read by TMA (host-side tensor descriptors over 2-D views, see ``tritonfp8.attention``):
+  Q (rows_q, Hq·D) blocks [BLOCK_M, D]; K (rows_k, Hkv·D) blocks [BLOCK_N, D];
+  V either Vᵀ (V_TRANSPOSED: (B·Hkv·D, round32(Sk)) dense / (Hkv·D, Σ round32(len_b)) varlen, blocks
+  [D, BLOCK_N], sequence contiguous, written by :func:`head_quantize_kernel`; with PERMUTE_P the keys of each
+  32-key chunk are permuted, see :func:`_permute_keys`) or V as given ((rows_k, Hkv·D), blocks [BLOCK_N, D],
+  transposed on chip).
+  FP8 wgmma reads both operands K-major from shared memory; for P·V the reduction axis is the key sequence, so Vᵀ
+  is the layout the tensor core wants, and V as given costs the compiler a transpose through registers.
+- S = Q·Kᵀ in fp32; the online softmax runs in the exp2 domain with ``softmax_scale · log2(e) · q_descale ·
+  k_descale`` folded into one scalar. P is produced already multiplied by P_SCALE = 2^LOG2_P_SCALE (the exponent
+  is shifted instead of multiplying, so it costs nothing), cast to E4M3 and fed to the FP8 P·V wgmma; the row sum
+  l uses the same scaled P in fp32, so the factor cancels in ``acc / l``.
+- Key blocks are visited in two loops: blocks that need no mask, then the masked ones (the causal diagonal and the
+  ragged tail of the key sequence). Causal blocks entirely above the diagonal are never loaded.
+  Causal mask is bottom-right aligned: query i sees key j iff j <= i + Sk - Sq.
+- Rows that see no key (causal with Sq > Sk, or Sk = 0) keep m = -inf and l = 0: the masked loop substitutes 0
+  for an all -inf row maximum so no ``-inf - (-inf)`` NaN appears, and the epilogue writes 0 and lse = -inf.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from tritonfp8._kernels.fp8cast import cast_to_fp8, round_to_fp8_grid
+from tritonfp8.naming import named_jit
+
+LN2 = tl.constexpr(0.6931471805599453)
+
+
+@triton.jit
+def _permute_keys(x, ROWS: tl.constexpr, COLS: tl.constexpr):
+    """Permute the key axis (last, COLS a multiple of 32) within each chunk of 32 keys: key 16a + 8b + 2r + e
+    moves to 16a + 4r + 2b + e (a, b, e in {0, 1}, r in 0..3).
+
+    Why: in the m64nNk32 wgmma accumulator a thread holds S columns 8j + 2r + {0, 1} (r = lane % 4), while the
+    E4M3 A operand of the next wgmma wants k = 4r + {0..3} and 16 + 4r + {0..3}. Applied to P (in registers) and to
+    Vᵀ (in memory, by the relayout pass) the product P·V is unchanged, and the compiler's accumulator -> operand
+    conversion needs no cross-lane shuffles (measured sm_90 SASS, hd128 loop: 549 -> 500 instructions,
+    SHFL 24 -> 8 (the row reductions), SEL 16 -> 0, PRMT 32 -> 16).
+    """
+    return x.reshape([ROWS, COLS // 32, 2, 2, 4, 2]).permute(0, 1, 2, 4, 3, 5).reshape([ROWS, COLS])
+
+
+@triton.jit
+def _kv_loop(
+    acc, l_i, m_i, q,
+    k_desc, v_desc,
+    k_row0, kv_col, vt_row0, vt_col0,
+    lo, hi,
+    offs_m, seqlen_q, seqlen_k, qk_scale,
+    BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
+    MASKED: tl.constexpr, CAUSAL: tl.constexpr, V_TRANSPOSED: tl.constexpr,
+    LOG2_P_SCALE: tl.constexpr, EXACT_P_ROUND: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+    PERMUTE_P: tl.constexpr,
+):
+    """Key blocks [lo, hi) (multiples of BLOCK_N) folded into (acc, l_i, m_i); masks applied iff MASKED."""
+    offs_n = tl.arange(0, BLOCK_N)
+    for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        k = k_desc.load([k_row0 + start_n, kv_col])  # [BLOCK_N, D] e4m3, D contiguous (K-major for Q·Kᵀ)
+        qk = tl.dot(q, k.T)  # fp32 [BLOCK_M, BLOCK_N]
+        if MASKED:
+            cols = start_n + offs_n
+            keep = cols[None, :] < seqlen_k
+            if CAUSAL:
+                keep = keep & (cols[None, :] <= offs_m[:, None] + (seqlen_k - seqlen_q))
+            qk = tl.where(keep, qk, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            # A row with no visible key so far has m_new = -inf: use 0 so exp2 sees -inf - 0, not NaN.
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+        else:
+            # qk_scale > 0 (validated on the host), so max(qk) * scale is the max of the scaled row.
+            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            m_use = m_new
+        # P_SCALE folded into the exponent: p = P_SCALE * exp2(s - m), in (0, P_SCALE].
+        p = tl.math.exp2(qk * qk_scale - (m_use - LOG2_P_SCALE)[:, None])
+        alpha = tl.math.exp2(m_i - m_use)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        if EXACT_P_ROUND:
+            # Interpreter: its fp32 -> fp8 cast truncates; round to nearest even first (the GPU's cvt.rn does it).
+            p = round_to_fp8_grid(p, -6, 3, 448.0)
+        p8 = p.to(tl.float8e4nv)
+        if PERMUTE_P:
+            # Relabel P's key axis so that its wgmma-accumulator registers already sit where the FP8 A operand
+            # wants them (Vᵀ was written with the same key permutation): no shuffles, only byte repacking.
+            p8 = _permute_keys(p8, p8.shape[0], BLOCK_N)
+        if V_TRANSPOSED:
+            vt = v_desc.load([vt_row0, vt_col0 + start_n])  # [D, BLOCK_N], key sequence contiguous
+            acc = tl.dot(p8, vt.T, acc)
+        else:
+            v = v_desc.load([k_row0 + start_n, kv_col])  # [BLOCK_N, D], D contiguous
+            acc = tl.dot(p8, v, acc)
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@named_jit
+def attn_fwd_kernel(
+    q_desc, k_desc, v_desc,
+    out_ptr, lse_ptr,
+    q_descale_ptr, k_descale_ptr, v_descale_ptr, out_scale_ptr,
+    cu_seqlens_q_ptr, cu_seqlens_k_ptr, cu_cols_vt_ptr,
+    sm_scale_log2,
+    seqlen_q_dense, seqlen_k_dense,
+    num_heads_q, num_heads_kv, num_m_blocks,
+    KERNEL_NAME: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, GROUP: tl.constexpr,
+    CAUSAL: tl.constexpr, VARLEN: tl.constexpr, V_TRANSPOSED: tl.constexpr,
+    DESCALE_PER_HEAD: tl.constexpr, OUT_FP8: tl.constexpr, OUT_SCALE_PER_HEAD: tl.constexpr,
+    WRITE_LSE: tl.constexpr, LOG2_P_SCALE: tl.constexpr, EXACT_P_ROUND: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr, PERMUTE_P: tl.constexpr,
+):
+    """Flash-attention forward, E4M3 Q/K/V, fp32 descales, bf16/f16/e4m3 output, optional fp32 lse.
+
+    Grid (num_m_blocks, B·Hq). Varlen Vᵀ: sequence b's columns start at ``cu_cols_vt[b]`` (a multiple of 32 so
+    TMA boxes start aligned and the 32-key permutation chunks line up; the padding columns hold zeros).
+    ``out`` is (rows_q, Hq, D) contiguous; ``lse`` is (B, Hq, Sq) dense or (Hq, total_q) varlen. Descales: one fp32 each (DESCALE_PER_HEAD=False) or (B, Hkv) contiguous; out_scale
+    (E4M3 output only): one fp32 or (B, Hq): ``out ≈ out_fp8.float() * out_scale``.
+    """
+    pid_m = tl.program_id(0).to(tl.int64)
+    pid_bh = tl.program_id(1).to(tl.int64)
+    b = pid_bh // num_heads_q
+    hq = pid_bh % num_heads_q
+    hkv = hq // GROUP
+    if CAUSAL:
+        # Heaviest query blocks (most visible keys) first: better tail balance across the SMs.
+        start_m = num_m_blocks - 1 - pid_m
+    else:
+        start_m = pid_m
+
+    if VARLEN:
+        q_start = tl.load(cu_seqlens_q_ptr + b).to(tl.int64)
+        seqlen_q = tl.load(cu_seqlens_q_ptr + b + 1) - q_start.to(tl.int32)
+        k_start = tl.load(cu_seqlens_k_ptr + b).to(tl.int64)
+        seqlen_k = tl.load(cu_seqlens_k_ptr + b + 1) - k_start.to(tl.int32)
+        vt_row0 = hkv * HEAD_DIM  # Vᵀ (Hkv·D, Σ round16(len_k)): each sequence starts at a multiple of 16
+        vt_col0 = tl.load(cu_cols_vt_ptr + b).to(tl.int64)
+    else:
+        seqlen_q = seqlen_q_dense
+        seqlen_k = seqlen_k_dense
+        q_start = b * seqlen_q
+        k_start = b * seqlen_k
+        vt_row0 = (b * num_heads_kv + hkv) * HEAD_DIM  # Vᵀ (B·Hkv·D, Sk)
+        vt_col0 = b * 0
+    m0 = (start_m * BLOCK_M).to(tl.int32)
+    if m0 >= seqlen_q:
+        return
+
+    if DESCALE_PER_HEAD:
+        ds_idx = b * num_heads_kv + hkv
+    else:
+        ds_idx = 0
+    q_ds = tl.load(q_descale_ptr + ds_idx)
+    k_ds = tl.load(k_descale_ptr + ds_idx)
+    v_ds = tl.load(v_descale_ptr + ds_idx)
+    qk_scale = sm_scale_log2 * q_ds * k_ds
+
+    offs_m = m0 + tl.arange(0, BLOCK_M)  # int32: rows within the sequence
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = q_desc.load([(q_start + m0).to(tl.int32), (hq * HEAD_DIM).to(tl.int32)])
+
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+
+    # Key blocks: [0, n_full) need no mask; [n_full, n_end) are the causal diagonal and/or the ragged tail.
+    if CAUSAL:
+        # Last key any row of this block sees: (m0 + BLOCK_M - 1) + Sk - Sq; every row sees keys <= m0 + Sk - Sq.
+        n_end = tl.minimum(seqlen_k, tl.maximum(m0 + BLOCK_M + seqlen_k - seqlen_q, 0))
+        n_full = tl.minimum(seqlen_k, tl.maximum(m0 + 1 + seqlen_k - seqlen_q, 0))
+    else:
+        n_end = seqlen_k
+        n_full = seqlen_k
+    n_full = (n_full // BLOCK_N) * BLOCK_N
+    k_row0 = k_start.to(tl.int32)
+    kv_col = (hkv * HEAD_DIM).to(tl.int32)
+    vt_row0 = vt_row0.to(tl.int32)
+    vt_col0 = vt_col0.to(tl.int32)
+
+    acc, l_i, m_i = _kv_loop(
+        acc, l_i, m_i, q, k_desc, v_desc, k_row0, kv_col, vt_row0, vt_col0, 0, n_full,
+        offs_m, seqlen_q, seqlen_k, qk_scale,
+        BLOCK_N, HEAD_DIM, False, CAUSAL, V_TRANSPOSED, LOG2_P_SCALE, EXACT_P_ROUND, WARP_SPECIALIZE, PERMUTE_P,
+    )
+    acc, l_i, m_i = _kv_loop(
+        acc, l_i, m_i, q, k_desc, v_desc, k_row0, kv_col, vt_row0, vt_col0, n_full, n_end,
+        offs_m, seqlen_q, seqlen_k, qk_scale,
+        BLOCK_N, HEAD_DIM, True, CAUSAL, V_TRANSPOSED, LOG2_P_SCALE, EXACT_P_ROUND, False, PERMUTE_P,
+    )
+
+    # Epilogue. l = 0 exactly for rows that saw no key (every p was exp2(-inf) = 0): output 0, lse -inf.
+    empty = l_i == 0.0
+    l_safe = tl.where(empty, 1.0, l_i)
+    row_scale = v_ds / l_safe
+    if OUT_FP8:
+        if OUT_SCALE_PER_HEAD:
+            o_s = tl.load(out_scale_ptr + b * num_heads_q + hq)
+        else:
+            o_s = tl.load(out_scale_ptr)
+        row_scale = row_scale / o_s
+    o = acc * row_scale[:, None]
+    o = tl.where(empty[:, None], 0.0, o)
+    row_ok = offs_m < seqlen_q
+    # (row * Hq + head) * D: the constexpr factor last lets the compiler prove 16-byte alignment of each row's
+    # segment and emit vector stores (measured: 64 scalar STG.U16 per thread for D=128 without it).
+    out_offs = ((q_start + offs_m).to(tl.int64) * num_heads_q + hq)[:, None] * HEAD_DIM + offs_d[None, :]
+    if OUT_FP8:
+        if EXACT_P_ROUND:
+            o_out = cast_to_fp8(o, tl.float8e4nv)
+        else:
+            o_out = tl.clamp(o, -448.0, 448.0).to(tl.float8e4nv)
+    else:
+        o_out = o.to(out_ptr.dtype.element_ty)
+    tl.store(out_ptr + out_offs, o_out, mask=row_ok[:, None])
+    if WRITE_LSE:
+        lse = tl.where(empty, float("-inf"), (m_i + tl.math.log2(l_safe) - LOG2_P_SCALE) * LN2)
+        if VARLEN:
+            total_q = tl.load(cu_seqlens_q_ptr + tl.num_programs(1) // num_heads_q)
+            lse_offs = hq * total_q + q_start + offs_m
+        else:
+            lse_offs = (b * num_heads_q + hq) * seqlen_q + offs_m
+        tl.store(lse_ptr + lse_offs, lse, mask=row_ok)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Per-head quantization of bf16/f16/f32 inputs (and the V -> Vᵀ relayout, also for FP8 V).
+
+
+@named_jit
+def head_amax_kernel(
+    x_ptr, amax_ptr, cu_seqlens_ptr,
+    seqlen_dense, num_heads, num_heads_kv, stride_row,
+    KERNEL_NAME: tl.constexpr, BLOCK_S: tl.constexpr, HEAD_DIM: tl.constexpr, GROUP: tl.constexpr, VARLEN: tl.constexpr,
+):
+    """amax[b, h // GROUP] = max |x| over sequence b, head h (atomic max; amax zero-initialised, fp32).
+
+    x: (rows, H, D) with row stride ``stride_row`` and (H, D) contiguous. Grid (cdiv(max_seqlen, BLOCK_S), B·H).
+    """
+    pid_s = tl.program_id(0).to(tl.int64)
+    pid_bh = tl.program_id(1).to(tl.int64)
+    b = pid_bh // num_heads
+    h = pid_bh % num_heads
+    if VARLEN:
+        start = tl.load(cu_seqlens_ptr + b).to(tl.int64)
+        seqlen = tl.load(cu_seqlens_ptr + b + 1) - start.to(tl.int32)
+    else:
+        seqlen = seqlen_dense
+        start = b * seqlen
+    s0 = pid_s * BLOCK_S
+    if s0 >= seqlen:
+        return
+    offs_s = s0 + tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, HEAD_DIM)
+    mask = (offs_s < seqlen)[:, None]
+    ptrs = x_ptr + (start + offs_s)[:, None] * stride_row + h * HEAD_DIM + offs_d[None, :]
+    x = tl.load(ptrs, mask=mask, other=0.0).to(tl.float32)
+    tl.atomic_max(amax_ptr + b * num_heads_kv + h // GROUP, tl.max(tl.abs(x)))
+
+
+@named_jit
+def head_quantize_kernel(
+    x_ptr, y_ptr, amax_ptr, descale_ptr, cu_seqlens_ptr, cu_cols_ptr,
+    seqlen_dense, num_heads, num_heads_kv, stride_row, stride_y_outer,
+    KERNEL_NAME: tl.constexpr, BLOCK_S: tl.constexpr, HEAD_DIM: tl.constexpr, GROUP: tl.constexpr, VARLEN: tl.constexpr,
+    QUANTIZE: tl.constexpr, TRANSPOSE: tl.constexpr, EXACT_ROUND: tl.constexpr, PERMUTE_KEYS: tl.constexpr,
+):
+    """y = E4M3(x / descale) per (batch, KV-head group), descale = amax / 448 (1 where amax = 0); or a copy.
+
+    x: (rows, H, D), row stride ``stride_row``. QUANTIZE: x is bf16/f16/f32 and amax (B, Hkv) fp32 was filled by
+    :func:`head_amax_kernel`; the descale is written to ``descale_ptr`` (B, Hkv). Otherwise x is already E4M3 and is
+    copied. Division is IEEE (div_rn) and rounding RNE with saturation, bit-exact with
+    ``torch.clamp(x.float() / descale, -448, 448).to(float8_e4m3fn)``.
+    y: TRANSPOSE=False: (rows, H, D) contiguous. TRANSPOSE=True: Vᵀ with the sequence contiguous, row
+    ``(b·H + h)·D + d`` dense / ``h·D + d`` varlen, column ``s`` dense / ``cu_cols[b] + s`` varlen; row stride
+    ``stride_y_outer`` (a multiple of 16 for TMA).
+    Grid (cdiv(max_seqlen, BLOCK_S), B·H).
+    """
+    pid_s = tl.program_id(0).to(tl.int64)
+    pid_bh = tl.program_id(1).to(tl.int64)
+    b = pid_bh // num_heads
+    h = pid_bh % num_heads
+    if VARLEN:
+        start = tl.load(cu_seqlens_ptr + b).to(tl.int64)
+        seqlen = tl.load(cu_seqlens_ptr + b + 1) - start.to(tl.int32)
+    else:
+        seqlen = seqlen_dense
+        start = b * seqlen
+    s0 = pid_s * BLOCK_S
+    if s0 >= seqlen:
+        return
+    offs_s = s0 + tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, HEAD_DIM)
+    mask = (offs_s < seqlen)[:, None]
+    x = tl.load(x_ptr + (start + offs_s)[:, None] * stride_row + h * HEAD_DIM + offs_d[None, :], mask=mask, other=0.0)
+    if QUANTIZE:
+        ds_idx = b * num_heads_kv + h // GROUP
+        amax = tl.load(amax_ptr + ds_idx)
+        descale = tl.where(amax > 0.0, tl.math.div_rn(amax, 448.0), 1.0)
+        if pid_s == 0:
+            if h % GROUP == 0:
+                tl.store(descale_ptr + ds_idx, descale)
+        xs = tl.math.div_rn(x.to(tl.float32), descale)
+        if EXACT_ROUND:
+            y = cast_to_fp8(xs, tl.float8e4nv)  # interpreter: its own cast truncates
+        else:
+            y = tl.clamp(xs, -448.0, 448.0).to(tl.float8e4nv)  # GPU: cvt.rn.satfinite (RNE), measured in the PTX
+    else:
+        y = x
+    if TRANSPOSE:
+        if VARLEN:
+            row0 = h * HEAD_DIM
+            col0 = tl.multiple_of(tl.load(cu_cols_ptr + b), 16).to(tl.int64)  # multiples of 16 by construction
+        else:
+            row0 = (b * num_heads + h) * HEAD_DIM
+            col0 = b * 0
+        # Transposed in registers/shared memory so each row of Vᵀ gets BLOCK_S contiguous bytes (vector stores).
+        yt = tl.trans(y)  # [HEAD_DIM, BLOCK_S]
+        if PERMUTE_KEYS:
+            yt = _permute_keys(yt, HEAD_DIM, BLOCK_S)
+        yt_ptrs = y_ptr + (row0 + offs_d)[:, None] * stride_y_outer + (col0 + offs_s)[None, :]
+        # Rows >= seqlen were loaded as 0, so writing up to round32(seqlen) fills the padding columns with zeros
+        # (the forward kernel reads whole 32-key chunks), and a mask constant over 32 columns keeps 16-byte stores.
+        lim = (seqlen + 31) // 32 * 32
+        tl.store(yt_ptrs, yt, mask=(offs_s < lim)[None, :])
+    else:
+        tl.store(y_ptr + (start + offs_s)[:, None] * (num_heads * HEAD_DIM) + h * HEAD_DIM + offs_d[None, :], y,
+                 mask=mask)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def codegen_specs() -> dict:
+    """Representative forward configs for offline sm_90 compilation (``python -m tritonfp8 codegen NAME``)."""
+    from tritonfp8.attention import kernel_name_of
+    from tritonfp8.codegen import CodegenSpec
+
+    specs = {}
+
+    def add(key, d, causal, cfg, varlen=False, out="bf16", lse=False, desc=""):
+        vblock = [d, cfg.block_n] if cfg.v_transposed else [cfg.block_n, d]
+        sig = {
+            "q_desc": f"tensordesc<fp8e4nv[{cfg.block_m}, {d}]>",
+            "k_desc": f"tensordesc<fp8e4nv[{cfg.block_n}, {d}]>",
+            "v_desc": f"tensordesc<fp8e4nv[{vblock[0]}, {vblock[1]}]>",
+            "out_ptr": "*fp8e4nv" if out == "e4m3" else f"*{out}",
+            "lse_ptr": "*fp32",
+            "q_descale_ptr": "*fp32",
+            "k_descale_ptr": "*fp32",
+            "v_descale_ptr": "*fp32",
+            "out_scale_ptr": "*fp32",
+            "cu_seqlens_q_ptr": "*i32",
+            "cu_seqlens_k_ptr": "*i32",
+            "cu_cols_vt_ptr": "*i32",
+            "sm_scale_log2": "fp32",
+            "seqlen_q_dense": "i32",
+            "seqlen_k_dense": "i32",
+            "num_heads_q": "i32",
+            "num_heads_kv": "i32",
+            "num_m_blocks": "i32",
+        }
+        const = dict(
+            BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, GROUP=1, CAUSAL=causal, VARLEN=varlen,
+            V_TRANSPOSED=cfg.v_transposed, DESCALE_PER_HEAD=False, OUT_FP8=out == "e4m3", OUT_SCALE_PER_HEAD=False,
+            WRITE_LSE=lse, LOG2_P_SCALE=8, EXACT_P_ROUND=False, WARP_SPECIALIZE=cfg.warp_specialize,
+            PERMUTE_P=cfg.v_transposed and cfg.permute_p,
+        )
+        for k in const:
+            sig[k] = "constexpr"
+        out_dtype = {"bf16": "bf16", "fp16": "f16", "e4m3": "e4m3"}[out]
+        name = kernel_name_of(90, d, causal, cfg, varlen=varlen, out_short=out_dtype, per_head=False, lse=lse)
+        specs[key] = CodegenSpec(
+            fn=attn_fwd_kernel, signature=sig, constexprs=const, name=name, num_warps=cfg.num_warps,
+            num_stages=cfg.num_stages, description=desc, min_arch=90,
+            # the launcher allocates out and lse (16-byte aligned) and passes 16-aligned descale/cu buffers
+            divisible=("out_ptr", "lse_ptr"),
+        )
+
+    from tritonfp8.attention import default_config
+
+    for d in (64, 128, 256):
+        for causal in (False, True):
+            cfg = default_config(d)
+            tag = "causal" if causal else "full"
+            add(f"attn_fwd_hd{d}_{tag}", d, causal, cfg,
+                desc=f"FP8 flash forward, D={d}, {tag}, Vᵀ via TMA, bf16 out (the default config)")
+    cfg = default_config(128)
+    add("attn_fwd_hd128_full_vonchip", 128, False, cfg.evolve(v_transposed=False),
+        desc="D=128 non-causal, V as given (B,S,H,D), transposed on chip")
+    add("attn_fwd_hd128_varlen_causal_lse", 128, True, cfg, varlen=True, lse=True,
+        desc="D=128 varlen causal, lse written")
+    add("attn_fwd_hd128_full_e4m3out", 128, False, cfg, out="e4m3", desc="D=128 non-causal, E4M3 output")
+    from tritonfp8.attention import quant_kernel_name
+
+    for transpose in (False, True):
+        d = 128
+        sig = {
+            "x_ptr": "*bf16", "y_ptr": "*fp8e4nv", "amax_ptr": "*fp32", "descale_ptr": "*fp32",
+            "cu_seqlens_ptr": "*i32", "cu_cols_ptr": "*i32", "seqlen_dense": "i32", "num_heads": "i32",
+            "num_heads_kv": "i32", "stride_row": "i32", "stride_y_outer": "i32",
+        }
+        const = dict(BLOCK_S=64, HEAD_DIM=d, GROUP=1, VARLEN=False, QUANTIZE=True, TRANSPOSE=transpose,
+                     EXACT_ROUND=False, PERMUTE_KEYS=transpose)
+        for k in const:
+            sig[k] = "constexpr"
+        tag = "vt" if transpose else "rows"
+        specs[f"attn_quant_bf16_hd128_{tag}"] = CodegenSpec(
+            fn=head_quantize_kernel, signature=sig, constexprs=const,
+            name=quant_kernel_name(90, "bf16", 64, d, quantize=True, transpose=transpose),
+            num_warps=4, num_stages=1, min_arch=90, divisible=("x_ptr", "y_ptr", "stride_row", "stride_y_outer"),
+            description=f"per-head bf16 -> e4m3 quantize pass, {'writes Vᵀ' if transpose else 'same layout'}",
+        )
+    sig = {"x_ptr": "*bf16", "amax_ptr": "*fp32", "cu_seqlens_ptr": "*i32", "seqlen_dense": "i32",
+           "num_heads": "i32", "num_heads_kv": "i32", "stride_row": "i32"}
+    const = dict(BLOCK_S=64, HEAD_DIM=128, GROUP=1, VARLEN=False)
+    for k in const:
+        sig[k] = "constexpr"
+    specs["attn_amax_bf16_hd128"] = CodegenSpec(
+        fn=head_amax_kernel, signature=sig, constexprs=const,
+        name=quant_kernel_name(90, "bf16", 64, 128, quantize=False, transpose=False, amax=True),
+        num_warps=4, num_stages=1, min_arch=90, divisible=("x_ptr", "stride_row"),
+        description="per-head amax pass (atomic max per (batch, KV head))",
+    )
+    return specs

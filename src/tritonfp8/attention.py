@@ -1,0 +1,849 @@
+"""FP8 attention prefill (FlashAttention forward) for Hopper, and its plain-PyTorch reference.
+
+Layouts (the FlashAttention ones):
+
+- dense:  q (B, Sq, Hq, D), k and v (B, Sk, Hkv, D); out (B, Sq, Hq, D); lse (B, Hq, Sq) fp32.
+- varlen: q (total_q, Hq, D), k and v (total_k, Hkv, D) with int32 ``cu_seqlens_q`` / ``cu_seqlens_k`` of shape
+  (B + 1,) (sequence b is rows ``cu[b]:cu[b+1]``); out (total_q, Hq, D); lse (Hq, total_q) fp32.
+
+Hq is a multiple of Hkv (MHA, GQA, MQA): query head h reads KV head ``h // (Hq // Hkv)``.
+
+Scales are fp32 *dequantization* factors (``x ≈ x_fp8.float() * descale``), of shape ``()`` (per tensor) or
+(B, Hkv) (per batch and KV head; for q, per batch and KV-head group of query heads).
+
+Masking: with ``causal``, query i of a sequence sees keys j <= i + Sk - Sq (bottom-right aligned, as
+FlashAttention >= 2.1). A query row that sees no key outputs 0 and has lse = -inf.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import torch
+import triton
+
+from tritonfp8._backend import arch_of, check_device, interpreting, is_hopper, warn_once
+from tritonfp8._formats import E4M3, short_name
+from tritonfp8.naming import KernelName
+
+# P (the softmax numerator, in [0, 1]) is multiplied by this power of two before it is cast to E4M3 for the P·V
+# product, and the factor is divided out of the output. 2^8 maps the largest P (1.0) to 256 <= 448 (E4M3 max),
+# and moves the subnormal threshold of E4M3 (2^-6) down to P = 2^-14: every P >= 2^-14 keeps E4M3's full 4-bit
+# significand, and only P < 2^-17 flushes to zero (unscaled, P < 2^-9 would flush). A power of two keeps the
+# scaling exact; 448 would gain 0.8 binade of range for an extra rounding of every P.
+P_SCALE = 256.0
+
+_LOG2E = 1.4426950408889634
+
+
+def _round_p_fp8(p: torch.Tensor) -> torch.Tensor:
+    """P rounded through E4M3 exactly as the kernel does: scaled by P_SCALE, RNE-cast, scaled back (fp32)."""
+    return (p * P_SCALE).clamp(max=E4M3.max).to(E4M3.torch_dtype).float() / P_SCALE
+
+
+def _expand_heads(x: torch.Tensor, hq: int) -> torch.Tensor:
+    """(S, Hkv, D) -> (S, Hq, D) by repeating each KV head for its group of query heads."""
+    hkv = x.shape[1]
+    return x.repeat_interleave(hq // hkv, dim=1) if hkv != hq else x
+
+
+def _attention_one(q, k, v, causal, scale, p_fp8):
+    """One sequence: q (Sq, Hq, D), k/v (Sk, Hq, D) fp32 -> out (Sq, Hq, D) fp32, lse (Hq, Sq) fp32 (natural log)."""
+    sq, sk = q.shape[0], k.shape[0]
+    s = torch.einsum("qhd,khd->hqk", q, k) * scale  # (Hq, Sq, Sk)
+    if causal:
+        i = torch.arange(sq, device=q.device)[:, None]
+        j = torch.arange(sk, device=q.device)[None, :]
+        s = s.masked_fill(j > i + (sk - sq), float("-inf"))
+    m = s.amax(dim=-1, keepdim=True) if sk > 0 else s.new_full((*s.shape[:2], 1), float("-inf"))
+    empty = torch.isneginf(m)  # rows that see no key
+    m_safe = torch.where(empty, torch.zeros_like(m), m)
+    p = torch.exp(s - m_safe)  # masked entries: exp(-inf) = 0
+    l = p.sum(dim=-1, keepdim=True)
+    if p_fp8:
+        p = _round_p_fp8(p)
+    o = torch.einsum("hqk,khd->qhd", p, v)
+    l_safe = torch.where(empty, torch.ones_like(l), l)
+    o = o / l_safe.permute(1, 0, 2)  # (Sq, Hq, 1)
+    o = torch.where(empty.permute(1, 0, 2), torch.zeros_like(o), o)
+    lse = torch.where(empty, torch.full_like(m, float("-inf")), m_safe + torch.log(l_safe))[..., 0]
+    return o, lse
+
+
+def attention_torch(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool = False,
+    softmax_scale: float | None = None,
+    q_descale: torch.Tensor | None = None,
+    k_descale: torch.Tensor | None = None,
+    v_descale: torch.Tensor | None = None,
+    cu_seqlens_q: torch.Tensor | None = None,
+    cu_seqlens_k: torch.Tensor | None = None,
+    max_seqlen_q: int | None = None,
+    max_seqlen_k: int | None = None,
+    return_lse: bool = False,
+    p_fp8: bool = False,
+):
+    """Reference attention in fp32: ``softmax(scale · q kᵀ + mask) v``, inputs dequantized with their descales.
+
+    Same layouts, scale conventions and masking rules as :func:`attention` (see the module docstring); q, k, v may be
+    FP8 (dequantized as ``x.float() * descale``) or any float type (descales default to 1).
+    ``softmax_scale`` defaults to ``1 / sqrt(D)``. With ``p_fp8`` the unnormalized probabilities
+    ``P = exp(s - rowmax)`` are rounded through E4M3 after scaling by :data:`P_SCALE`, as the kernel rounds them
+    before its FP8 P·V product (the row sum stays the fp32 sum of unrounded P, as in the kernel); tests use it to
+    measure the error that FP8 P alone causes.
+
+    Returns the fp32 output (same shape as q, sized by v's head dim), and with ``return_lse`` also the fp32
+    natural-log log-sum-exp: (B, Hq, Sq) dense, (Hq, total_q) varlen.
+    ``max_seqlen_*`` are accepted for signature parity with :func:`attention` and not needed here.
+    """
+    varlen = cu_seqlens_q is not None
+    if varlen != (cu_seqlens_k is not None):
+        raise ValueError("cu_seqlens_q and cu_seqlens_k: give both (varlen) or neither (dense)")
+    d = q.shape[-1]
+    scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)
+    hq, hkv = q.shape[-2], k.shape[-2]
+    group = hq // hkv
+    if varlen:
+        cq = [int(x) for x in cu_seqlens_q.tolist()]
+        ck = [int(x) for x in cu_seqlens_k.tolist()]
+        nb = len(cq) - 1
+        seqs = [(q[cq[b] : cq[b + 1]], k[ck[b] : ck[b + 1]], v[ck[b] : ck[b + 1]]) for b in range(nb)]
+    else:
+        nb = q.shape[0]
+        seqs = [(q[b], k[b], v[b]) for b in range(nb)]
+
+    outs, lses = [], []
+    for b, (qb, kb, vb) in enumerate(seqs):
+        qf = qb.float()
+        kf = kb.float()
+        vf = vb.float()
+        # descales: () or (B, Hkv); q's per-head descale applies to each KV head's group of query heads.
+        qf = qf * _per_head(q_descale, b, hkv, group, qf.device)
+        kf = kf * _per_head(k_descale, b, hkv, 1, kf.device)
+        vf = vf * _per_head(v_descale, b, hkv, 1, vf.device)
+        o, lse = _attention_one(qf, _expand_heads(kf, hq), _expand_heads(vf, hq), causal, scale, p_fp8)
+        outs.append(o)
+        lses.append(lse)
+
+    if varlen:
+        dv = v.shape[-1]
+        out = torch.cat(outs, dim=0) if outs else q.new_zeros((0, hq, dv), dtype=torch.float32)
+        lse = torch.cat(lses, dim=1) if lses else q.new_zeros((hq, 0), dtype=torch.float32)
+    else:
+        if nb:
+            out = torch.stack(outs, dim=0)
+            lse = torch.stack(lses, dim=0)
+        else:
+            out = q.new_zeros((*q.shape[:-1], v.shape[-1]), dtype=torch.float32)
+            lse = q.new_zeros((0, hq, q.shape[1]), dtype=torch.float32)
+    return (out, lse) if return_lse else out
+
+
+def _per_head(descale, b: int, hkv: int, group: int, device) -> torch.Tensor | float:
+    """Descale broadcastable over (S, H, D): scalar, or (H, 1) with each KV head's value repeated ``group`` times."""
+    if descale is None:
+        return 1.0
+    d = descale.to(device=device, dtype=torch.float32)
+    if d.dim() == 0:
+        return d
+    return d[b].repeat_interleave(group)[:, None]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Configuration: a frozen record per launch, chosen by a small pure function; tests and the bench may pin one.
+
+
+@dataclass(frozen=True)
+class AttnConfig:
+    """Tile and schedule of the forward kernel.
+
+    block_m x block_n is the (query rows, key rows) tile of one S = Q·Kᵀ step; num_warps = 8 gives two warpgroups
+    of 64 query rows each (wgmma M = 64 per warpgroup). ``v_transposed``: read Vᵀ (sequence-contiguous, produced
+    by the quantize/transpose pass) instead of transposing V tiles on chip. ``permute_p`` (with Vᵀ only): write
+    Vᵀ with the keys of each 32-key chunk permuted so that P goes from the Q·Kᵀ accumulator into the P·V wgmma
+    without cross-lane shuffles (see ``_kernels.attention._permute_keys``). ``warp_specialize``: ask Triton's
+    automatic warp specialization for the unmasked key loop (Triton 3.6 documents it for Blackwell; on sm_90 the
+    offline compile gave the same instruction count as without it). ``maxnreg`` caps registers per thread (e.g.
+    128 lets two 8-warp hd64 CTAs share an SM: 122 registers, no spills, offline sm_90).
+    """
+
+    block_m: int = 128
+    block_n: int = 128
+    num_warps: int = 8
+    num_stages: int = 2
+    v_transposed: bool = True
+    warp_specialize: bool = False
+    permute_p: bool = True
+    maxnreg: int | None = None
+
+    def evolve(self, **kw) -> "AttnConfig":
+        return replace(self, **kw)
+
+
+_SUPPORTED_D = (64, 128, 256)
+
+
+def default_config(head_dim: int) -> AttnConfig:
+    """The launch config for a head dim (64, 128 or 256) on sm_90.
+
+    hd64/hd128: 128 x 128 tiles; hd256: 128 x 64 so that the fp32 O accumulator (128 x 256, 128 registers per
+    thread over two warpgroups) plus S (32 registers) stay below 255 registers.
+    """
+    if head_dim == 256:
+        return AttnConfig(block_m=128, block_n=64, num_warps=8, num_stages=2)
+    return AttnConfig(block_m=128, block_n=128, num_warps=8, num_stages=2)
+
+
+# Interpreter runs (CPU tests, demos): smaller tiles run faster there and exercise the multi-block paths.
+_INTERPRETER_CONFIG = AttnConfig(block_m=64, block_n=64, num_warps=4, num_stages=1)
+
+
+def kernel_name_of(arch: int, head_dim: int, causal: bool, cfg: AttnConfig, *, varlen: bool, out_short: str,
+                   per_head: bool, lse: bool = False) -> KernelName:
+    """CUTLASS-style name of one forward specialization, e.g.
+    ``cutlass_sm90_fmhafwd_e4m3_e4m3_f32_bf16_128x128x128_w8s2_tma_tensorwise_hd128_causal_vt``."""
+    extras = [f"hd{head_dim}"]
+    if causal:
+        extras.append("causal")
+    if varlen:
+        extras.append("varlen")
+    extras.append(("vtp" if cfg.permute_p else "vt") if cfg.v_transposed else "vonchip")
+    if lse:
+        extras.append("lse")
+    if cfg.maxnreg:
+        extras.append(f"r{cfg.maxnreg}")
+    return KernelName(
+        arch=arch,
+        op="fmhafwd",
+        types=("e4m3", "e4m3", "f32", out_short),
+        tile=(cfg.block_m, cfg.block_n, head_dim),
+        warps=cfg.num_warps,
+        stages=cfg.num_stages,
+        schedule="tmaws" if cfg.warp_specialize else "tma",
+        scaling="headwise" if per_head else "tensorwise",
+        extras=tuple(extras),
+    )
+
+
+def quant_kernel_name(arch: int, in_short: str, block_s: int, head_dim: int, *, quantize: bool, transpose: bool,
+                      amax: bool = False) -> KernelName:
+    """Names of the per-head amax / quantize (+Vᵀ) passes, e.g.
+    ``cutlass_sm90_attnquant_bf16_e4m3_64x128x1_w4s1_ptr_headwise_vt``."""
+    if amax:
+        return KernelName(arch=arch, op="attnamax", types=(in_short, "f32"), tile=(block_s, head_dim, 1), warps=4,
+                          stages=1, schedule="ptr", scaling="headwise")
+    return KernelName(
+        arch=arch, op="attnquant" if quantize else "attnvtrans", types=(in_short, "e4m3"),
+        tile=(block_s, head_dim, 1), warps=4, stages=1, schedule="ptr",
+        scaling="headwise" if quantize else None, extras=("vt",) if transpose else (),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Validation.
+
+_OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float8_e4m3fn)
+_FLOAT_IN = (torch.bfloat16, torch.float16, torch.float32)
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """Shapes of one validated call."""
+
+    varlen: bool
+    batch: int
+    seqlen_q: int  # dense Sq, or max_seqlen_q
+    seqlen_k: int  # dense Sk, or max_seqlen_k
+    heads_q: int
+    heads_kv: int
+    head_dim: int
+    fp8_in: bool
+    cu_q: tuple[int, ...] = ()  # varlen: cu_seqlens_q on the host
+    cu_k: tuple[int, ...] = ()
+
+
+def _check_descale(name: str, d, batch: int, heads_kv: int, fp8_in: bool) -> None:
+    if d is None:
+        return
+    if not isinstance(d, torch.Tensor):
+        raise TypeError(
+            f"attention: {name} must be a torch.Tensor (fp32, shape () or (B, Hkv)), got {type(d).__name__}"
+        )
+    if not fp8_in:
+        raise ValueError(
+            f"attention: {name} is only for E4M3 inputs; bf16/fp16/fp32 inputs are quantized per head internally"
+        )
+    if d.dtype != torch.float32:
+        raise TypeError(f"attention: {name} must be float32 dequantization factors, got {d.dtype}")
+    if d.dim() != 0 and tuple(d.shape) != (batch, heads_kv):
+        raise ValueError(
+            f"attention: {name} must have shape () (per tensor) or (B, Hkv) = ({batch}, {heads_kv}) (per head), "
+            f"got {tuple(d.shape)}"
+        )
+
+
+def _check_cu_seqlens(name: str, cu: torch.Tensor, rows: int, max_seqlen, max_name: str) -> tuple[list[int], int]:
+    if not isinstance(cu, torch.Tensor):
+        raise TypeError(f"attention: {name} must be an int32 torch.Tensor of shape (B + 1,)")
+    if cu.dtype != torch.int32:
+        raise TypeError(f"attention: {name} must be int32, got {cu.dtype}")
+    if cu.dim() != 1 or cu.numel() < 1:
+        raise ValueError(f"attention: {name} must have shape (B + 1,), got {tuple(cu.shape)}")
+    vals = [int(x) for x in cu.tolist()]
+    if vals[0] != 0:
+        raise ValueError(f"attention: {name}[0] must be 0, got {vals[0]}")
+    lens = [b - a for a, b in zip(vals[:-1], vals[1:])]
+    if any(n < 0 for n in lens):
+        raise ValueError(f"attention: {name} must be non-decreasing (monotone), got {vals}")
+    if vals[-1] != rows:
+        raise ValueError(f"attention: {name}[-1] = {vals[-1]} must equal the number of rows of its tensor ({rows})")
+    actual = max(lens, default=0)
+    if max_seqlen is None:
+        return vals, actual
+    if int(max_seqlen) < actual:
+        raise ValueError(f"attention: {max_name} = {max_seqlen} is smaller than the longest sequence ({actual})")
+    return vals, int(max_seqlen)
+
+
+def _validate(q, k, v, causal, softmax_scale, q_descale, k_descale, v_descale, cu_seqlens_q, cu_seqlens_k,
+              max_seqlen_q, max_seqlen_k, out_dtype, out_scale) -> _Problem:
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"attention: {name} must be a torch.Tensor, got {type(t).__name__}")
+    fp8_in = q.dtype == torch.float8_e4m3fn
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.dtype != q.dtype:
+            raise TypeError(f"attention: q, k and v must have one dtype; q is {q.dtype} but {name} is {t.dtype}")
+    if not fp8_in and q.dtype not in _FLOAT_IN:
+        raise TypeError(
+            f"attention: q, k, v must be torch.float8_e4m3fn (with fp32 descales) or bf16/fp16/fp32, got {q.dtype}"
+        )
+    varlen = cu_seqlens_q is not None or cu_seqlens_k is not None
+    if varlen and (cu_seqlens_q is None or cu_seqlens_k is None):
+        missing = "cu_seqlens_k" if cu_seqlens_k is None else "cu_seqlens_q"
+        raise ValueError(f"attention: varlen needs both cu_seqlens_q and cu_seqlens_k; {missing} is missing")
+    rank = 3 if varlen else 4
+    layout = "(total, H, D) with cu_seqlens" if varlen else "(B, S, H, D)"
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.dim() != rank:
+            raise ValueError(f"attention: {name} must be {rank}-D {layout}, got shape {tuple(t.shape)}")
+    d = q.shape[-1]
+    if k.shape[-1] != d or v.shape[-1] != d:
+        raise ValueError(
+            f"attention: q, k, v must have one head dim; got q {q.shape[-1]}, k {k.shape[-1]}, v {v.shape[-1]}"
+        )
+    if d > 256 or d < 1:
+        raise ValueError(f"attention: head dim must be in 1..256 (64, 128, 256 natively, others padded), got {d}")
+    if k.shape != v.shape:
+        raise ValueError(f"attention: k and v must have one shape, got k {tuple(k.shape)} and v {tuple(v.shape)}")
+    hq, hkv = q.shape[-2], k.shape[-2]
+    if hkv < 1 or hq % hkv != 0:
+        raise ValueError(f"attention: query heads ({hq}) must be a multiple of KV heads ({hkv}) (MHA, GQA, MQA)")
+    if varlen:
+        cq, mq = _check_cu_seqlens("cu_seqlens_q", cu_seqlens_q, q.shape[0], max_seqlen_q, "max_seqlen_q")
+        ck, mk = _check_cu_seqlens("cu_seqlens_k", cu_seqlens_k, k.shape[0], max_seqlen_k, "max_seqlen_k")
+        if len(cq) != len(ck):
+            raise ValueError(
+                f"attention: cu_seqlens_q and cu_seqlens_k must have one length (B + 1); got {len(cq)} and {len(ck)}"
+            )
+        batch, sq, sk = len(cq) - 1, mq, mk
+    else:
+        if max_seqlen_q is not None or max_seqlen_k is not None:
+            raise ValueError("attention: max_seqlen_q / max_seqlen_k are for varlen inputs (with cu_seqlens_*) only")
+        if k.shape[0] != q.shape[0]:
+            raise ValueError(f"attention: q and k must have one batch size, got {q.shape[0]} and {k.shape[0]}")
+        batch, sq, sk = q.shape[0], q.shape[1], k.shape[1]
+    _check_descale("q_descale", q_descale, batch, hkv, fp8_in)
+    _check_descale("k_descale", k_descale, batch, hkv, fp8_in)
+    _check_descale("v_descale", v_descale, batch, hkv, fp8_in)
+    if softmax_scale is not None:
+        s = float(softmax_scale)
+        if not (s > 0.0 and math.isfinite(s)):
+            raise ValueError(f"attention: softmax_scale must be a positive finite number, got {softmax_scale}")
+    if out_dtype not in _OUT_DTYPES:
+        raise TypeError(
+            f"attention: out_dtype must be torch.bfloat16, torch.float16 or torch.float8_e4m3fn, got {out_dtype}"
+        )
+    if out_dtype == torch.float8_e4m3fn:
+        if out_scale is None:
+            raise ValueError(
+                "attention: out_dtype=float8_e4m3fn needs out_scale (fp32 dequantization factor of the output, "
+                "shape () or (B, Hq)); |out| <= max|v|, so the V descale (times max|v_fp8| / 448) never overflows"
+            )
+        if not isinstance(out_scale, torch.Tensor) or out_scale.dtype != torch.float32:
+            raise TypeError("attention: out_scale must be a float32 torch.Tensor of shape () or (B, Hq)")
+        if out_scale.dim() != 0 and tuple(out_scale.shape) != (batch, hq):
+            raise ValueError(
+                f"attention: out_scale must have shape () or (B, Hq) = ({batch}, {hq}), got {tuple(out_scale.shape)}"
+            )
+    elif out_scale is not None:
+        raise ValueError("attention: out_scale is only used with out_dtype=torch.float8_e4m3fn")
+    # Last, so that shape and dtype errors are reported the same way on every machine.
+    check_device(
+        "attention",
+        [("q", q), ("k", k), ("v", v), ("q_descale", q_descale), ("k_descale", k_descale),
+         ("v_descale", v_descale), ("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k),
+         ("out_scale", out_scale)],
+    )
+    if varlen:
+        return _Problem(varlen, batch, sq, sk, hq, hkv, d, fp8_in, tuple(cq), tuple(ck))
+    return _Problem(varlen, batch, sq, sk, hq, hkv, d, fp8_in)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Per-head quantization (bf16/f16/f32 in) and the V -> Vᵀ relayout.
+
+
+def quantize_per_head_torch(x: torch.Tensor, heads_kv: int, cu_seqlens: torch.Tensor | None = None):
+    """Reference of the fused per-head quantizer: (E4M3 tensor in x's layout, fp32 descale (B, Hkv)).
+
+    x: (B, S, H, D) or varlen (total, H, D) with ``cu_seqlens``. One descale per (batch, KV head): the amax over the
+    sequence, the head dim and the H / Hkv heads of the group (for q: the query heads that share a KV head), divided
+    by 448 (1 where the amax is 0). Quantized values are ``clamp(x / descale, -448, 448)`` rounded to nearest even.
+    """
+    h = x.shape[-2]
+    group = h // heads_kv
+    xf = x.float()
+    if cu_seqlens is None:
+        b = x.shape[0]
+        amax = xf.abs().reshape(b, x.shape[1], heads_kv, group, x.shape[-1]).amax(dim=(1, 3, 4))
+        descale = torch.where(amax > 0, amax / E4M3.max, torch.ones_like(amax))
+        y = (xf / descale.repeat_interleave(group, dim=1)[:, None, :, None]).clamp(-E4M3.max, E4M3.max)
+        return y.to(E4M3.torch_dtype), descale
+    cu = [int(c) for c in cu_seqlens.tolist()]
+    b = len(cu) - 1
+    descale = torch.ones(b, heads_kv, dtype=torch.float32, device=x.device)
+    y = torch.empty_like(xf)
+    for i in range(b):
+        seg = xf[cu[i] : cu[i + 1]]
+        if seg.shape[0]:
+            amax = seg.abs().reshape(seg.shape[0], heads_kv, group, x.shape[-1]).amax(dim=(0, 2, 3))
+            descale[i] = torch.where(amax > 0, amax / E4M3.max, torch.ones_like(amax))
+        y[cu[i] : cu[i + 1]] = seg / descale[i].repeat_interleave(group)[None, :, None]
+    return y.clamp(-E4M3.max, E4M3.max).to(E4M3.torch_dtype), descale
+
+
+def _round32(n: int) -> int:
+    return (n + 31) // 32 * 32
+
+
+def _vt_columns(cu: tuple[int, ...]) -> list[int]:
+    """Varlen Vᵀ column starts: sequence b at Σ_{i<b} round32(len_i): TMA boxes start 16-byte aligned and the
+    32-key permutation chunks of :func:`_quantize_heads` line up with the kernel's."""
+    cols = [0]
+    for a, b in zip(cu[:-1], cu[1:]):
+        cols.append(cols[-1] + _round32(b - a))
+    return cols
+
+
+def _quantize_heads(x: torch.Tensor, heads_kv: int, cu: torch.Tensor | None, batch: int, seqlen: int,
+                    *, quantize: bool, transpose: bool, cu_host: tuple[int, ...] = (), permute_keys: bool = False):
+    """Launch the per-head amax + quantize (or plain copy) kernels.
+
+    x: (B, S, H, D) or (total, H, D), (H, D) contiguous. y is E4M3 in x's layout, or with ``transpose`` Vᵀ,
+    sequence contiguous: (B, H, D, round32(S)) dense / (H, D, Σ round32(len_b)) varlen with sequence b from column
+    :func:`_vt_columns` [b]; the padding columns hold zeros (read by the kernel, times P = 0). ``permute_keys``
+    permutes the keys within each 32-key chunk as the forward kernel's ``PERMUTE_P`` expects.
+    Returns (y, descale (B, Hkv) or None, varlen column starts as an int32 tensor or None).
+    """
+    from tritonfp8._kernels.attention import head_amax_kernel, head_quantize_kernel
+
+    h, d = x.shape[-2], x.shape[-1]
+    group = h // heads_kv
+    varlen = cu is not None
+    rows = x.shape[0] if varlen else x.shape[0] * x.shape[1]
+    x2 = x.reshape(rows, h, d)
+    cols = None
+    if transpose:
+        if varlen:
+            cols_host = _vt_columns(cu_host)
+            cols = torch.tensor(cols_host, dtype=torch.int32, device=x.device)
+            y = torch.empty((h, d, max(cols_host[-1], 16)), dtype=E4M3.torch_dtype, device=x.device)
+        else:
+            y = torch.empty((batch, h, d, _round32(seqlen)), dtype=E4M3.torch_dtype, device=x.device)
+        stride_y = y.shape[-1]
+    else:
+        y = torch.empty(x.shape, dtype=E4M3.torch_dtype, device=x.device)
+        stride_y = 0
+    cu_arg = cu if varlen else x.new_zeros(1, dtype=torch.int32)
+    block_s = 64 if d <= 128 else 32
+    arch = arch_of(x.device)
+    in_short = short_name(x.dtype)
+    grid = (triton.cdiv(seqlen, block_s), batch * h)
+    descale = None
+    if quantize:
+        amax = torch.zeros(batch, heads_kv, dtype=torch.float32, device=x.device)
+        descale = torch.ones(batch, heads_kv, dtype=torch.float32, device=x.device)
+        head_amax_kernel[grid](
+            x2, amax, cu_arg, seqlen, h, heads_kv, x2.stride(0),
+            KERNEL_NAME=quant_kernel_name(arch, in_short, block_s, d, quantize=False, transpose=False,
+                                          amax=True).build(),
+            BLOCK_S=block_s, HEAD_DIM=d, GROUP=group, VARLEN=varlen, num_warps=4,
+        )
+    else:
+        amax = None
+    dummy = torch.empty(1, dtype=torch.float32, device=x.device)
+    head_quantize_kernel[grid](
+        x2, y, amax if quantize else dummy, descale if quantize else dummy, cu_arg,
+        cols if cols is not None else cu_arg,
+        seqlen, h, heads_kv, x2.stride(0), stride_y,
+        KERNEL_NAME=quant_kernel_name(arch, in_short, block_s, d, quantize=quantize, transpose=transpose).build(),
+        BLOCK_S=block_s, HEAD_DIM=d, GROUP=group, VARLEN=varlen, QUANTIZE=quantize, TRANSPOSE=transpose,
+        EXACT_ROUND=interpreting(), PERMUTE_KEYS=transpose and permute_keys, num_warps=4,
+    )
+    return y, descale, cols
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The public op.
+
+
+def _aligned_contiguous(t: torch.Tensor) -> torch.Tensor:
+    """t contiguous with a 16-byte aligned base (TMA needs both)."""
+    t = t.contiguous()
+    if t.data_ptr() % 16:
+        t = t.clone()
+    return t
+
+
+def _pad_head_dim(t: torch.Tensor, d_pad: int) -> torch.Tensor:
+    d = t.shape[-1]
+    if d == d_pad:
+        return t
+    if t.dtype == E4M3.torch_dtype:
+        # F.pad has no FP8 kernel: pad through the raw bytes (E4M3 0x00 is +0).
+        return torch.nn.functional.pad(t.view(torch.uint8), (0, d_pad - d)).view(E4M3.torch_dtype)
+    return torch.nn.functional.pad(t, (0, d_pad - d))
+
+
+def _descale_arg(d: torch.Tensor | None, per_head: bool, batch: int, hkv: int, device) -> torch.Tensor:
+    if d is None:
+        d = torch.ones((), dtype=torch.float32, device=device)
+    if per_head:
+        return d.expand(batch, hkv).contiguous() if d.dim() == 0 else d.contiguous()
+    return d.reshape(1)
+
+
+def _empty_result(prob: _Problem, q, out_dtype, return_lse, d):
+    """Results for zero-size problems: out zeros (no key: 0), lse -inf."""
+    out = torch.zeros((*q.shape[:-1], d), dtype=out_dtype, device=q.device)
+    if prob.varlen:
+        lse = torch.full((prob.heads_q, q.shape[0]), float("-inf"), dtype=torch.float32, device=q.device)
+    else:
+        lse = torch.full((prob.batch, prob.heads_q, prob.seqlen_q), float("-inf"), dtype=torch.float32,
+                         device=q.device)
+    return (out, lse) if return_lse else out
+
+
+def attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    causal: bool = False,
+    softmax_scale: float | None = None,
+    q_descale: torch.Tensor | None = None,
+    k_descale: torch.Tensor | None = None,
+    v_descale: torch.Tensor | None = None,
+    cu_seqlens_q: torch.Tensor | None = None,
+    cu_seqlens_k: torch.Tensor | None = None,
+    max_seqlen_q: int | None = None,
+    max_seqlen_k: int | None = None,
+    out_dtype: torch.dtype = torch.bfloat16,
+    return_lse: bool = False,
+    out_scale: torch.Tensor | None = None,
+    config: AttnConfig | None = None,
+):
+    """FP8 flash attention forward: ``softmax(softmax_scale · q kᵀ + causal mask) v``.
+
+    Inputs (see the module docstring for the dense and varlen layouts):
+
+    - E4M3 q, k, v with fp32 dequantization descales ``q_descale``/``k_descale``/``v_descale`` of shape ``()``
+      or (B, Hkv) (``x ≈ x_fp8.float() * descale``; None means 1), or
+    - bf16 / fp16 / fp32 q, k, v: quantized to E4M3 per (batch, KV head) by a fused kernel (amax / 448 descales;
+      for q, per group of query heads sharing a KV head), V written transposed for the tensor core.
+
+    ``causal`` is bottom-right aligned (query i sees keys j <= i + Sk - Sq); a row that sees no key gives 0 and
+    lse -inf. ``softmax_scale`` defaults to 1/sqrt(D) and must be positive. Head dims 64, 128, 256 run natively;
+    other D <= 256 are zero-padded to the next of those (costs a copy). ``out_dtype``: bf16, fp16, or
+    float8_e4m3fn with ``out_scale`` (fp32, () or (B, Hq), a dequantization factor: out ≈ out_fp8.float() *
+    out_scale; values saturate at ±448). ``return_lse`` also returns the natural-log log-sum-exp of the scaled
+    scores, fp32, (B, Hq, Sq) dense / (Hq, total_q) varlen. ``config`` pins the kernel's tile and schedule
+    (tests, benchmarks); by default :func:`default_config` decides.
+
+    Runs the sm_90 TMA + wgmma kernel on Hopper, the same kernel in the Triton interpreter for CPU tensors under
+    ``TRITON_INTERPRET=1``; other GPUs get a BF16 SDPA fallback with a one-time warning.
+    """
+    prob = _validate(q, k, v, causal, softmax_scale, q_descale, k_descale, v_descale, cu_seqlens_q, cu_seqlens_k,
+                     max_seqlen_q, max_seqlen_k, out_dtype, out_scale)
+    d = prob.head_dim
+    scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)
+    device = q.device
+    if prob.batch == 0 or q.shape[0] == 0 or prob.seqlen_q == 0 or k.shape[0] == 0 or prob.seqlen_k == 0:
+        return _empty_result(prob, q, out_dtype, return_lse, d)
+
+    if device.type == "cuda" and not is_hopper(device):
+        return _fallback_sdpa(q, k, v, prob, causal, scale, q_descale, k_descale, v_descale, cu_seqlens_q,
+                              cu_seqlens_k, out_dtype, out_scale, return_lse)
+
+    cfg = config or _default_config_for(device, d)
+    prep = _prepare(q, k, v, prob, cfg, q_descale, k_descale, v_descale, cu_seqlens_q, cu_seqlens_k)
+    return _run_prepared(prep, prob, cfg, causal, scale, out_dtype, out_scale, return_lse)
+
+
+def _default_config_for(device: torch.device, d: int) -> AttnConfig:
+    d_pad = next(x for x in _SUPPORTED_D if x >= d)
+    return _INTERPRETER_CONFIG if interpreting() and device.type == "cpu" else default_config(d_pad)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """Kernel-ready operands: E4M3 q, k and V (as Vᵀ when the config reads it), fp32 descales, varlen offsets."""
+
+    q8: torch.Tensor
+    k8: torch.Tensor
+    v8: torch.Tensor
+    qds: torch.Tensor
+    kds: torch.Tensor
+    vds: torch.Tensor
+    per_head: bool
+    cu_q: torch.Tensor | None
+    cu_k: torch.Tensor | None
+    vt_cols: torch.Tensor | None
+    d_pad: int
+
+
+def _prepare(q, k, v, prob: _Problem, cfg: AttnConfig, q_descale, k_descale, v_descale, cu_seqlens_q,
+             cu_seqlens_k) -> _Prepared:
+    """Pad D, make TMA-ready copies where needed, quantize bf16/fp16/fp32 inputs per head, lay V out as Vᵀ."""
+    device = q.device
+    d_pad = next(x for x in _SUPPORTED_D if x >= prob.head_dim)
+    q, k, v = (_aligned_contiguous(_pad_head_dim(t, d_pad)) for t in (q, k, v))
+    cu_q = cu_seqlens_q.contiguous() if prob.varlen else None
+    cu_k = cu_seqlens_k.contiguous() if prob.varlen else None
+    hkv, b = prob.heads_kv, prob.batch
+    vt_cols = None
+    if prob.fp8_in:
+        per_head = any(x is not None and x.dim() == 2 for x in (q_descale, k_descale, v_descale))
+        qds, kds, vds = (_descale_arg(x, per_head, b, hkv, device) for x in (q_descale, k_descale, v_descale))
+        q8, k8 = q, k
+        if cfg.v_transposed:
+            v8, _, vt_cols = _quantize_heads(v, hkv, cu_k, b, prob.seqlen_k, quantize=False, transpose=True,
+                                             cu_host=prob.cu_k, permute_keys=cfg.permute_p)
+        else:
+            v8 = v
+    else:
+        per_head = True
+        q8, qds, _ = _quantize_heads(q, hkv, cu_q, b, prob.seqlen_q, quantize=True, transpose=False)
+        k8, kds, _ = _quantize_heads(k, hkv, cu_k, b, prob.seqlen_k, quantize=True, transpose=False)
+        v8, vds, vt_cols = _quantize_heads(v, hkv, cu_k, b, prob.seqlen_k, quantize=True,
+                                           transpose=cfg.v_transposed, cu_host=prob.cu_k,
+                                           permute_keys=cfg.permute_p)
+    return _Prepared(q8, k8, v8, qds, kds, vds, per_head, cu_q, cu_k, vt_cols, d_pad)
+
+
+def _run_prepared(prep: _Prepared, prob: _Problem, cfg: AttnConfig, causal, scale, out_dtype, out_scale,
+                  return_lse):
+    """Allocate the outputs and launch the forward kernel on prepared operands."""
+    device = prep.q8.device
+    out = torch.empty((*prep.q8.shape[:-1], prep.d_pad), dtype=out_dtype, device=device)
+    if return_lse:
+        lse = _empty_result(prob, prep.q8, out_dtype, True, prob.head_dim)[1]
+    else:
+        lse = torch.empty(1, dtype=torch.float32, device=device)
+    _launch_fwd(prep.q8, prep.k8, prep.v8, out, lse, prep.qds, prep.kds, prep.vds, out_scale, prep.cu_q, prep.cu_k,
+                prep.vt_cols, prob, cfg, causal, scale, prep.per_head, return_lse, prep.d_pad)
+    if prep.d_pad != prob.head_dim:
+        out = out[..., : prob.head_dim].contiguous()
+    return (out, lse) if return_lse else out
+
+
+def kernel_only_fn(q, k, v, *, causal=False, softmax_scale=None, q_descale=None, k_descale=None, v_descale=None,
+                   cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None,
+                   out_dtype=torch.bfloat16, out_scale=None, config: AttnConfig | None = None):
+    """For benchmarks: quantize / transpose the inputs once, return a callable that runs only the forward kernel.
+
+    Same arguments as :func:`attention`; the returned function's result equals ``attention(...)``'s. With E4M3
+    inputs and a Vᵀ config it times the kernel as if V already came transposed (e.g. from the fused quantizer).
+    """
+    prob = _validate(q, k, v, causal, softmax_scale, q_descale, k_descale, v_descale, cu_seqlens_q, cu_seqlens_k,
+                     max_seqlen_q, max_seqlen_k, out_dtype, out_scale)
+    scale = 1.0 / math.sqrt(prob.head_dim) if softmax_scale is None else float(softmax_scale)
+    cfg = config or _default_config_for(q.device, prob.head_dim)
+    prep = _prepare(q, k, v, prob, cfg, q_descale, k_descale, v_descale, cu_seqlens_q, cu_seqlens_k)
+    return lambda: _run_prepared(prep, prob, cfg, causal, scale, out_dtype, out_scale, False)
+
+
+def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_cols, prob: _Problem,
+                cfg: AttnConfig, causal, scale, per_head, return_lse, d):
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from tritonfp8._kernels.attention import attn_fwd_kernel
+
+    hq, hkv, b = prob.heads_q, prob.heads_kv, prob.batch
+    rows_q, rows_k = q8.numel() // (hq * d), k8.numel() // (hkv * d)
+    q_desc = TensorDescriptor(q8, [rows_q, hq * d], [hq * d, 1], [cfg.block_m, d])
+    k_desc = TensorDescriptor(k8, [rows_k, hkv * d], [hkv * d, 1], [cfg.block_n, d])
+    if cfg.v_transposed:
+        # Vᵀ: (B, Hkv, D, round32(Sk)) dense / (Hkv, D, Σ round32(len)) varlen, viewed as 2-D (rows of D,
+        # sequence columns); the padding columns up to a multiple of 32 hold zeros (written by the relayout
+        # pass), TMA zero-fills beyond.
+        cols = v8.shape[-1]
+        v_desc = TensorDescriptor(v8, [v8.numel() // v8.shape[-1], cols], [v8.shape[-1], 1], [d, cfg.block_n])
+    else:
+        v_desc = TensorDescriptor(v8, [rows_k, hkv * d], [hkv * d, 1], [cfg.block_n, d])
+    out_fp8 = out.dtype == E4M3.torch_dtype
+    if out_fp8:
+        os_arg = out_scale.contiguous() if out_scale.dim() else out_scale.reshape(1)
+    else:
+        os_arg = qds
+    dummy_cu = torch.zeros(1, dtype=torch.int32, device=q8.device)
+    num_m_blocks = triton.cdiv(prob.seqlen_q, cfg.block_m)
+    out_short = {torch.bfloat16: "bf16", torch.float16: "f16", torch.float8_e4m3fn: "e4m3"}[out.dtype]
+    name = kernel_name_of(arch_of(q8.device), d, causal, cfg, varlen=prob.varlen, out_short=out_short,
+                          per_head=per_head, lse=return_lse).build()
+    grid = (num_m_blocks, b * hq)
+    attn_fwd_kernel[grid](
+        q_desc, k_desc, v_desc, out, lse, qds, kds, vds, os_arg,
+        cu_q if prob.varlen else dummy_cu, cu_k if prob.varlen else dummy_cu,
+        vt_cols if vt_cols is not None else dummy_cu,
+        scale * _LOG2E,
+        prob.seqlen_q, prob.seqlen_k, hq, hkv, num_m_blocks,
+        KERNEL_NAME=name,
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, GROUP=hq // hkv,
+        CAUSAL=bool(causal), VARLEN=prob.varlen, V_TRANSPOSED=cfg.v_transposed,
+        DESCALE_PER_HEAD=per_head, OUT_FP8=out_fp8, OUT_SCALE_PER_HEAD=out_fp8 and out_scale.dim() == 2,
+        WRITE_LSE=bool(return_lse), LOG2_P_SCALE=int(math.log2(P_SCALE)), EXACT_P_ROUND=interpreting(),
+        WARP_SPECIALIZE=cfg.warp_specialize, PERMUTE_P=cfg.v_transposed and cfg.permute_p,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        **({"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fallback for CUDA GPUs other than Hopper: dequantize to BF16 and run PyTorch SDPA.
+
+
+def _fallback_sdpa(q, k, v, prob: _Problem, causal, scale, q_descale, k_descale, v_descale, cu_q, cu_k, out_dtype,
+                   out_scale, return_lse):
+    warn_once(
+        "attention-fallback",
+        f"tritonfp8.attention: {torch.cuda.get_device_name(q.device)} is not Hopper (sm_90); using a BF16 "
+        "scaled_dot_product_attention fallback (correct, not FP8-fast)",
+    )
+    import torch.nn.functional as F
+
+    hq, hkv = prob.heads_q, prob.heads_kv
+    group = hq // hkv
+
+    def deq(x, ds, b):
+        xf = x.float()
+        if ds is not None:
+            dsb = ds.float() if ds.dim() == 0 else ds[b].float().repeat_interleave(x.shape[-2] // hkv)[:, None]
+            xf = xf * dsb
+        return xf.to(torch.bfloat16)
+
+    if prob.varlen:
+        cq, ck = [int(x) for x in cu_q.tolist()], [int(x) for x in cu_k.tolist()]
+        segs = [(slice(cq[i], cq[i + 1]), slice(ck[i], ck[i + 1])) for i in range(prob.batch)]
+        get = lambda t, s: t[s]  # noqa: E731
+    else:
+        segs = [(i, i) for i in range(prob.batch)]
+        get = lambda t, s: t[s]  # noqa: E731
+    outs, lses = [], []
+    for b, (sq_, sk_) in enumerate(segs):
+        qb, kb, vb = deq(get(q, sq_), q_descale, b), deq(get(k, sk_), k_descale, b), deq(get(v, sk_), v_descale, b)
+        n_q, n_k = qb.shape[0], kb.shape[0]
+        mask = None
+        if causal:
+            i = torch.arange(n_q, device=q.device)[:, None]
+            j = torch.arange(n_k, device=q.device)[None, :]
+            mask = j <= i + (n_k - n_q)
+        qt, kt, vt = qb.transpose(0, 1), kb.repeat_interleave(group, 1).transpose(0, 1), vb.repeat_interleave(
+            group, 1).transpose(0, 1)
+        if n_k == 0:
+            o = torch.zeros_like(qt)
+        else:
+            o = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=mask, scale=scale)
+            o = torch.nan_to_num(o, nan=0.0)  # rows with no visible key
+        outs.append(o.transpose(0, 1))
+        if return_lse:
+            s = torch.einsum("hqd,hkd->hqk", qt.float(), kt.float()) * scale
+            if mask is not None:
+                s = s.masked_fill(~mask, float("-inf"))
+            lses.append(torch.logsumexp(s, dim=-1) if n_k else s.new_full((hq, n_q), float("-inf")))
+    out = torch.cat(outs, 0) if prob.varlen else torch.stack(outs, 0)
+    if out_dtype == E4M3.torch_dtype:
+        of = out.float()
+        os_ = out_scale.float()
+        if os_.dim() == 0:
+            of = of / os_
+        elif prob.varlen:
+            lens = torch.tensor([s.stop - s.start for s, _ in segs], device=q.device)
+            row_b = torch.repeat_interleave(torch.arange(prob.batch, device=q.device), lens)
+            of = of / os_[row_b][:, :, None]
+        else:
+            of = of / os_[:, None, :, None]
+        out = of.clamp(-E4M3.max, E4M3.max).to(E4M3.torch_dtype)
+    else:
+        out = out.to(out_dtype)
+    if not return_lse:
+        return out
+    lse = torch.cat(lses, 1) if prob.varlen else torch.stack(lses, 0)
+    return out, lse
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Interpreter / GPU correctness demo (``python -m tritonfp8 bench`` without a GPU; contract in bench/demo.py).
+
+
+def demo_cases(device: str) -> list[dict]:
+    """Small attention checks against :func:`attention_torch`: FP8 in (per-head descales, GQA, causal with
+    Sq != Sk), BF16 in → BF16 out (fused per-head quantization), and varlen with an empty key sequence."""
+    cases = []
+
+    def fp8_case():
+        g = torch.Generator().manual_seed(1)
+        q, k, v = (torch.randn(1, s, h, 64, generator=g) for s, h in ((96, 4), (160, 2), (160, 2)))
+        ds = [torch.rand(1, 2, generator=g) * 0.5 + 0.25 for _ in range(3)]
+        q8, k8, v8 = (torch.clamp(x / d.repeat_interleave(x.shape[2] // 2, 1)[:, None, :, None], -448, 448)
+                      .to(E4M3.torch_dtype) for x, d in zip((q, k, v), ds))
+        args = [t.to(device) for t in (q8, k8, v8)]
+        kw = dict(causal=True, q_descale=ds[0].to(device), k_descale=ds[1].to(device), v_descale=ds[2].to(device))
+        out = attention(*args, **kw)
+        ref = attention_torch(*args, **kw)
+        return out.float().cpu(), ref.cpu()
+
+    def bf16_case():
+        g = torch.Generator().manual_seed(2)
+        q, k, v = (torch.randn(2, s, 2, 128, generator=g).to(torch.bfloat16).to(device) for s in (80, 128, 128))
+        out = attention(q, k, v)
+        return out.float().cpu(), attention_torch(q, k, v).cpu()
+
+    def varlen_case():
+        g = torch.Generator().manual_seed(3)
+        lq, lk = [40, 17, 0, 64], [70, 0, 5, 64]
+        cu_q = torch.tensor([0] + list(torch.tensor(lq).cumsum(0)), dtype=torch.int32).to(device)
+        cu_k = torch.tensor([0] + list(torch.tensor(lk).cumsum(0)), dtype=torch.int32).to(device)
+        q = torch.randn(sum(lq), 2, 64, generator=g).to(torch.bfloat16).to(device)
+        k, v = (torch.randn(sum(lk), 1, 64, generator=g).to(torch.bfloat16).to(device) for _ in range(2))
+        kw = dict(causal=True, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=64, max_seqlen_k=70)
+        out = attention(q, k, v, **kw)
+        return out.float().cpu(), attention_torch(q, k, v, **kw).cpu()
+
+    # Tolerances (relative Frobenius error vs the fp32 reference): each E4M3 rounding (RNE) has a relative RMS error
+    # of at most eps / sqrt(3) (eps = 2^-4). FP8 inputs exact in E4M3 leave one rounding (P): eps / sqrt(3) = 3.6%
+    # (measured 2.1%). BF16 inputs add the q, k, v roundings: four in quadrature, 2 eps / sqrt(3) = 7.2%
+    # (measured 4.5-5%; N(0,1) data, so the issue's 2.5% cannot hold end to end, see docs/attention.md).
+    cases.append(dict(case="e4m3 B1 Sq96 Sk160 Hq4/Hkv2 D64 causal per-head descales", run=fp8_case,
+                      tol=E4M3.eps / math.sqrt(3), note="one E4M3 rounding (P): eps/sqrt(3)"))
+    cases.append(dict(case="bf16->bf16 B2 Sq80 Sk128 H2 D128", run=bf16_case, tol=2 * E4M3.eps / math.sqrt(3),
+                      note="four E4M3 roundings (q, k, v, P): 2 eps/sqrt(3)"))
+    cases.append(dict(case="bf16 varlen 4 seqs (one with no keys) GQA2 D64 causal", run=varlen_case,
+                      tol=2 * E4M3.eps / math.sqrt(3), note="four E4M3 roundings (q, k, v, P): 2 eps/sqrt(3)"))
+    return cases

@@ -1,0 +1,451 @@
+"""FP8 attention prefill: ``tritonfp8.attention`` vs cuDNN FP8, cuDNN BF16 and flash BF16, with errors.
+
+Per case (B, Hq/Hkv, S, D, causal), all timed in one interleaved run (:func:`tritonfp8.bench.harness.
+bench_interleaved`, do_bench medians):
+
+- ``ours`` (E4M3 in (B, S, H, D), bf16 out): the public call; with the default Vᵀ config it includes the V -> Vᵀ
+  relayout pass. ``ours_kernel``: the forward kernel alone on a Vᵀ prepared beforehand (what the fused bf16
+  quantizer hands it). Extra ``--variants`` (configs, see :data:`VARIANTS`) are timed as ``ours_<variant>``
+  kernel-only, so one GPU call decides between V layouts, stages and tiles.
+- ``ours_e2e``: bf16 in -> bf16 out, the fused per-head quantization (+Vᵀ) included.
+- ``cudnn_fp8``: cudnn-frontend ``sdpa_fp8`` (E4M3 in and out: Hopper requires FP8 output), scale_s = 256.
+  Skipped with a note when the ``cudnn`` Python module is missing.
+- ``cudnn_bf16`` / ``flash_bf16``: ``scaled_dot_product_attention`` pinned to the cuDNN / flash backend.
+
+TFLOPS = 4·B·Hq·Sq·Sk·D / time, halved for causal (the masked half is not work). Errors: relative Frobenius error
+of each output vs an fp32 reference on the same data (the dequantized E4M3 tensors; the BF16 peers get those
+values in bf16), on batch 0 and two query heads. ``ours_e2e`` is compared with the reference on its bf16 input.
+Varlen: 16 sequences of 512-8192 tokens (fixed seed), causal; peers run the batch padded to the longest sequence
+and are credited with the useful FLOPs only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any, Callable
+
+import torch
+
+DESCRIPTION = "FP8 attention prefill TFLOPS vs cuDNN FP8 / cuDNN BF16 / flash BF16, errors vs an fp32 reference"
+
+# (B, Hq, Hkv, S, D)
+CONFIGS = (
+    (8, 16, 16, 2048, 128),
+    (2, 16, 16, 8192, 128),
+    (1, 16, 16, 16384, 128),
+    (2, 32, 32, 8192, 64),
+    (4, 8, 8, 8192, 256),
+    (1, 64, 8, 8192, 128),  # GQA 64/8
+)
+QUICK_CONFIGS = ((2, 16, 16, 8192, 128), (2, 32, 32, 8192, 64))
+VARLEN_HEADS, VARLEN_D, VARLEN_N, VARLEN_RANGE = 16, 128, 16, (512, 8192)
+
+# Kernel-only variants selectable with --variants (the default config is always timed as ours_kernel):
+# name -> (AttnConfig overrides, head dims it applies to (None: all)).
+VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
+    "vonchip": (dict(v_transposed=False), None),  # V read as given (B, S, H, D), transposed on chip: no relayout
+    "noperm": (dict(permute_p=False), None),  # Vᵀ without the 32-key permutation: P shuffled between lanes
+    "s3": (dict(num_stages=3), None),
+    "s1": (dict(num_stages=1), None),
+    "bn64": (dict(block_n=64), (64, 128)),
+    "bm64w4": (dict(block_m=64, num_warps=4), None),
+    "bn128": (dict(block_n=128), (256,)),  # 239 registers, 165 KB shared memory (offline sm_90)
+    "r128": (dict(maxnreg=128), (64,)),  # 122 registers, no spills: two 8-warp CTAs per SM (hd128 fails to compile)
+    "bm64w4r168": (dict(block_m=64, num_warps=4, maxnreg=168), (128,)),  # 154 registers: three 4-warp CTAs per SM
+}
+DEFAULT_VARIANTS = ("vonchip", "noperm", "s3", "r128", "bm64w4r168")
+QUICK_VARIANTS = ("vonchip", "noperm")
+
+# Where the suite runs. The CPU test sets "cpu" (kernels in the interpreter, tiny configs, a stand-in timer) to
+# check the suite's bookkeeping and files without a GPU.
+_DEVICE = "cuda"
+
+PEAK_FP8 = 1979.0  # H200/H100 SXM dense FP8 datasheet TFLOPS (the issue's "% of 1979")
+TARGETS = {  # (D, causal) -> minimum ratio vs cuDNN FP8 (issue 5), for S >= 8192
+    (128, False): 1.10, (128, True): 1.0, (64, False): 1.0, (64, True): 1.0, (256, False): 1.0, (256, True): 1.0,
+}
+MIN_VS_CUDNN_BF16 = 1.6
+P_SCALE_CUDNN = 256.0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--variants", default=None,
+                   help=f"comma list of kernel variants to time besides the default ({', '.join(VARIANTS)}), "
+                        f"or 'none' (default: {','.join(DEFAULT_VARIANTS)}; with --quick {','.join(QUICK_VARIANTS)})")
+    p.add_argument("--no-causal", action="store_true", help="time non-causal cases only")
+    p.add_argument("--no-varlen", action="store_true", help="skip the varlen batch")
+    p.add_argument("--no-peers", action="store_true", help="time our kernels only")
+
+
+def _variant_list(args) -> list[str]:
+    raw = getattr(args, "variants", None)
+    if raw is None:
+        raw = ",".join(QUICK_VARIANTS if args.quick else DEFAULT_VARIANTS) or "none"
+    if raw.strip().lower() == "none":
+        return []
+    out = [v.strip() for v in raw.split(",") if v.strip()]
+    for v in out:
+        if v not in VARIANTS:
+            raise SystemExit(f"--variants: unknown variant {v!r}; known: {', '.join(VARIANTS)}")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Data, reference, peers
+
+
+def _sync() -> None:
+    if _DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def _make_inputs(b, hq, hkv, s, d, device, seed=0):
+    """bf16 N(0,1) q, k, v and their per-tensor E4M3 quantization (amax / 448 descales)."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    q = torch.randn(b, s, hq, d, device=device, generator=g, dtype=torch.bfloat16)
+    k = torch.randn(b, s, hkv, d, device=device, generator=g, dtype=torch.bfloat16)
+    v = torch.randn(b, s, hkv, d, device=device, generator=g, dtype=torch.bfloat16)
+
+    def quant(x):
+        ds = (x.float().abs().amax() / 448.0).reshape(())
+        return (x.float() / ds).clamp(-448, 448).to(torch.float8_e4m3fn), ds
+
+    (q8, qd), (k8, kd), (v8, vd) = quant(q), quant(k), quant(v)
+    return (q, k, v), (q8, k8, v8), (qd, kd, vd)
+
+
+def _ref_slice(q, k, v, causal, scale, heads, batch=0, chunk=2048):
+    """fp32 reference (Sq, len(heads), D) for ``batch`` and query ``heads``; q (B,S,Hq,D), k/v (B,S,Hkv,D) fp32."""
+    hq, hkv = q.shape[2], k.shape[2]
+    sq, sk = q.shape[1], k.shape[1]
+    outs = []
+    for h in heads:
+        qh = q[batch, :, h]
+        kh, vh = k[batch, :, h // (hq // hkv)], v[batch, :, h // (hq // hkv)]
+        rows = []
+        for i0 in range(0, sq, chunk):
+            s = (qh[i0 : i0 + chunk] @ kh.T) * scale
+            if causal:
+                i = torch.arange(i0, min(i0 + chunk, sq), device=q.device)[:, None]
+                j = torch.arange(sk, device=q.device)[None, :]
+                s = s.masked_fill(j > i + (sk - sq), float("-inf"))
+            rows.append(torch.softmax(s, dim=-1) @ vh)
+        outs.append(torch.cat(rows, 0))
+    return torch.stack(outs, 1)
+
+
+def _rel(out, ref) -> float:
+    from tritonfp8.bench import harness as H
+
+    return H.rel_error(out.float(), ref)
+
+
+def _cudnn_fp8_fn(q8, k8, v8, qd, kd, vd, out_scale, causal, scale):
+    """A callable running cudnn-frontend sdpa_fp8 on (B, S, H, D) E4M3 tensors, and its (B, S, H, D) E4M3 output;
+    or (None, note) when cuDNN FP8 SDPA is unavailable."""
+    try:
+        import cudnn  # noqa: F401  (the cudnn-frontend wheel; imported lazily, absent on most machines)
+    except Exception as e:  # ModuleNotFoundError, or a wheel that fails to load its library
+        return None, f"cuDNN FP8 skipped: cannot import cudnn ({type(e).__name__}: {e})"
+    if q8.shape[2] != k8.shape[2]:
+        hq, hkv = q8.shape[2], k8.shape[2]
+        k8 = k8.repeat_interleave(hq // hkv, 2)  # the frontend graph below is MHA; GQA expanded (not timed)
+        v8 = v8.repeat_interleave(hq // hkv, 2)
+    try:
+        b, s, h, d = q8.shape
+        sk = k8.shape[1]
+        e4m3, fp32 = cudnn.data_type.FP8_E4M3, cudnn.data_type.FLOAT
+        handle = cudnn.create_handle()
+        cudnn.set_stream(handle=handle, stream=torch.cuda.current_stream().cuda_stream)
+        graph = cudnn.pygraph(io_data_type=e4m3, intermediate_data_type=fp32, compute_data_type=fp32,
+                              handle=handle)
+
+        def bhsd(t):  # (B, S, H, D) memory viewed as (B, H, S, D)
+            return t.permute(0, 2, 1, 3)
+
+        qv, kv, vv = bhsd(q8), bhsd(k8), bhsd(v8)
+        tq, tk, tv = (graph.tensor(name=n, dim=list(t.shape), stride=list(t.stride()), data_type=e4m3)
+                      for n, t in (("q", qv), ("k", kv), ("v", vv)))
+        sc = dict(dim=[1, 1, 1, 1], stride=[1, 1, 1, 1], data_type=fp32)
+        names = ("descale_q", "descale_k", "descale_v", "descale_s", "scale_s", "scale_o")
+        ts = [graph.tensor(name=n, **sc) for n in names]
+        common = dict(q=tq, k=tk, v=tv, descale_q=ts[0], descale_k=ts[1], descale_v=ts[2], descale_s=ts[3],
+                      scale_s=ts[4], scale_o=ts[5], attn_scale=scale, use_causal_mask=causal, name="sdpa_fp8")
+        try:
+            o, _, amax_s, amax_o = graph.sdpa_fp8(is_inference=True, **common)
+        except TypeError:  # newer frontends name the flag generate_stats
+            o, _, amax_s, amax_o = graph.sdpa_fp8(generate_stats=False, **common)
+        out = torch.empty(b, s, h, d, dtype=torch.float8_e4m3fn, device=q8.device)
+        o.set_output(True).set_dim(list(bhsd(out).shape)).set_stride(list(bhsd(out).stride())).set_data_type(e4m3)
+        amax_s_t = torch.empty(1, 1, 1, 1, dtype=torch.float32, device=q8.device)
+        amax_o_t = torch.empty_like(amax_s_t)
+        for a in (amax_s, amax_o):
+            a.set_output(True).set_dim([1, 1, 1, 1]).set_stride([1, 1, 1, 1]).set_data_type(fp32)
+        graph.validate()
+        graph.build_operation_graph()
+        graph.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+        graph.check_support()
+        graph.build_plans()
+        ws = torch.empty(graph.get_workspace_size(), dtype=torch.uint8, device=q8.device)
+        one = lambda x: torch.full((1, 1, 1, 1), float(x), dtype=torch.float32, device=q8.device)  # noqa: E731
+        pack = {tq: qv, tk: kv, tv: vv, ts[0]: one(qd), ts[1]: one(kd), ts[2]: one(vd),
+                ts[3]: one(1.0 / P_SCALE_CUDNN), ts[4]: one(P_SCALE_CUDNN), ts[5]: one(1.0 / out_scale),
+                o: bhsd(out), amax_s: amax_s_t, amax_o: amax_o_t}
+        fn = lambda: graph.execute(pack, ws, handle=handle)  # noqa: E731
+        fn()
+        _sync()
+        return fn, out
+    except Exception as e:
+        return None, f"cuDNN FP8 skipped: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+
+
+def _sdpa_fn(q, k, v, causal, scale, backend_name):
+    """SDPA pinned to one backend on (B, S, H, D) bf16 tensors (GQA expanded beforehand, not timed)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backend = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}[backend_name]
+    hq, hkv = q.shape[2], k.shape[2]
+    qt = q.transpose(1, 2)
+    kt = k.repeat_interleave(hq // hkv, 2).transpose(1, 2) if hq != hkv else k.transpose(1, 2)
+    vt = v.repeat_interleave(hq // hkv, 2).transpose(1, 2) if hq != hkv else v.transpose(1, 2)
+
+    def fn():
+        with sdpa_kernel([backend]):
+            return torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal, scale=scale)
+
+    try:
+        out = fn()
+        _sync()
+    except Exception as e:
+        return None, f"{backend_name} BF16 SDPA skipped: {type(e).__name__}: {str(e).splitlines()[0][:160]}"
+    return fn, out.transpose(1, 2)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _flops(b, hq, sq, sk, d, causal) -> float:
+    f = 4.0 * b * hq * sq * sk * d
+    return f / 2 if causal else f
+
+
+def profile_case(args: argparse.Namespace):
+    """One launch of the headline case for ``--profile``: (B, H, S, D) = (2, 16, 8192, 128), non-causal, kernel only."""
+    from tritonfp8.attention import kernel_only_fn
+
+    _, (q8, k8, v8), (qd, kd, vd) = _make_inputs(2, 16, 16, 8192, 128, _DEVICE)
+    fn = kernel_only_fn(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd)
+    return fn, "attention fwd (2,16,8192,128) non-causal, E4M3 in, bf16 out"
+
+
+def _case(args, b, hq, hkv, s, d, causal, variants, notes) -> dict:
+    from tritonfp8.attention import AttnConfig, attention, default_config, kernel_only_fn
+    from tritonfp8.bench import harness as H
+
+    scale = 1.0 / math.sqrt(d)
+    (qb, kb, vb), (q8, k8, v8), (qd, kd, vd) = _make_inputs(b, hq, hkv, s, d, _DEVICE)
+    kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
+    fns: dict[str, Callable] = {}
+    outs: dict[str, torch.Tensor] = {}
+    fns["ours"] = lambda: attention(q8, k8, v8, **kw)
+    outs["ours"] = fns["ours"]()
+    fns["ours_kernel"] = kernel_only_fn(q8, k8, v8, **kw)
+    base = default_config(d)
+    for var in variants:
+        over, dims = VARIANTS[var]
+        if dims is not None and d not in dims:
+            continue
+        cfg = AttnConfig(**{**base.__dict__, **over})
+        try:
+            fns[f"ours_{var}"] = kernel_only_fn(q8, k8, v8, config=cfg, **kw)
+            outs[f"ours_{var}"] = fns[f"ours_{var}"]()
+        except Exception as e:  # a variant that does not compile (shared memory, registers) is reported, not fatal
+            notes.append(f"variant {var} at {(b, hq, hkv, s, d, causal)}: {type(e).__name__}: {str(e)[:160]}")
+            fns.pop(f"ours_{var}", None)
+    fns["ours_e2e"] = lambda: attention(qb, kb, vb, causal=causal)
+    outs["ours_e2e"] = fns["ours_e2e"]()
+
+    # Same data for every peer: the dequantized E4M3 values (exact in fp32; bf16 for the BF16 peers).
+    qf, kf, vf = q8.float() * qd, k8.float() * kd, v8.float() * vd
+    out_scale = float(vf.abs().amax()) / 448.0  # |O| <= max|V|: never saturates
+    if not args.no_peers:
+        fn, o = _cudnn_fp8_fn(q8, k8, v8, float(qd), float(kd), float(vd), out_scale, causal, scale)
+        if fn is None:
+            if o not in notes:
+                notes.append(o)
+        else:
+            fns["cudnn_fp8"], outs["cudnn_fp8"] = fn, o
+        qh, kh, vh = qf.bfloat16(), kf.bfloat16(), vf.bfloat16()
+        for name in ("cudnn", "flash"):
+            fn, o = _sdpa_fn(qh, kh, vh, causal, scale, name)
+            if fn is None:
+                if o not in notes:
+                    notes.append(o)
+            else:
+                fns[f"{name}_bf16"], outs[f"{name}_bf16"] = fn, o
+
+    heads = [0, hq - 1]
+    ref = _ref_slice(qf, kf, vf, causal, scale, heads)
+    ref_in = _ref_slice(qb.float(), kb.float(), vb.float(), causal, scale, heads)
+    errs = {}
+    for name, o in outs.items():
+        of = o[0][:, heads].float()
+        if name == "cudnn_fp8":
+            of = of * out_scale
+        errs[name] = _rel(of, ref_in if name == "ours_e2e" else ref)
+    del outs
+    times = H.bench_interleaved(fns, repeats=args.repeats)
+    flops = _flops(b, hq, s, s, d, causal)
+    row: dict[str, Any] = dict(case=f"B{b} H{hq}/{hkv} S{s} D{d}" + (" causal" if causal else ""), batch=b,
+                               heads_q=hq, heads_kv=hkv, seqlen=s, head_dim=d, causal=causal)
+    for name, t in times.items():
+        summ = H.summarize(t)
+        row[f"{name}_ms"] = summ.median
+        row[f"{name}_rounds_ms"] = list(summ.rounds)
+        row[f"{name}_tflops"] = H.tflops(flops, summ.median)
+        row[f"{name}_err"] = errs.get(name)
+    ours_names = [n for n in times if n.startswith("ours") and n != "ours_e2e"]
+    best = min(ours_names, key=lambda n: H.summarize(times[n]).median)
+    row["best"] = best
+    row["best_tflops"] = row[f"{best}_tflops"]
+    row["best_pct_peak"] = 100.0 * row["best_tflops"] / PEAK_FP8
+    for peer in ("cudnn_fp8", "cudnn_bf16", "flash_bf16"):
+        if peer in times:
+            c = H.compare(times[best], times[peer])
+            row[f"vs_{peer}"], row[f"vs_{peer}_lo"], row[f"vs_{peer}_hi"] = c.ratio, c.lo, c.hi
+            row[f"vs_{peer}_verdict"] = c.verdict
+            c2 = H.compare(times["ours"], times[peer])
+            row[f"ours_vs_{peer}"] = c2.ratio
+    if "vs_cudnn_fp8" in row and s >= 8192:
+        row["target_fp8"] = TARGETS.get((d, causal))
+        row["meets_fp8"] = row["vs_cudnn_fp8"] >= TARGETS.get((d, causal), 1.0)
+    if "vs_cudnn_bf16" in row:
+        row["meets_bf16"] = row["vs_cudnn_bf16"] >= MIN_VS_CUDNN_BF16
+    if "cudnn_fp8_err" in row and row.get("ours_err") is not None:
+        row["err_no_worse_than_cudnn"] = row["ours_err"] <= row["cudnn_fp8_err"]
+    return row
+
+
+def _varlen_case(args, notes) -> dict:
+    from tritonfp8.attention import attention, kernel_only_fn
+    from tritonfp8.bench import harness as H
+
+    g = torch.Generator().manual_seed(1234)
+    lo, hi = VARLEN_RANGE
+    lens = torch.randint(lo, hi + 1, (VARLEN_N,), generator=g).tolist()
+    h, d = VARLEN_HEADS, VARLEN_D
+    total, smax = sum(lens), max(lens)
+    cu = torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int32, device=_DEVICE)
+    qb, kb, vb = (torch.randn(total, h, d, device=_DEVICE, dtype=torch.bfloat16) for _ in range(3))
+    ds = [(x.float().abs().amax() / 448.0).reshape(()) for x in (qb, kb, vb)]
+    q8, k8, v8 = ((x.float() / s_).clamp(-448, 448).to(torch.float8_e4m3fn) for x, s_ in zip((qb, kb, vb), ds))
+    kw = dict(causal=True, q_descale=ds[0], k_descale=ds[1], v_descale=ds[2], cu_seqlens_q=cu, cu_seqlens_k=cu,
+              max_seqlen_q=smax, max_seqlen_k=smax)
+    fns = {"ours": lambda: attention(q8, k8, v8, **kw), "ours_kernel": kernel_only_fn(q8, k8, v8, **kw),
+           "ours_e2e": lambda: attention(qb, kb, vb, causal=True, cu_seqlens_q=cu, cu_seqlens_k=cu,
+                                         max_seqlen_q=smax, max_seqlen_k=smax)}
+    useful = sum(_flops(1, h, n, n, d, True) for n in lens)
+    if not args.no_peers:
+        # Peers on the batch padded to the longest sequence (no varlen API used here): useful FLOPs only.
+        pad = torch.zeros(VARLEN_N, smax, h, d, device=_DEVICE, dtype=torch.bfloat16)
+        for i, n in enumerate(lens):
+            pad[i, :n] = qb[cu[i] : cu[i] + n]
+        for name in ("cudnn", "flash"):
+            fn, o = _sdpa_fn(pad, pad, pad, True, 1.0 / math.sqrt(d), name)
+            if fn is None:
+                if o not in notes:
+                    notes.append(o)
+            else:
+                fns[f"{name}_bf16_padded"] = fn
+    for f in fns.values():
+        f()
+    times = H.bench_interleaved(fns, repeats=args.repeats)
+    row: dict[str, Any] = dict(case=f"varlen {VARLEN_N} seqs {lo}-{hi} H{h} D{d} causal", lengths=lens)
+    for name, t in times.items():
+        summ = H.summarize(t)
+        row[f"{name}_ms"], row[f"{name}_rounds_ms"] = summ.median, list(summ.rounds)
+        row[f"{name}_tflops"] = H.tflops(useful, summ.median)
+    best = min(("ours", "ours_kernel"), key=lambda n: row[f"{n}_ms"])
+    row["best"], row["best_tflops"] = best, row[f"{best}_tflops"]
+    row["best_pct_peak"] = 100.0 * row["best_tflops"] / PEAK_FP8
+    if "cudnn_bf16_padded" in times:
+        row["vs_cudnn_bf16"] = H.compare(times[best], times["cudnn_bf16_padded"]).ratio
+    return row
+
+
+def run(args: argparse.Namespace) -> int:
+    from tritonfp8.bench import harness as H
+
+    if _DEVICE == "cuda" and not torch.cuda.is_available():
+        print("bench attention: needs a CUDA GPU")
+        return 1
+    console = H.make_console()
+    env = H.environment_info()
+    variants = _variant_list(args)
+    console.print(f"[bold]attention[/]: {env['gpu']}, torch {env['torch']}, triton {env['triton']}, "
+                  f"{args.repeats} interleaved rounds, variants: {', '.join(variants) or 'none'}")
+    configs = QUICK_CONFIGS if args.quick else CONFIGS
+    causals = (False,) if getattr(args, "no_causal", False) else (False, True)
+    rows, notes = [], []
+    for b, hq, hkv, s, d in configs:
+        for causal in causals:
+            if args.quick and d == 64 and causal:
+                continue  # --quick: 3 cases (hd128 both masks, hd64 non-causal) to stay within a minute
+            rows.append(_case(args, b, hq, hkv, s, d, causal, variants, notes))
+            if _DEVICE == "cuda":
+                torch.cuda.empty_cache()
+    if not args.quick and not getattr(args, "no_varlen", False):
+        rows.append(_varlen_case(args, notes))
+    cols = [
+        H.Column("case", justify="left"),
+        H.Column("ours_tflops", "ours", "{:.0f}"),
+        H.Column("ours_kernel_tflops", "kernel", "{:.0f}"),
+        *[H.Column(f"ours_{v}_tflops", v, "{:.0f}") for v in variants],
+        H.Column("ours_e2e_tflops", "bf16 e2e", "{:.0f}"),
+        H.Column("cudnn_fp8_tflops", "cuDNN fp8", "{:.0f}"),
+        H.Column("cudnn_bf16_tflops", "cuDNN bf16", "{:.0f}"),
+        H.Column("flash_bf16_tflops", "flash bf16", "{:.0f}"),
+        H.Column("best_pct_peak", "% peak", "{:.0f}"),
+        H.Column("vs_cudnn_fp8", "x cuDNN fp8", "{:.2f}"),
+        H.Column("vs_cudnn_bf16", "x cuDNN bf16", "{:.2f}"),
+        H.Column("ours_err", "err ours", "{:.2%}"),
+        H.Column("cudnn_fp8_err", "err cuDNN8", "{:.2%}"),
+        H.Column("cudnn_bf16_err", "err cuDNN16", "{:.2%}"),
+        H.Column("flash_bf16_err", "err flash", "{:.2%}"),
+        H.Column("ours_e2e_err", "err e2e", "{:.2%}"),
+    ]
+    H.print_table(rows, cols, title="attention prefill, TFLOPS (causal counts half)",
+                  caption="ours = public call (E4M3 BSHD in, incl. Vᵀ pass); kernel = forward kernel on prepared Vᵀ; "
+                          "x = best ours / peer; err = ||out - ref|| / ||ref|| vs fp32 on the same data")
+    for n in notes:
+        console.print(f"note: {n}")
+    if not args.no_save:
+        writer = H.ResultsWriter("attention", out_dir=args.out, env=env)
+        path = writer.write(rows, config=dict(quick=args.quick, repeats=args.repeats, variants=variants,
+                                              p_scale=256.0, cudnn_scale_s=P_SCALE_CUDNN), notes=notes)
+        labels = [r["case"] for r in rows]
+        series = {}
+        for key, name in (("best_tflops", "ours (best)"), ("ours_e2e_tflops", "ours bf16 e2e"),
+                          ("cudnn_fp8_tflops", "cuDNN FP8"), ("cudnn_bf16_tflops", "cuDNN BF16"),
+                          ("flash_bf16_tflops", "flash BF16")):
+            vals = [r.get(key) for r in rows]
+            if any(v is not None for v in vals):
+                series[name] = vals
+        H.plot_bars(writer.png_path, labels, series, ylabel="TFLOPS", title="FP8 attention prefill (H200)",
+                    hline=(PEAK_FP8, "FP8 dense peak"))
+        # TFLOPS over sequence length: the hd128 MHA configs, non-causal and causal.
+        for causal in (False, True):
+            pts = sorted((r["seqlen"], r) for r in rows if r.get("head_dim") == 128 and r.get("heads_q") ==
+                         r.get("heads_kv") and r.get("causal") == causal)
+            if len(pts) >= 2:
+                xs = [p[0] for p in pts]
+                ser = {name: [p[1].get(key) for p in pts] for key, name in (
+                    ("best_tflops", "ours (best)"), ("cudnn_fp8_tflops", "cuDNN FP8"),
+                    ("cudnn_bf16_tflops", "cuDNN BF16"), ("flash_bf16_tflops", "flash BF16"))
+                    if any(p[1].get(key) is not None for p in pts)}
+                tag = "causal" if causal else "full"
+                H.plot_lines(writer.out_dir / f"{writer.stem}-seqlen-{tag}.png", xs, ser, xlabel="sequence length",
+                             ylabel="TFLOPS", title=f"hd128 {tag}: TFLOPS over sequence length", logx=True)
+        console.print(f"results: {path}")
+    return 0

@@ -1,0 +1,481 @@
+"""FP8 attention prefill: the kernel (Triton interpreter on CPU, compiled on a GPU) against ``attention_torch``.
+
+Tolerances (stated once, here):
+
+- Output rule (the issue's): ``max|out - ref| <= 2 * max|out_pt - ref| + eps`` where ``ref`` is the fp32 reference
+  on the same (dequantized) inputs, ``out_pt`` the reference with P rounded through E4M3 as the kernel does
+  (``p_fp8=True``), and ``eps = 2 * u_out * max|ref|``: the unit roundoff of the output type (bf16 2^-8, fp16
+  2^-11, E4M3 ``E4M3.eps`` relative to ``out_scale``), doubled for the fp32 arithmetic whose order differs.
+  The factor 2 on the P term: the kernel rounds each P relative to the running row maximum of its key block,
+  the reference relative to the final one, so the same-sized error lands on different elements.
+- lse: only fp32 arithmetic differs (FP8 products are exact in fp32): ``|lse - lse_ref| <= 2^-24 * 8 * (D *
+  max|s| + Sk)``, with ``max|s|`` bounding the scaled scores (D-term sums in the dot product, Sk-term row sums).
+- Quantizer: bit-exact against ``quantize_per_head_torch``.
+- End-to-end BF16 in -> BF16 out (inputs quantized to E4M3 by the fused kernel): four E4M3 roundings (q, k, v, P),
+  each of relative RMS error <= E4M3.eps / sqrt(3): ``rel_error <= 2 * E4M3.eps / sqrt(3)`` (Frobenius).
+
+NaN never passes: every output is checked finite before it is compared.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from tritonfp8._formats import E4M3
+from tritonfp8.attention import (
+    AttnConfig,
+    attention,
+    attention_torch,
+    quantize_per_head_torch,
+)
+
+U_OUT = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11, torch.float8_e4m3fn: E4M3.eps}
+FP32_U = 2.0**-24
+E2E_REL_TOL = 2 * E4M3.eps / math.sqrt(3)
+
+FP8 = torch.float8_e4m3fn
+
+
+def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    o, r = out.double(), ref.double()
+    return float((o - r).norm() / r.norm().clamp_min(1e-300))
+
+
+def check_out(out: torch.Tensor, ref: torch.Tensor, ref_pt: torch.Tensor, out_dtype=torch.bfloat16,
+              out_scale: float = 1.0):
+    """The issue's rule (see the module docstring); ``out`` already dequantized to fp32 for E4M3 outputs."""
+    assert out.shape == ref.shape
+    out = out.float().cpu()
+    ref, ref_pt = ref.cpu(), ref_pt.cpu()
+    assert torch.isfinite(out).all(), "NaN/inf in the output"
+    if ref.numel() == 0:
+        return
+    err = (out - ref).abs().max().item()
+    err_pt = (ref_pt - ref).abs().max().item()
+    u = U_OUT[out_dtype]
+    scale_ref = ref.abs().max().item() if out_dtype != FP8 else max(ref.abs().max().item(), 448 * out_scale)
+    if out_dtype == FP8:
+        # E4M3 output: relative u for normals; the absolute subnormal step 2^-9 * out_scale below 2^-6.
+        eps = 2 * (u * ref.abs().max().item() + 2.0**-10 * out_scale)
+    else:
+        eps = 2 * u * scale_ref
+    bound = 2 * err_pt + eps
+    assert err <= bound, f"max|out - ref| = {err:.4g} > 2 * {err_pt:.4g} + {eps:.3g}"
+
+
+def check_lse(lse: torch.Tensor, lse_ref: torch.Tensor, d: int, sk: int, s_abs: float):
+    lse, lse_ref = lse.cpu(), lse_ref.cpu()
+    assert lse.shape == lse_ref.shape
+    assert not torch.isnan(lse).any()
+    assert torch.equal(torch.isneginf(lse), torch.isneginf(lse_ref)), "rows with no visible key must give -inf"
+    fin = torch.isfinite(lse_ref)
+    if fin.any():
+        err = (lse[fin] - lse_ref[fin]).abs().max().item()
+        tol = FP32_U * 8 * (d * s_abs + sk + lse_ref[fin].abs().max().item())
+        assert err <= tol, f"lse error {err:.3g} > {tol:.3g}"
+
+
+def fp8_inputs(shape_q, shape_k, hkv, batch, per_head, gen, device):
+    """E4M3 q, k, v holding N(0,1) samples, and descales drawn in (0, 2] (per tensor or (B, Hkv))."""
+    def descale():
+        if per_head:
+            return (2 - 2 * torch.rand(batch, hkv, generator=gen)).clamp_min(2.0**-6)  # (0, 2]
+        return (2 - 2 * torch.rand((), generator=gen)).clamp_min(2.0**-6)
+
+    qd, kd, vd = descale(), descale(), descale()
+
+    def make(shape):
+        # N(0,1) values stored as E4M3 (exact data); dequantized values are N(0, descale^2).
+        return torch.clamp(torch.randn(*shape, generator=gen), -448, 448).to(FP8)
+
+    q8, k8, v8 = make(shape_q), make(shape_k), make(shape_k)
+    return [t.to(device) for t in (q8, k8, v8)], [t.to(device) for t in (qd, kd, vd)]
+
+
+def score_bound(q8, k8, qd, kd, scale):
+    """Upper bound of |scaled score| (for the lse tolerance)."""
+    qa = q8.float().abs().amax().item() * qd.abs().max().item()
+    ka = k8.float().abs().amax().item() * kd.abs().max().item()
+    return qa * ka * q8.shape[-1] * scale
+
+
+@dataclass(frozen=True)
+class Case:
+    sq: int
+    sk: int
+    d: int
+    hq: int
+    hkv: int
+    causal: bool
+    per_head: bool
+    batch: int = 1
+
+    def __str__(self):
+        c = "causal" if self.causal else "full"
+        s = "headwise" if self.per_head else "tensorwise"
+        return f"B{self.batch}_Sq{self.sq}_Sk{self.sk}_D{self.d}_H{self.hq}/{self.hkv}_{c}_{s}"
+
+
+# The issue's (Sq, Sk) pairs, each causal and not; D cycles through 64/128/256 and Hq/Hkv through 1/2/6, so every
+# pair, D, ratio and descale kind appears (a full product would take the interpreter too long).
+_PAIRS = [(1, 1), (64, 128), (113, 203), (128, 217), (239, 1), (256, 512), (384, 256), (1023, 1024)]
+_DS = (64, 128, 256)
+_RATIOS = ((1, 1), (2, 1), (6, 1), (4, 2), (6, 3))
+CASES = []
+for i, (sq, sk) in enumerate(_PAIRS):
+    for j, causal in enumerate((False, True)):
+        n = 2 * i + j
+        hq, hkv = _RATIOS[n % len(_RATIOS)]
+        d = _DS[n % 3]
+        big = sq * sk >= 256 * 512
+        if big:  # interpreter time grows with Sq*Sk*heads: one head pair for the largest problems
+            hq, hkv = (2, 1) if j else (1, 1)
+        CASES.append(Case(sq, sk, d, hq, hkv, causal, per_head=bool(n % 2 == 0), batch=2 if n % 4 == 1 else 1))
+
+_SLOW = {(1023, 1024), (256, 512)}
+
+
+def _param(c):
+    marks = [pytest.mark.slow] if (c.sq, c.sk) in _SLOW else []
+    return pytest.param(c, id=str(c), marks=marks)
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES])
+def test_fp8_matches_reference(case: Case, device):
+    gen = torch.Generator().manual_seed(zlib.crc32(str(case).encode()))
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs(
+        (case.batch, case.sq, case.hq, case.d), (case.batch, case.sk, case.hkv, case.d), case.hkv, case.batch,
+        case.per_head, gen, device)
+    kw = dict(causal=case.causal, q_descale=qd, k_descale=kd, v_descale=vd)
+    out, lse = attention(q8, k8, v8, return_lse=True, **kw)
+    assert out.dtype == torch.bfloat16 and out.shape == (case.batch, case.sq, case.hq, case.d)
+    assert lse.dtype == torch.float32 and lse.shape == (case.batch, case.hq, case.sq)
+    ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
+    ref_pt = attention_torch(q8, k8, v8, p_fp8=True, **kw)
+    check_out(out, ref, ref_pt)
+    check_lse(lse, lse_ref, case.d, case.sk, score_bound(q8, k8, qd, kd, 1 / math.sqrt(case.d)))
+
+
+def test_causal_rows_without_keys_are_zero(device):
+    """Sq > Sk causal: the first Sq - Sk queries see no key: output exactly 0 and lse -inf (no NaN)."""
+    gen = torch.Generator().manual_seed(5)
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((1, 100, 2, 64), (1, 37, 2, 64), 2, 1, False, gen, device)
+    out, lse = attention(q8, k8, v8, causal=True, q_descale=qd, k_descale=kd, v_descale=vd, return_lse=True)
+    assert torch.isfinite(out.float()).all()
+    assert (out[:, :63].float() == 0).all() and torch.isneginf(lse[:, :, :63]).all()
+    assert (out[:, 63:].float().abs().sum(-1) > 0).all() and torch.isfinite(lse[:, :, 63:]).all()
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        AttnConfig(block_m=64, block_n=32, num_warps=4, num_stages=1),
+        AttnConfig(block_m=32, block_n=64, num_warps=4, num_stages=1),
+        AttnConfig(block_m=64, block_n=64, num_warps=4, num_stages=1, v_transposed=False),
+    ],
+    ids=["64x32", "32x64", "64x64_v_on_chip"],
+)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_pinned_tiles_and_v_layouts(cfg, causal, device):
+    """Tiles with BLOCK_M != BLOCK_N (diagonal blocks split unevenly) and V transposed on chip."""
+    gen = torch.Generator().manual_seed(7)
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((1, 150, 2, 64), (1, 97, 1, 64), 1, 1, True, gen, device)
+    kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
+    out = attention(q8, k8, v8, config=cfg, **kw)
+    check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))
+
+
+def _cu(lens, device):
+    return torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int32, device=device)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("v_transposed", [True, False], ids=["vt", "v_on_chip"])
+def test_varlen_fp8_with_empty_sequences(causal, v_transposed, device):
+    """Varlen batch with a zero-length key sequence, a zero-length query sequence, Sq > Sk, and GQA 3:1."""
+    gen = torch.Generator().manual_seed(11)
+    lq, lk = [33, 70, 0, 5, 64], [90, 0, 7, 3, 64]
+    hq, hkv, d = 3, 1, 64
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((sum(lq), hq, d), (sum(lk), hkv, d), hkv, len(lq), True, gen, device)
+    kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd, cu_seqlens_q=_cu(lq, device),
+              cu_seqlens_k=_cu(lk, device), max_seqlen_q=max(lq), max_seqlen_k=max(lk))
+    cfg = AttnConfig(block_m=32, block_n=32, num_warps=4, num_stages=1, v_transposed=v_transposed)
+    out, lse = attention(q8, k8, v8, return_lse=True, config=cfg, **kw)
+    assert out.shape == (sum(lq), hq, d) and lse.shape == (hq, sum(lq))
+    ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
+    check_out(out, ref, attention_torch(q8, k8, v8, p_fp8=True, **kw))
+    check_lse(lse, lse_ref, d, max(lk), score_bound(q8, k8, qd, kd, 1 / math.sqrt(d)))
+    # the query rows of the sequence with no keys (rows 33..102) are exactly zero, lse -inf
+    assert (out[33:103].float() == 0).all() and torch.isneginf(lse[:, 33:103]).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_bf16_in_bf16_out_end_to_end(dtype, causal, device):
+    """BF16/FP16 in: fused per-head quantization (+Vᵀ), the error the four E4M3 roundings allow."""
+    gen = torch.Generator().manual_seed(13)
+    q = torch.randn(2, 96, 4, 128, generator=gen).to(dtype).to(device)
+    k, v = (torch.randn(2, 160, 2, 128, generator=gen).to(dtype).to(device) for _ in range(2))
+    out = attention(q, k, v, causal=causal, out_dtype=dtype)
+    assert out.dtype == dtype and out.shape == q.shape
+    ref = attention_torch(q, k, v, causal=causal)
+    assert torch.isfinite(out.float()).all()
+    assert rel_error(out.float().cpu(), ref.cpu()) <= E2E_REL_TOL
+    # Against the reference on the quantized data the kernel obeys the FP8 rule.
+    (q8, qd), (k8, kd), (v8, vd) = (quantize_per_head_torch(x.cpu(), 2) for x in (q, k, v))
+    kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
+    check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw), dtype)
+
+
+def test_bf16_varlen_end_to_end(device):
+    gen = torch.Generator().manual_seed(17)
+    lq, lk = [20, 0, 45], [31, 12, 0]
+    q = torch.randn(sum(lq), 4, 64, generator=gen).bfloat16().to(device)
+    k, v = (torch.randn(sum(lk), 2, 64, generator=gen).bfloat16().to(device) for _ in range(2))
+    kw = dict(cu_seqlens_q=_cu(lq, device), cu_seqlens_k=_cu(lk, device), max_seqlen_q=45, max_seqlen_k=31)
+    out, lse = attention(q, k, v, causal=True, return_lse=True, **kw)
+    ref, lse_ref = attention_torch(q, k, v, causal=True, return_lse=True, **kw)
+    assert torch.isfinite(out.float()).all()
+    assert rel_error(out.float().cpu(), ref.cpu()) <= E2E_REL_TOL
+    assert torch.equal(torch.isneginf(lse.cpu()), torch.isneginf(lse_ref.cpu()))
+    # sequence 2 has no keys: zeros
+    assert (out[20:].float() == 0).all()
+
+
+@pytest.mark.parametrize("per_head", [False, True], ids=["tensor", "head"])
+def test_fp8_output_with_scale(per_head, device):
+    gen = torch.Generator().manual_seed(19)
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((2, 70, 2, 128), (2, 90, 2, 128), 2, 2, False, gen, device)
+    # |out| <= max|v| = max|v8| * vd: scales >= max|v| / 448 never saturate; per head, a different value each.
+    base = (v8.float().abs().amax() * vd / 448).item()
+    os_ = (torch.full((2, 2), base) * torch.tensor([[1.0, 1.5], [4.0, 2.0]])) if per_head else torch.tensor(base)
+    os_ = os_.to(device)
+    kw = dict(q_descale=qd, k_descale=kd, v_descale=vd, causal=True)
+    out = attention(q8, k8, v8, out_dtype=FP8, out_scale=os_, **kw)
+    assert out.dtype == FP8
+    deq = out.float() * (os_[:, None, :, None] if per_head else os_)
+    ref = attention_torch(q8, k8, v8, **kw)
+    ref_pt = attention_torch(q8, k8, v8, p_fp8=True, **kw)
+    check_out(deq, ref, ref_pt, FP8, out_scale=float(os_.max()))
+
+
+def test_fp8_output_saturates(device):
+    """Outputs beyond 448 * out_scale saturate to ±448 (never NaN: E4M3 has no infinity)."""
+    gen = torch.Generator().manual_seed(23)
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((1, 16, 1, 64), (1, 16, 1, 64), 1, 1, False, gen, device)
+    out = attention(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd, out_dtype=FP8,
+                    out_scale=torch.tensor(1e-6, device=device))
+    o = out.float()
+    assert not torch.isnan(o).any() and o.abs().max().item() == 448.0
+
+
+@pytest.mark.parametrize("d", [32, 80, 200], ids=["D32", "D80", "D200"])
+def test_other_head_dims_are_padded(d, device):
+    gen = torch.Generator().manual_seed(29)
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((1, 40, 2, d), (1, 50, 2, d), 2, 1, False, gen, device)
+    kw = dict(q_descale=qd, k_descale=kd, v_descale=vd, causal=True)
+    out = attention(q8, k8, v8, **kw)
+    assert out.shape == (1, 40, 2, d)
+    check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))
+
+
+def test_softmax_scale_and_noncontiguous_inputs(device):
+    gen = torch.Generator().manual_seed(31)
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((1, 2, 48, 64), (1, 2, 56, 64), 2, 1, False, gen, device)
+    q8, k8, v8 = (t.transpose(1, 2) for t in (q8, k8, v8))  # (B, S, H, D) views, not contiguous
+    assert not q8.is_contiguous()
+    kw = dict(q_descale=qd, k_descale=kd, v_descale=vd, softmax_scale=0.05)
+    out = attention(q8, k8, v8, **kw)
+    check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))
+
+
+def test_zero_size(device):
+    d = 64
+    e = lambda *s: torch.zeros(*s, d, device=device).to(FP8)  # noqa: E731
+    out, lse = attention(e(0, 8, 2), e(0, 8, 2), e(0, 8, 2), return_lse=True)
+    assert out.shape == (0, 8, 2, d) and lse.shape == (0, 2, 8)
+    out, lse = attention(e(2, 0, 2), e(2, 8, 2), e(2, 8, 2), return_lse=True)
+    assert out.shape == (2, 0, 2, d) and lse.shape == (2, 2, 0)
+    out, lse = attention(e(2, 5, 2), e(2, 0, 2), e(2, 0, 2), return_lse=True, out_dtype=torch.float16)
+    assert out.dtype == torch.float16 and (out == 0).all() and torch.isneginf(lse).all()
+    z = torch.zeros(1, dtype=torch.int32, device=device)
+    out = attention(e(0, 2), e(0, 2), e(0, 2), cu_seqlens_q=z, cu_seqlens_k=z)
+    assert out.shape == (0, 2, d)
+
+
+def _key_perm(n: int) -> torch.Tensor:
+    """Source key of each Vᵀ column under the kernel's 32-key permutation (16a + 8b + 2r + e -> 16a + 4r + 2b + e)."""
+    return torch.arange(n).reshape(n // 32, 2, 2, 4, 2).permute(0, 1, 3, 2, 4).reshape(n)
+
+
+def test_key_permutation_is_the_wgmma_fragment_map():
+    """Key 8j + 2r + e (accumulator column of lane r, register pair j) goes to the A-operand k index 4r + 2(j%2) +
+    e + 16(j//2) that the same lane holds for the P·V wgmma: each lane keeps its own values."""
+    perm = _key_perm(32)
+    for j in range(4):
+        for r in range(4):
+            for e in range(2):
+                c, kappa = 8 * j + 2 * r + e, 16 * (j // 2) + 4 * r + 2 * (j % 2) + e
+                assert perm[kappa].item() == c
+
+
+def test_quantizer_bit_exact(device):
+    """The fused per-head quantize kernel equals quantize_per_head_torch bit for bit, dense and varlen,
+    including a GQA query group, an all-zero head (descale 1) and values at the E4M3 limits."""
+    from tritonfp8.attention import _quantize_heads, _vt_columns
+
+    gen = torch.Generator().manual_seed(37)
+    x = torch.randn(2, 37, 4, 64, generator=gen) * 3
+    x[1, :, 2:] = 0  # a zero KV-head group in batch 1 (heads 2, 3 with GROUP 2)
+    x[0, 3, 0, 5] = 1e4  # dominates its head's amax: others round near the subnormal range
+    for dtype in (torch.bfloat16, torch.float16, torch.float32):
+        xd = x.to(dtype)
+        y, ds, _ = _quantize_heads(xd.to(device), 2, None, 2, 37, quantize=True, transpose=False)
+        y_ref, ds_ref = quantize_per_head_torch(xd, 2)
+        assert torch.equal(ds.cpu(), ds_ref)
+        assert torch.equal(y.cpu().view(torch.uint8), y_ref.view(torch.uint8))
+        # transposed V layout: (B, H, D, round32(S)), padding zero; and with the 32-key permutation
+        yt, _, _ = _quantize_heads(xd.to(device), 2, None, 2, 37, quantize=True, transpose=True)
+        assert yt.shape == (2, 4, 64, 64)
+        expect = torch.nn.functional.pad(y_ref.permute(0, 2, 3, 1).view(torch.uint8), (0, 27))
+        assert torch.equal(yt.cpu().view(torch.uint8), expect)
+        ytp, _, _ = _quantize_heads(xd.to(device), 2, None, 2, 37, quantize=True, transpose=True, permute_keys=True)
+        assert torch.equal(ytp.cpu().view(torch.uint8), expect[..., _key_perm(64)])
+    lens = [5, 0, 40]
+    xv = torch.randn(45, 2, 64, generator=gen).bfloat16()
+    cu = _cu(lens, "cpu")
+    y, ds, _ = _quantize_heads(xv.to(device), 1, cu.to(device), 3, 40, quantize=True, transpose=False)
+    y_ref, ds_ref = quantize_per_head_torch(xv, 1, cu)
+    assert torch.equal(ds.cpu(), ds_ref) and torch.equal(y.cpu().view(torch.uint8), y_ref.view(torch.uint8))
+    yt, _, cols = _quantize_heads(xv.to(device), 1, cu.to(device), 3, 40, quantize=True, transpose=True,
+                                  cu_host=tuple(cu.tolist()))
+    starts = _vt_columns(tuple(cu.tolist()))
+    assert cols.tolist() == starts == [0, 32, 32, 96]
+    for b, n in enumerate(lens):
+        seg = yt[:, :, starts[b] : starts[b] + n].cpu().view(torch.uint8)
+        assert torch.equal(seg, y_ref[cu[b] : cu[b + 1]].permute(1, 2, 0).view(torch.uint8))
+        assert (yt[:, :, starts[b] + n : starts[b + 1]].cpu().view(torch.uint8) == 0).all()  # zero padding
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Bad input: clear errors naming the argument.
+
+
+def _ok(device, b=1, s=8, hq=2, hkv=1, d=64):
+    q = torch.zeros(b, s, hq, d, device=device).to(FP8)
+    k = torch.zeros(b, s, hkv, d, device=device).to(FP8)
+    return q, k, k.clone()
+
+
+BAD = [
+    ("head dims", lambda q, k, v: attention(q, k[..., :32], v[..., :32]), ValueError, "head dim"),
+    ("Hq not multiple", lambda q, k, v: attention(q[:, :, :1].expand(-1, -1, 3, -1).contiguous(),
+                                                  torch.cat([k, k], 2), torch.cat([v, v], 2)), ValueError,
+     "multiple of KV heads"),
+    ("D > 256", lambda q, k, v: attention(*(torch.zeros(1, 4, 1, 320).to(FP8),) * 3), ValueError, "head dim"),
+    ("descale shape", lambda q, k, v: attention(q, k, v, k_descale=torch.ones(1, 2)), ValueError,
+     "k_descale must have shape"),
+    ("descale dtype", lambda q, k, v: attention(q, k, v, q_descale=torch.ones((), dtype=torch.float16)),
+     TypeError, "q_descale must be float32"),
+    ("descale for bf16", lambda q, k, v: attention(q.float(), k.float(), v.float(), v_descale=torch.ones(())),
+     ValueError, "only for E4M3"),
+    ("cu int64", lambda q, k, v: attention(q[0], k[0], v[0], cu_seqlens_q=torch.tensor([0, 8]),
+                                           cu_seqlens_k=torch.tensor([0, 8], dtype=torch.int32)), TypeError,
+     "cu_seqlens_q must be int32"),
+    ("cu not monotone", lambda q, k, v: attention(q[0], k[0], v[0],
+                                                  cu_seqlens_q=torch.tensor([0, 6, 4, 8], dtype=torch.int32),
+                                                  cu_seqlens_k=torch.tensor([0, 2, 4, 8], dtype=torch.int32)),
+     ValueError, "monotone"),
+    ("cu total", lambda q, k, v: attention(q[0], k[0], v[0], cu_seqlens_q=torch.tensor([0, 7], dtype=torch.int32),
+                                           cu_seqlens_k=torch.tensor([0, 8], dtype=torch.int32)), ValueError,
+     "must equal the number of rows"),
+    ("max_seqlen small", lambda q, k, v: attention(q[0], k[0], v[0], max_seqlen_q=4,
+                                                   cu_seqlens_q=torch.tensor([0, 8], dtype=torch.int32),
+                                                   cu_seqlens_k=torch.tensor([0, 8], dtype=torch.int32)),
+     ValueError, "max_seqlen_q"),
+    ("one cu", lambda q, k, v: attention(q[0], k[0], v[0], cu_seqlens_q=torch.tensor([0, 8], dtype=torch.int32)),
+     ValueError, "cu_seqlens_k is missing"),
+    ("mixed dtypes", lambda q, k, v: attention(q, k.float(), v), TypeError, "one dtype"),
+    ("e5m2", lambda q, k, v: attention(*(t.float().to(torch.float8_e5m2) for t in (q, k, v))), TypeError,
+     "float8_e4m3fn"),
+    ("rank", lambda q, k, v: attention(q[0], k[0], v[0]), ValueError, "4-D"),
+    ("k/v shapes", lambda q, k, v: attention(q, k, v[:, :4]), ValueError, "k and v must have one shape"),
+    ("batch", lambda q, k, v: attention(q, torch.cat([k, k]), torch.cat([v, v])), ValueError, "batch"),
+    ("fp8 out no scale", lambda q, k, v: attention(q, k, v, out_dtype=FP8), ValueError, "out_scale"),
+    ("out dtype", lambda q, k, v: attention(q, k, v, out_dtype=torch.float32), TypeError, "out_dtype"),
+    ("softmax_scale", lambda q, k, v: attention(q, k, v, softmax_scale=-1.0), ValueError, "softmax_scale"),
+]
+
+
+@pytest.mark.parametrize("name,call,exc,match", BAD, ids=[b[0] for b in BAD])
+def test_bad_input(name, call, exc, match):
+    q, k, v = _ok("cpu")
+    with pytest.raises(exc, match=match):
+        call(q, k, v)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="mixed devices need a CUDA GPU next to the CPU")
+def test_mixed_devices_rejected():
+    q, k, v = _ok("cpu")
+    with pytest.raises(ValueError, match="k is on"):
+        attention(q.cuda(), k, v.cuda())
+
+
+def test_cpu_without_interpreter_is_rejected(monkeypatch):
+    """Without TRITON_INTERPRET a CPU tensor cannot run the kernels: clear error, naming the tensor."""
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    q, k, v = _ok("cpu")
+    with pytest.raises(ValueError, match="q is a CPU tensor"):
+        attention(q, k, v)
+
+
+def test_reference_matches_sdpa():
+    """attention_torch itself (dense, bottom-right causal, GQA) against PyTorch SDPA in fp32 on unquantized data."""
+    gen = torch.Generator().manual_seed(41)
+    q = torch.randn(2, 9, 4, 32, generator=gen)
+    k, v = (torch.randn(2, 13, 2, 32, generator=gen) for _ in range(2))
+    i, j = torch.arange(9)[:, None], torch.arange(13)[None, :]
+    mask = j <= i + 4
+    sd = torch.nn.functional.scaled_dot_product_attention(
+        q.transpose(1, 2), k.repeat_interleave(2, 2).transpose(1, 2), v.repeat_interleave(2, 2).transpose(1, 2),
+        attn_mask=mask).transpose(1, 2)
+    out = attention_torch(q, k, v, causal=True)
+    assert (out - sd).abs().max().item() <= 16 * FP32_U * sd.abs().max().item() * 13
+
+
+def test_bench_suite_bookkeeping(monkeypatch, tmp_path, device):
+    """The bench suite end to end on tiny configs with a stand-in timer (interpreter on CPU): every implementation
+    row, the error columns, the JSON and the PNGs (peers that cannot run are skipped with notes)."""
+    import argparse
+    import json
+
+    from tritonfp8.bench import harness as H
+    from tritonfp8.bench.suites import attention as suite
+
+    monkeypatch.setattr(suite, "_DEVICE", device)
+    monkeypatch.setattr(suite, "CONFIGS", ((1, 2, 1, 64, 64), (1, 2, 2, 128, 64)))
+    monkeypatch.setattr(suite, "VARLEN_N", 3)
+    monkeypatch.setattr(suite, "VARLEN_RANGE", (8, 40))
+    monkeypatch.setattr(suite, "VARLEN_HEADS", 2)
+    monkeypatch.setattr(suite, "VARLEN_D", 64)
+    monkeypatch.setattr(H, "time_once", lambda fn, warmup_ms=0, rep_ms=0, flush_l2=True: (fn(), 1.0)[1])
+    args = argparse.Namespace(quick=False, repeats=1, out=str(tmp_path), no_save=False, profile=False,
+                              variants="vonchip", no_causal=False, no_varlen=False, no_peers=False)
+    assert suite.run(args) == 0
+    files = sorted(p.name for p in tmp_path.iterdir())
+    js = [f for f in files if f.endswith(".json")]
+    assert len(js) == 1 and any(f.endswith(".png") for f in files)
+    data = json.loads((tmp_path / js[0]).read_text())
+    rows = data["rows"]
+    assert len(rows) == 5  # 2 configs x (full, causal) + varlen
+    for r in rows[:4]:
+        for name in ("ours", "ours_kernel", "ours_vonchip", "ours_e2e"):
+            assert r[f"{name}_ms"] == 1.0 and r[f"{name}_tflops"] > 0
+        assert 0 < r["ours_err"] < E4M3.eps and 0 < r["ours_e2e_err"] < E2E_REL_TOL
+    if device == "cpu":
+        assert any("cuDNN FP8 skipped" in n for n in data["notes"])
