@@ -69,7 +69,10 @@ def test_warp_specialization_canary():
     hang: checked in a child process with a timeout, as the tuner and the bench suite do before using them."""
     if torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("warp-specialized TMA schedules need sm_90")
-    from tritonfp8.tune import Canary
+    from tritonfp8.tune import WS_ENV, Canary, ws_opted_in
+
+    if not ws_opted_in():
+        pytest.skip(f"warp-specialized schedules hung on the H200 with triton 3.6.0 (2026-11-29); opt in with {WS_ENV}=1")
 
     ok, details = Canary(timeout=300).result()
     assert ok, details

@@ -399,6 +399,13 @@ def _validate(q, k, v, causal, softmax_scale, q_descale, k_descale, v_descale, c
 # Per-head quantization (bf16/f16/f32 in) and the V -> Vᵀ relayout.
 
 
+def _fmax_like(t: torch.Tensor) -> torch.Tensor:
+    """448 as a tensor on ``t``'s device. On CUDA, torch divides by a Python scalar by multiplying with its
+    reciprocal (which can differ from IEEE division in the last bit); dividing by a tensor is IEEE-exact, like the
+    kernel's ``div_rn``."""
+    return torch.full((), E4M3.max, dtype=torch.float32, device=t.device)
+
+
 def quantize_per_head_torch(x: torch.Tensor, heads_kv: int, cu_seqlens: torch.Tensor | None = None):
     """Reference of the fused per-head quantizer: (E4M3 tensor in x's layout, fp32 descale (B, Hkv)).
 
@@ -412,7 +419,7 @@ def quantize_per_head_torch(x: torch.Tensor, heads_kv: int, cu_seqlens: torch.Te
     if cu_seqlens is None:
         b = x.shape[0]
         amax = xf.abs().reshape(b, x.shape[1], heads_kv, group, x.shape[-1]).amax(dim=(1, 3, 4))
-        descale = torch.where(amax > 0, amax / E4M3.max, torch.ones_like(amax))
+        descale = torch.where(amax > 0, amax / _fmax_like(amax), torch.ones_like(amax))
         y = (xf / descale.repeat_interleave(group, dim=1)[:, None, :, None]).clamp(-E4M3.max, E4M3.max)
         return y.to(E4M3.torch_dtype), descale
     cu = [int(c) for c in cu_seqlens.tolist()]
@@ -423,7 +430,7 @@ def quantize_per_head_torch(x: torch.Tensor, heads_kv: int, cu_seqlens: torch.Te
         seg = xf[cu[i] : cu[i + 1]]
         if seg.shape[0]:
             amax = seg.abs().reshape(seg.shape[0], heads_kv, group, x.shape[-1]).amax(dim=(0, 2, 3))
-            descale[i] = torch.where(amax > 0, amax / E4M3.max, torch.ones_like(amax))
+            descale[i] = torch.where(amax > 0, amax / _fmax_like(amax), torch.ones_like(amax))
         y[cu[i] : cu[i + 1]] = seg / descale[i].repeat_interleave(group)[None, :, None]
     return y.clamp(-E4M3.max, E4M3.max).to(E4M3.torch_dtype), descale
 
