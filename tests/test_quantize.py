@@ -136,6 +136,49 @@ def test_two_pass_paths(kind, dtype, device, monkeypatch):
         _assert_bit_exact(torch.randn(shape, device=device) * 50, kind, dtype)
 
 
+@pytest.mark.parametrize("kind", ["row", "col", "tensor"])
+def test_two_pass_reduces_several_partials(kind, device, monkeypatch):
+    """Small tiles so the amax pass writes several partials per scale entry (row chunks for col, K chunks for long
+    rows, programs for the tensor) and the cast pass has to reduce them; the amax sits in the last partial."""
+    monkeypatch.setattr(qmod, "_ONE_PASS_MAX_ELEMS", 64)
+    monkeypatch.setattr(qmod, "_TILE_ELEMS", 256)
+    shape = {"row": (5, 5000), "col": (300, 40), "tensor": (300, 40)}[kind]
+    plan = qmod._plan(qmod._normalize_granularity(kind), *shape, static=False, interpreter=device != "cuda")
+    assert plan.source == "amax" and plan.npart > 1
+    for dtype in (E4M3, E5M2):
+        x = torch.randn(shape, device=device) * 50
+        x[-1, -1] = 3e4  # in the last row chunk / K chunk / program
+        _assert_bit_exact(x, kind, dtype)
+
+
+def test_one_launch_per_call_and_two_for_two_pass(device, monkeypatch):
+    """Host cost: one kernel launch per call, two for the two-pass modes, and no fill kernel (torch.zeros)."""
+    from tritonfp8._kernels import quantize as kq
+
+    launches = []
+
+    class Recorder:
+        def __init__(self, name):
+            self.name = name
+
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: launches.append(self.name)
+
+    monkeypatch.setattr(kq, "amax_kernel", Recorder("amax"))
+    monkeypatch.setattr(kq, "quantize_kernel", Recorder("cast"))
+    monkeypatch.setattr(torch, "zeros", None)  # any fill in the launch path would now raise
+    monkeypatch.setattr(qmod, "_ONE_PASS_MAX_ELEMS", 64)
+    x = torch.empty(64, 256, device=device)
+    for gran, want in [("row", ["amax", "cast"]), ("col", ["amax", "cast"]), ("tensor", ["amax", "cast"]),
+                       ((1, 128), ["cast"]), ((128, 128), ["cast"])]:  # fmt: skip
+        launches.clear()
+        quantize(x, gran)
+        assert launches == want, (gran, launches)
+    launches.clear()
+    quantize(x, "col", scale=torch.ones(1, 256, device=device))
+    assert launches == ["cast"]
+
+
 @pytest.mark.parametrize(
     "gran,scale_fn",
     [

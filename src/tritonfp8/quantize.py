@@ -218,7 +218,11 @@ class _Tile:
 
 @dataclass(frozen=True)
 class _Plan:
-    """How one quantize call runs. ``source``: "tile" (one pass), "amax" (amax kernel, then cast) or "given"."""
+    """How one quantize call runs. ``source``: "tile" (one pass), "amax" (amax kernel, then cast) or "given".
+
+    Two-pass plans also carry the amax grid (``progs_m`` x ``progs_k`` programs, each writing its partial amax) and
+    ``npart``, the number of partials per scale entry that the cast kernel reduces (``block_p`` its power of two).
+    """
 
     kind: str
     group: int
@@ -229,6 +233,17 @@ class _Plan:
     amax: _Tile | None = None
     reduce: str | None = None  # amax kernel reduction: "all" | "row" | "col"
     arch: int = 90
+    progs_m: int = 1
+    progs_k: int = 1
+    npart: int = 1
+
+    @property
+    def block_p(self) -> int:
+        return _pow2(self.npart)
+
+    def partial_shape(self, m: int, k: int) -> tuple[int, ...]:
+        """Shape of the fp32 partial-amax buffer (see ``amax_kernel``)."""
+        return {"all": (self.progs_m * self.progs_k,), "col": (self.progs_m, k), "row": (m, self.progs_k)}[self.reduce]
 
     def cast_constexprs(self, out_dtype: torch.dtype) -> dict:
         from tritonfp8._kernels.fp8cast import triton_fp8_dtype
@@ -236,6 +251,7 @@ class _Plan:
         return {
             "BLOCK_M": self.cast.block_m,
             "BLOCK_K": self.cast.block_k,
+            "BLOCK_P": self.block_p,
             "SCALE_AXIS": self.scale_axis,
             "SCALE_SRC": self.source,
             "OUT_DTYPE": triton_fp8_dtype(out_dtype),
@@ -277,7 +293,11 @@ class _Plan:
 
 
 def _pow2(n: int) -> int:
-    return triton.next_power_of_2(max(int(n), 1))
+    return 1 << (max(int(n), 1) - 1).bit_length()  # triton.next_power_of_2 without its per-call JIT-wrapper cost
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
 
 
 def _warps(elems: int) -> int:
@@ -296,7 +316,16 @@ def _elementwise_tile(m: int, k: int) -> _Tile:
     return _tile(block_m, block_k)
 
 
-def _plan(g: tuple, m: int, k: int, static: bool, arch: int = 90) -> _Plan:
+# Partial amax entries of the two-pass modes. Every cast program re-reads the partials of its scale entries from L2,
+# so they stay few: "all" keeps at most 512 amax programs (8192 x 8192 bf16: 128 KB read per program, about 4
+# programs per SM of an H200's 132), and "col" at most 16 row chunks, so a 64 x 128 cast tile (16 KB of bf16)
+# re-reads at most 16 x 128 x 4 B = 8 KB of partials from L2, never DRAM.
+_MAX_PARTIALS_ALL = 512
+_MAX_PARTIALS_COL = 16
+_COL_STRIP = 128  # two-pass col: 128 columns = 256 B of bf16 per row, 16 threads x 16-byte vectors
+
+
+def _plan(g: tuple, m: int, k: int, static: bool, arch: int = 90, interpreter: bool = False) -> _Plan:
     kind = g[0]
     group = g[1] if len(g) > 1 else 0
     scaling = {
@@ -323,22 +352,83 @@ def _plan(g: tuple, m: int, k: int, static: bool, arch: int = 90) -> _Plan:
         block_m = _pow2(m)
         block_k = max(16, min(_pow2(k), _TILE_ELEMS // block_m))
         return _Plan(**base, source="tile", scale_axis="col", cast=_tile(block_m, block_k))
-    # Two passes: amax kernel into a buffer, then the cast.
-    axis = {"tensor": "tile", "row": "row", "col": "col"}[kind]
+    # Two passes: amax kernel writing partials, then the cast reducing them.
+    if kind == "col":
+        # Column strips of _COL_STRIP columns; the amax pass splits M into at most _MAX_PARTIALS_COL row chunks,
+        # enough chunks that strips x chunks fills the GPU (~512 programs).
+        block_k = min(max(_pow2(k), 16), _COL_STRIP)
+        tile = _tile(max(1, min(_pow2(m), _TILE_ELEMS // block_k)), block_k)
+        tiles_m, strips = _cdiv(m, tile.block_m), _cdiv(k, block_k)
+        chunks = 2 if interpreter else min(_MAX_PARTIALS_COL, _pow2(_cdiv(512, strips)))
+        progs_m = max(1, min(tiles_m, chunks))
+        return _Plan(**base, source="amax", scale_axis="col", cast=tile, amax=tile, reduce="col",
+                     progs_m=progs_m, progs_k=strips, npart=progs_m)  # fmt: skip
     tile = _elementwise_tile(m, k)
-    return _Plan(**base, source="amax", scale_axis=axis, cast=tile, amax=tile, reduce={"tensor": "all"}.get(kind, kind))
+    tiles_m, tiles_k = _cdiv(m, tile.block_m), _cdiv(k, tile.block_k)
+    if kind == "row":
+        # Each program reduces a few K tiles of one row band: at 4 tiles of 16 KB a program reads 64 KB, about 2 us of
+        # one SM's share of HBM bandwidth (4.3 TB/s / 132 SMs), which bounds the tail of the last wave.
+        progs_k = _cdiv(tiles_k, 4)
+        return _Plan(**base, source="amax", scale_axis="row", cast=tile, amax=tile, reduce="row",
+                     progs_m=tiles_m, progs_k=progs_k, npart=progs_k)  # fmt: skip
+    cap = 16 if interpreter else _MAX_PARTIALS_ALL
+    progs_k = min(tiles_k, cap)
+    progs_m = max(1, min(tiles_m, cap // progs_k))
+    return _Plan(**base, source="amax", scale_axis="tile", cast=tile, amax=tile, reduce="all",
+                 progs_m=progs_m, progs_k=progs_k, npart=progs_m * progs_k)  # fmt: skip
 
 
-def _amax_grid(plan: _Plan, m: int, k: int, device: torch.device) -> tuple[int, int]:
-    """(PROGS_M, PROGS_K) of the amax kernel. Along the reduced direction each program visits a few tiles, so
-    atomics stay few while programs stay short: at 8192 x 8192 bf16 a 4-tile program reads 64 KB, about 2 us of one
-    SM's share of HBM bandwidth (4.3 TB/s / 132 SMs), which bounds the tail of the last wave."""
-    tiles_m = triton.cdiv(m, plan.amax.block_m)
-    tiles_k = triton.cdiv(k, plan.amax.block_k)
-    per_prog = 4 if device.type == "cuda" else 64  # interpreter: fewer, longer programs run faster
-    if plan.reduce == "row":
-        return tiles_m, triton.cdiv(tiles_k, per_prog)
-    return triton.cdiv(tiles_m, per_prog), tiles_k  # "col" and "all"
+@dataclass(frozen=True)
+class _Launch:
+    """Everything of a call that depends only on the cache key of :func:`_launch`: grids, kernel names, the
+    positional constexpr values in signature order, warps, buffer shapes. Built once per key, so a repeated call
+    spends no time planning or naming."""
+
+    plan: _Plan
+    cast_grid: tuple[int]
+    cast_tail: tuple  # TILES_K, NPART, then the constexprs, in quantize_kernel's order
+    cast_warps: int
+    amax_grid: tuple[int] | None
+    amax_tail: tuple | None  # PROGS_M, PROGS_K, then the constexprs, in amax_kernel's order
+    amax_warps: int
+    partial_shape: tuple[int, ...] | None
+
+
+_LAUNCHES: dict[tuple, _Launch] = {}
+
+
+def _launch(g: tuple, m: int, k: int, static: bool, in_dtype, out_dtype, arch: int, interpreter: bool) -> _Launch:
+    from tritonfp8.naming import naming_mode
+
+    mode = naming_mode()
+    key = (g, m, k, static, in_dtype, out_dtype, arch, interpreter, mode, _ONE_PASS_MAX_ELEMS, _TILE_ELEMS)
+    hit = _LAUNCHES.get(key)
+    if hit is not None:
+        return hit
+    plan = _plan(g, m, k, static, arch=arch, interpreter=interpreter)
+    tiles_k = _cdiv(k, plan.cast.block_k)
+    cx = plan.cast_constexprs(out_dtype)
+    cast_tail = (tiles_k, plan.npart, *cx.values(), plan.cast_name(in_dtype, out_dtype).build(mode))
+    amax_grid = amax_tail = partial_shape = None
+    if plan.source == "amax":
+        amax_grid = (plan.progs_m * plan.progs_k,)
+        ax = plan.amax_constexprs()
+        amax_tail = (plan.progs_m, plan.progs_k, *ax.values(), plan.amax_name(in_dtype).build(mode))
+        partial_shape = plan.partial_shape(m, k)
+    hit = _Launch(
+        plan=plan,
+        cast_grid=(_cdiv(m, plan.cast.block_m) * tiles_k,),
+        cast_tail=cast_tail,
+        cast_warps=plan.cast.num_warps,
+        amax_grid=amax_grid,
+        amax_tail=amax_tail,
+        amax_warps=plan.amax.num_warps if plan.amax is not None else 0,
+        partial_shape=partial_shape,
+    )
+    if len(_LAUNCHES) >= 4096:  # many distinct shapes (e.g. varying token counts): start over, never grow unbounded
+        _LAUNCHES.clear()
+    _LAUNCHES[key] = hit
+    return hit
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -361,6 +451,50 @@ def _check_scale(scale, expected: tuple[int, ...], device: torch.device, kind: s
         raise ValueError(f"quantize: scale: expected shape {want} for {kind} granularity, got {tuple(scale.shape)}")
     if scale.device != device:
         raise ValueError(f"quantize: scale: expected a tensor on {device} (where x is), got {scale.device}")
+
+
+_GRANULARITIES: dict = {}  # granularity as given (str or tuple of two ints) -> normalized, filled on first use
+
+
+def _granularity(granularity: Granularity) -> tuple:
+    """:func:`_normalize_granularity` with a cache for strings and tuples of exact ints (a float or bool tuple
+    compares equal to an int one, so it never takes the cache and gets the ValueError)."""
+    t = type(granularity)
+    cacheable = t is str or (t is tuple and len(granularity) == 2 and all(type(v) is int for v in granularity))
+    if cacheable:
+        g = _GRANULARITIES.get(granularity)
+        if g is not None:
+            return g
+    g = _normalize_granularity(granularity)
+    if cacheable:
+        _GRANULARITIES[granularity] = g
+    return g
+_OUT_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)
+_ARCH: dict = {}  # torch.device -> int arch (90 for sm_90), or None: no FP8 conversions (PyTorch fallback)
+
+
+def _device_arch(device: torch.device) -> int | None:
+    """Arch of ``device`` for kernel names, None when it cannot convert to FP8; cached per device (the capability
+    query and the current-device lookup cost microseconds per call)."""
+    arch = _ARCH.get(device, -1)
+    if arch == -1:
+        if device.type == "cuda" and device.index is None:
+            return _device_arch(torch.device("cuda", torch.cuda.current_device()))
+        arch = _backend.arch_of(device) if _backend.has_fp8_tensor_cores(device) else None
+        if device.type == "cuda":  # the interpreter's answer depends on TRITON_INTERPRET: not cached
+            _ARCH[device] = arch
+    return arch
+
+
+def _scale_shape_2d(kind: str, g: tuple, m: int, k: int) -> tuple[int, ...]:
+    if kind == "tensor":
+        return ()
+    if kind == "row":
+        return (m, 1)
+    if kind == "col":
+        return (1, k)
+    G = g[1]
+    return (m, _cdiv(k, G)) if kind == "group" else (_cdiv(m, G), _cdiv(k, G))
 
 
 def quantize(
@@ -386,20 +520,26 @@ def quantize(
     One pass over x for row (K <= 16384), col (M <= 1024), (1, G), (G, G) and static scales; two passes (amax, then
     cast) for "tensor" and longer rows/columns. Rounding rule and NaN/inf behaviour: see the module docstring.
     """
-    _check_input(x, "quantize")
-    g = _normalize_granularity(granularity)
-    fp8_format(dtype)
+    if not isinstance(x, torch.Tensor) or x.dtype not in FLOAT_INPUT_DTYPES:
+        _check_input(x, "quantize")
+    g = _granularity(granularity)
+    if dtype not in _OUT_DTYPES:
+        fp8_format(dtype)  # TypeError naming dtype
     kind = g[0]
     if kind != "tensor" and x.dim() == 0:
         raise ValueError(f"quantize: x: expected at least 1 dimension for {kind} granularity, got a 0-d tensor")
-    if scale is not None and not isinstance(scale, torch.Tensor):
-        raise TypeError(f"quantize: scale: expected a torch.Tensor or None, got {type(scale).__name__}")
-    device = _backend.check_device("quantize", [("x", x), ("scale", scale)])
-    shape = scale_shape(x.shape, granularity)
+    device = x.device
     if scale is not None:
+        if not isinstance(scale, torch.Tensor):
+            raise TypeError(f"quantize: scale: expected a torch.Tensor or None, got {type(scale).__name__}")
+        _backend.check_device("quantize", [("x", x), ("scale", scale)])
+        shape = scale_shape(x.shape, granularity)
         _check_scale(scale, shape, device, kind)
+    elif device.type != "cuda":
+        _backend.check_device("quantize", [("x", x)])  # ValueError on CPU without the interpreter, other devices
 
-    if device.type == "cuda" and not _backend.has_fp8_tensor_cores(device):
+    arch = _device_arch(device)
+    if arch is None:
         _backend.warn_once(
             "quantize-fallback",
             "tritonfp8.quantize: this GPU has no FP8 conversion instructions (needs sm_89+); using the PyTorch path",
@@ -409,40 +549,44 @@ def quantize(
     if x.numel() == 0:
         return quantize_torch(x, granularity, dtype, scale)  # empty xq; scales of empty groups: the safe scale
 
-    m, k = _as_2d_shape(x.shape)
+    if x.dim() == 2:
+        x2 = x
+        m, k = x.shape
+    else:
+        m, k = _as_2d_shape(x.shape)
+        x2 = x.reshape(m, k)
+    lc = _launch(g, m, k, scale is not None, x.dtype, dtype, arch, device.type != "cuda")
     xq = torch.empty((m, k), dtype=dtype, device=device)
-    s = scale.reshape(shape) if scale is not None else torch.empty(shape, dtype=torch.float32, device=device)
-    x2 = x.reshape(m, k)
-    plan = _plan(g, m, k, scale is not None, arch=_backend.arch_of(device))
-    s2 = s.reshape(1, 1) if kind == "tensor" else s
+    if scale is not None:
+        s = scale.reshape(shape)
+    else:
+        s = torch.empty(_scale_shape_2d(kind, g, m, k), dtype=torch.float32, device=device)
     # Scale addressing (see _kernels/quantize.py): "all" dimensions get stride 0.
-    stride_sm = 0 if kind in ("tensor", "col") else s2.stride(0)
-    stride_sk = 0 if kind in ("tensor", "row") else s2.stride(1)
+    if kind == "tensor":
+        s2, stride_sm, stride_sk = s, 0, 0
+    else:
+        s2 = s
+        stride_sm = 0 if kind == "col" else s.stride(0)
+        stride_sk = 0 if kind == "row" else s.stride(1)
+    stride_xm, stride_xk = x2.stride()
 
     from tritonfp8._kernels import quantize as kq
 
-    if plan.source == "amax":
-        amax = torch.zeros(shape, dtype=torch.int32, device=device).reshape(s2.shape)
-        progs_m, progs_k = _amax_grid(plan, m, k, device)
-        kq.amax_kernel[(progs_m * progs_k,)](
-            x2, amax, m, k, x2.stride(0), x2.stride(1), stride_sm, stride_sk, progs_m, progs_k,
-            **plan.amax_constexprs(),
-            KERNEL_NAME=plan.amax_name(x.dtype).build(),
-            num_warps=plan.amax.num_warps,
-            num_stages=1,
-        )  # fmt: skip
+    if lc.amax_grid is not None:
+        # Partials are written by every amax program before the cast reads them: torch.empty, no fill kernel.
+        part = torch.empty(lc.partial_shape, dtype=torch.float32, device=device)
+        kq.amax_kernel[lc.amax_grid](
+            x2, part, m, k, stride_xm, stride_xk, *lc.amax_tail, num_warps=lc.amax_warps, num_stages=1
+        )
     else:
-        amax = s2.view(torch.int32)  # unused by the kernel
-    tiles_m = triton.cdiv(m, plan.cast.block_m)
-    tiles_k = triton.cdiv(k, plan.cast.block_k)
-    kq.quantize_kernel[(tiles_m * tiles_k,)](
-        x2, xq, s2, amax, m, k, x2.stride(0), x2.stride(1), stride_sm, stride_sk, tiles_k,
-        **plan.cast_constexprs(dtype),
-        KERNEL_NAME=plan.cast_name(x.dtype, dtype).build(),
-        num_warps=plan.cast.num_warps,
-        num_stages=1,
+        part = s2  # unused by the kernel
+    kq.quantize_kernel[lc.cast_grid](
+        x2, xq, s2, part, m, k, stride_xm, stride_xk, stride_sm, stride_sk, *lc.cast_tail,
+        num_warps=lc.cast_warps, num_stages=1,
     )  # fmt: skip
-    return xq.reshape(x.shape), s
+    if x.dim() != 2:
+        xq = xq.reshape(x.shape)
+    return xq, s
 
 
 def dequantize(xq: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:

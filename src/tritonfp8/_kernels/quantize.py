@@ -1,7 +1,7 @@
 """Triton kernels of FP8 quantization (public op and rules: :mod:`tritonfp8.quantize`).
 
 Data: x is a strided (M, K) view (any strides; 16-byte vector loads when K is the contiguous axis), xq a contiguous
-(M, K) FP8 tensor. A scale (and the amax buffer of two-pass modes) is addressed as
+(M, K) FP8 tensor. A scale is addressed as
 ``s_ptr + i * stride_sm + j * stride_sk``; which (i, j) a tile uses depends on ``SCALE_AXIS``:
 
 - ``"row"``: one scale per tile row, ``(m, pid_k)``. Row mode (pid_k is 0 or stride_sk is 0) and (1, G) groups
@@ -13,9 +13,9 @@ Data: x is a strided (M, K) view (any strides; 16-byte vector loads when K is th
 ``SCALE_SRC`` says where the scale comes from:
 
 - ``"tile"``: amax of the group, computed from this tile: the whole group lies in the tile (one pass).
-- ``"amax"``: amax read from the buffer that :func:`amax_kernel` filled (second pass of tensor/col/long-row modes);
-  the program that owns a scale entry (pid_k == 0 for rows, pid_m == 0 for columns, program 0 for the tensor)
-  writes it.
+- ``"amax"``: amax reduced from the NPART partials that :func:`amax_kernel` wrote (second pass of tensor/col/long-row
+  modes); the program that owns a scale entry (pid_k == 0 for rows, pid_m == 0 for columns, program 0 for the
+  tensor) writes it.
 - ``"given"``: a static scale, read only.
 
 Rules (same as the torch reference): amax = max |x| in fp32, NaN ignored; scale = max(amax, AMAX_FLOOR) / FMAX in
@@ -44,24 +44,29 @@ def _abs_no_nan(x):
 @named_jit
 def amax_kernel(
     x_ptr,
-    amax_ptr,  # int32 view of a zero-filled fp32 buffer: max |x| of non-negative floats orders like their bits
+    part_ptr,  # fp32 partial amax, no zero fill needed: every entry is written exactly once (layout per REDUCE)
     M,
     K,
     stride_xm,
     stride_xk,
-    stride_am,
-    stride_ak,
     PROGS_M,
     PROGS_K,
     BLOCK_M: tl.constexpr,
     BLOCK_K: tl.constexpr,
-    REDUCE: tl.constexpr,  # "all" (one amax), "col" (per column; PROGS_K == K tiles), "row" (PROGS_M == M tiles)
+    REDUCE: tl.constexpr,  # "all" | "col" | "row"
     KERNEL_NAME: tl.constexpr,
 ):
-    """First pass of tensor/col/long-row quantization: max |x| into ``amax_ptr`` by atomic max.
+    """First pass of tensor/col/long-row quantization: partial max |x| per program, plain stores, no atomics.
 
     Program (pm, pk) of a PROGS_M x PROGS_K grid visits M tiles pm, pm + PROGS_M, ... and K tiles pk, pk + PROGS_K,
-    ..., keeps an elementwise running max, reduces it once and issues one batch of atomics.
+    ..., keeps an elementwise running max and reduces it once. Partials (fp32, >= 0, NaN already dropped):
+
+    - ``"all"``: ``part[pid]``, PROGS_M * PROGS_K entries.
+    - ``"col"``: ``part[pm, k]``, a contiguous (PROGS_M, K) matrix; PROGS_K == K tiles.
+    - ``"row"``: ``part[m, pk]``, a contiguous (M, PROGS_K) matrix; PROGS_M == M tiles.
+
+    The cast pass reduces the partials of its scale entries (PROGS_M, PROGS_K or all of them); no buffer has to be
+    zeroed beforehand, so the host issues no fill kernel.
     """
     pid = tl.program_id(0)  # int32 loop bounds; offsets below are int64
     pm = pid // PROGS_K
@@ -79,16 +84,14 @@ def amax_kernel(
             x = tl.load(x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :] * stride_xk, mask=mask, other=0.0)
             acc = tl.maximum(acc, _abs_no_nan(x))
     if REDUCE == "all":
-        tl.atomic_max(amax_ptr, tl.max(tl.max(acc, axis=1), axis=0).to(tl.int32, bitcast=True), sem="relaxed")
+        tl.store(part_ptr + pid, tl.max(tl.max(acc, axis=1), axis=0))
     elif REDUCE == "col":
         offs_k = (pk * BLOCK_K + rk).to(tl.int64)
-        col = tl.max(acc, axis=0).to(tl.int32, bitcast=True)
-        tl.atomic_max(amax_ptr + offs_k * stride_ak, col, mask=offs_k < K, sem="relaxed")
+        tl.store(part_ptr + pm.to(tl.int64) * K + offs_k, tl.max(acc, axis=0), mask=offs_k < K)
     else:
         tl.static_assert(REDUCE == "row", "REDUCE must be 'all', 'col' or 'row'")
         offs_m = (pm * BLOCK_M + rm).to(tl.int64)
-        row = tl.max(acc, axis=1).to(tl.int32, bitcast=True)
-        tl.atomic_max(amax_ptr + offs_m * stride_am, row, mask=offs_m < M, sem="relaxed")
+        tl.store(part_ptr + offs_m * PROGS_K + pk, tl.max(acc, axis=1), mask=offs_m < M)
 
 
 @named_jit
@@ -96,7 +99,7 @@ def quantize_kernel(
     x_ptr,
     q_ptr,  # contiguous (M, K) FP8
     s_ptr,  # fp32 scales: written (SCALE_SRC "tile"/"amax") or read ("given")
-    amax_ptr,  # int32 view of the fp32 amax buffer (SCALE_SRC "amax"); unused otherwise
+    part_ptr,  # fp32 partial amax of amax_kernel (SCALE_SRC "amax"); unused otherwise
     M,
     K,
     stride_xm,
@@ -104,8 +107,10 @@ def quantize_kernel(
     stride_sm,
     stride_sk,
     TILES_K,
+    NPART,  # partials per scale entry (SCALE_SRC "amax"): amax_kernel's PROGS_K (row), PROGS_M (col), all (tile)
     BLOCK_M: tl.constexpr,
     BLOCK_K: tl.constexpr,
+    BLOCK_P: tl.constexpr,  # power of two >= NPART
     SCALE_AXIS: tl.constexpr,  # "row" | "col" | "tile"
     SCALE_SRC: tl.constexpr,  # "tile" | "amax" | "given"
     OUT_DTYPE: tl.constexpr,  # tl.float8e4nv | tl.float8e5
@@ -163,7 +168,19 @@ def quantize_kernel(
         tl.store(s_ptr + s_offs, scale, mask=s_mask)
     else:
         tl.static_assert(SCALE_SRC == "amax", "SCALE_SRC must be 'tile', 'amax' or 'given'")
-        amax = tl.load(amax_ptr + s_offs, mask=s_mask, other=0).to(tl.float32, bitcast=True)
+        # Reduce this tile's partials (L2-resident: the amax pass just wrote them). Partials are >= 0, so the
+        # masked-off 0 is neutral.
+        rp = tl.arange(0, BLOCK_P)
+        if SCALE_AXIS == "row":
+            p = tl.load(part_ptr + offs_m[:, None] * NPART + rp[None, :], mask=mask_m[:, None] & (rp[None, :] < NPART),
+                        other=0.0)  # fmt: skip
+            amax = tl.max(p, axis=1)
+        elif SCALE_AXIS == "col":
+            p = tl.load(part_ptr + rp[:, None].to(tl.int64) * K + offs_k[None, :],
+                        mask=(rp[:, None] < NPART) & mask_k[None, :], other=0.0)  # fmt: skip
+            amax = tl.max(p, axis=0)
+        else:
+            amax = tl.max(tl.load(part_ptr + rp, mask=rp < NPART, other=0.0), axis=0)
         scale = tl.math.div_rn(tl.maximum(amax, AMAX_FLOOR), FMAX)
         tl.store(s_ptr + s_offs, scale, mask=s_mask & own)
 
@@ -213,7 +230,7 @@ def codegen_specs() -> dict[str, CodegenSpec]:
                 "x_ptr": f"*{triton_sig(xdt)}",
                 "q_ptr": f"*{triton_sig(qdt)}",
                 "s_ptr": "*fp32",
-                "amax_ptr": "*i32",
+                "part_ptr": "*fp32",
                 "M": "i32",
                 "K": "i32",
                 "stride_xm": "i32",
@@ -221,6 +238,7 @@ def codegen_specs() -> dict[str, CodegenSpec]:
                 "stride_sm": "i32",
                 "stride_sk": "i32",
                 "TILES_K": "i32",
+                "NPART": "i32",
                 **{c: "constexpr" for c in cx},
             },
             constexprs={"stride_xk": 1, **cx},
@@ -229,7 +247,7 @@ def codegen_specs() -> dict[str, CodegenSpec]:
             num_stages=1,
             description=f"quantize {plan.scaling}, {'static' if static else plan.source} scale",
             min_arch=89,
-            divisible=("x_ptr", "q_ptr", "s_ptr", "amax_ptr", "M", "K", "stride_xm"),
+            divisible=("x_ptr", "q_ptr", "s_ptr", "part_ptr", "M", "K", "stride_xm"),
         )
     for key, (gran, xdt) in {"quant_amax_tensor_bf16": ("tensor", bf16), "quant_amax_col_bf16": ("col", bf16)}.items():
         plan = q._plan(q._normalize_granularity(gran), 8192, 8192, False, arch=90)
@@ -238,13 +256,11 @@ def codegen_specs() -> dict[str, CodegenSpec]:
             fn=amax_kernel,
             signature={
                 "x_ptr": f"*{triton_sig(xdt)}",
-                "amax_ptr": "*i32",
+                "part_ptr": "*fp32",
                 "M": "i32",
                 "K": "i32",
                 "stride_xm": "i32",
                 "stride_xk": "constexpr",
-                "stride_am": "i32",
-                "stride_ak": "i32",
                 "PROGS_M": "i32",
                 "PROGS_K": "i32",
                 **{c: "constexpr" for c in ax},
@@ -255,6 +271,6 @@ def codegen_specs() -> dict[str, CodegenSpec]:
             num_stages=1,
             description=f"amax pass of {plan.scaling} quantization",
             min_arch=89,
-            divisible=("x_ptr", "amax_ptr", "M", "K", "stride_xm"),
+            divisible=("x_ptr", "part_ptr", "M", "K", "stride_xm"),
         )
     return specs
