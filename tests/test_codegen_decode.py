@@ -28,6 +28,7 @@ MAIN = [
     "decode_e4m3_gqa8_page16_splitkv",
     "decode_e4m3_gqa8_sq4",
     "decode_e4m3_gqa8_sq16",
+    "decode_e4m3_gqa8_page16_bn32w1s4",
     "kvcache_write_bf16_e4m3",
     "decode_combine_bf16",
 ]
@@ -70,3 +71,13 @@ def test_compiles_for_sm90_without_spills(name, reports):
         assert r["qgmma"] == 0, r  # fp16 products by design (see the module docstring)
     else:
         assert r["hmma"] == r["hgmma"] == r["qgmma"] == 0, r
+
+
+def test_int32_offsets_use_fewer_instructions_than_int64(reports):
+    """OFFS_I32 (caches under 2 GiB per tensor) must shrink the kernel: the point of the flag. The same config
+    with 64-bit page arithmetic is compiled next to the main one."""
+    i64 = _cli("decode_e4m3_gqa8_page16_i64", "--arch", "90", "--json", "--no-compare")
+    assert i64.returncode == 0, i64.stderr[-3000:]
+    r64 = json.loads(i64.stdout)
+    r32 = json.loads(reports["decode_e4m3_gqa8_page16"].stdout)
+    assert r32["instructions"] < r64["instructions"], (r32["instructions"], r64["instructions"])

@@ -247,6 +247,55 @@ def test_pinned_config(device):
         assert_decode_close(out, ref, pt, 100, torch.float32)
 
 
+def test_fewer_warps_and_plan_cache(device):
+    """1- and 2-warp configs (--variants candidates) give the reference's result; a second call with the same
+    shapes reuses the cached launch plan, and a call with other shapes gets its own."""
+    case = Case((100, 7), 8, 2)
+    q, kc, vc, bt, sl, ks, vs = _make(case, device, seed=8)
+    ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
+    pt = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, p_dtype=torch.float16)
+    for cfg in (dec.DecodeConfig(num_warps=2, num_splits=2), dec.DecodeConfig(block_n=32, num_warps=1, num_stages=4)):
+        out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg, out_dtype=torch.float32)
+        assert_decode_close(out, ref, pt, 100, torch.float32)
+    dec._PLANS.clear()
+    dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, num_splits=2, out_dtype=torch.float32)
+    assert len(dec._PLANS) == 1
+    plan = next(iter(dec._PLANS.values()))
+    out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, num_splits=2, out_dtype=torch.float32)
+    assert len(dec._PLANS) == 1 and next(iter(dec._PLANS.values())) is plan
+    assert plan.splits == 2 and plan.ws is not None  # inline merge: workspaces kept in the plan
+    assert_decode_close(out, ref, pt, 100, torch.float32)
+    dec.decode_attention(q[:1], kc, vc, bt[:1], sl[:1], k_descale=ks, v_descale=vs, num_splits=2)
+    assert len(dec._PLANS) == 2
+
+
+def test_int64_offsets_and_distinct_kv_strides(device):
+    """The 64-bit page arithmetic (caches of 2 GiB or more) and separate V strides, forced on a small cache: V is
+    a strided view (every other head of a cache with twice the heads), K a dense copy, so their strides differ."""
+    case = Case((70, 33), 4, 2, page=16)
+    q, kc, vc, bt, sl, ks, vs = _make(case, device, seed=12)
+    wide = torch.zeros(vc.shape[0], vc.shape[1], 2 * vc.shape[2], vc.shape[3], dtype=vc.dtype, device=device)
+    wide[:, :, ::2] = vc
+    v_strided = wide[:, :, ::2]
+    assert v_strided.stride() != kc.stride()
+    ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
+    pt = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, p_dtype=torch.float16)
+    out = dec.decode_attention(q, kc, v_strided, bt, sl, k_descale=ks, v_descale=vs, out_dtype=torch.float32)
+    assert_decode_close(out, ref, pt, 70, torch.float32)
+    plan = next(p for k, p in dec._PLANS.items() if k[13] == v_strided.stride())
+    assert plan.consts["KV_SAME_STRIDES"] is False and plan.consts["OFFS_I32"] is True
+    old = dec._max_offset
+    try:  # pretend the cache is huge: the plan must pick 64-bit offsets, and the result must not change
+        dec._max_offset = lambda shape, strides: 2**31
+        dec._PLANS.clear()
+        out64 = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, out_dtype=torch.float32)
+        assert next(iter(dec._PLANS.values())).consts["OFFS_I32"] is False
+    finally:
+        dec._max_offset = old
+        dec._PLANS.clear()
+    assert_decode_close(out64, ref, pt, 70, torch.float32)
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # Out-of-range safety
 

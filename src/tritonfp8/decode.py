@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import torch
 import triton
 
-from tritonfp8 import _backend
+from tritonfp8 import _backend, naming
 from tritonfp8._formats import E4M3, short_name
 
 PAGE_SIZES = (16, 32, 64, 128)
@@ -123,7 +123,8 @@ def _check_scale(name: str, s, heads: int, device) -> torch.Tensor:
         )
     if s.device != device:
         raise ValueError(f"{name}: is on {s.device}, expected {device} (the cache's device)")
-    return s.reshape(-1).contiguous()
+    # The kernels read element kvh * (0 or 1): a () or (1,) tensor is used as is, a (Hkv,) one must be dense.
+    return s if s.dim() == 0 or s.stride(0) == 1 or s.shape[0] == 1 else s.contiguous()
 
 
 def _check_cache(op: str, k_cache, v_cache, allow_16bit: bool = False):
@@ -348,34 +349,44 @@ def decode_attention(
     if fp8_cache and (k_descale is None or v_descale is None):
         missing = "k_descale" if k_descale is None else "v_descale"
         raise ValueError(f"{op}: {missing}: required for an E4M3 cache (fp32 dequantization factors, () or (Hkv,))")
-    if k_descale is None or v_descale is None:  # 16-bit cache without descales: 1 (made only then: a launch)
-        one = torch.ones((), device=device, dtype=torch.float32)
+    if k_descale is None or v_descale is None:  # 16-bit cache without descales: 1 (one cached tensor per device)
+        one = _ones(device)
         k_descale = one if k_descale is None else k_descale
         v_descale = one if v_descale is None else v_descale
     kd = _check_scale("k_descale", k_descale, hkv, device)
     vd = _check_scale("v_descale", v_descale, hkv, device)
-    per_head = kd.numel() > 1 or vd.numel() > 1
-    if per_head:
-        kd, vd = kd.expand(hkv).contiguous(), vd.expand(hkv).contiguous()
     max_blocks = block_table.shape[1]
     if check and bsz:
         _host_check(op, block_table, seq_lens, nblocks, page, sq)
 
     out = torch.empty((bsz, sq, hq, d), device=device, dtype=out_dtype)
-    if out.numel() == 0:
+    if bsz == 0 or sq == 0 or hq == 0:
         return out
     if q.stride(3) != 1:
         q = q.contiguous()
     scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)
-    group = hq // hkv
-    rows = group * sq
-    if config is None:
-        bound = max_blocks * page if max_seqlen is None else int(max_seqlen)
-        config = decode_config(bsz, hkv, rows, bound, num_sms(device), num_splits)
-    elif num_splits is not None:
-        config = dataclasses.replace(config, num_splits=num_splits)
-    _launch(q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, scale, config, per_head)
+    bound = max_blocks * page if max_seqlen is None else max_seqlen
+    kstr, vstr = k_cache.stride(), v_cache.stride()
+    key = (device, q.dtype, k_cache.dtype, out_dtype, bsz, sq, hq, hkv, d, page, max_blocks, nblocks, kstr, vstr,
+           kd.numel() > 1, vd.numel() > 1, bound, num_splits, config, naming.naming_mode())
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _plan(key)
+        if len(_PLANS) >= _PLAN_CACHE_SIZE:
+            _PLANS.pop(next(iter(_PLANS)))  # oldest first: a bounded cache of launch plans
+        _PLANS[key] = plan
+    plan.launch(q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, scale * _LOG2E)
     return out
+
+
+def _ones(device: torch.device) -> torch.Tensor:
+    t = _ONES.get(device)
+    if t is None:
+        t = _ONES[device] = torch.ones((), device=device, dtype=torch.float32)
+    return t
+
+
+_ONES: dict[torch.device, torch.Tensor] = {}
 
 
 def _host_check(op, block_table, seq_lens, nblocks, page, sq):
@@ -400,59 +411,118 @@ def _host_check(op, block_table, seq_lens, nblocks, page, sq):
         )
 
 
-def _launch(q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, scale, cfg: DecodeConfig, per_head: bool):
+# ------------------------------------------------------------------------------------------------------------------
+# Launch plans: everything about a launch that depends only on shapes, dtypes, strides and options is computed once
+# per key and kept (the heuristic, kernel names, grids, constexprs, workspace sizes). Measured on the 2-core CPU
+# host with the Triton launches replaced by no-ops: 130-170 us per call before (triton.cdiv/next_power_of_2 are
+# constexpr functions costing ~10 us a call from Python; KernelName validation; tensor reshapes/expands of the
+# descales; three torch.empty per split call), see docs/decode.md for the numbers after.
+
+_PLAN_CACHE_SIZE = 256
+_PLANS: dict[tuple, "_Plan"] = {}
+
+
+def _next_pow2(x: int) -> int:
+    return 1 if x <= 1 else 1 << (x - 1).bit_length()
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _max_offset(shape, strides) -> int:
+    return sum((n - 1) * st for n, st in zip(shape, strides) if n > 0)
+
+
+class _Plan:
+    __slots__ = ("kernel", "grid", "consts", "splits", "inline", "nblocks", "max_blocks", "part_rows", "d",
+                 "combine", "combine_grid", "combine_consts", "counters_n", "ws")
+
+    def launch(self, q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, sm_scale_log2):
+        splits = self.splits
+        if splits > 1:
+            if self.inline:
+                ws = self.ws  # (partials buffer, counters buffer, part_o, part_lse), reused while still current
+                if ws is None or _PARTIALS.get(q.device) is not ws[0] or _COUNTERS.get(q.device) is not ws[1]:
+                    ws = self.ws = _workspace(q.device, self.part_rows, self.d, self.counters_n)
+                part_o, part_lse, counters = ws[2], ws[3], ws[1]
+            else:  # a second launch merges: per-call buffers keep concurrent streams safe on this path
+                part_lse = torch.empty(self.part_rows, device=q.device, dtype=torch.float32)
+                part_o = torch.empty(self.part_rows * self.d, device=q.device, dtype=torch.float32)
+                counters = seq_lens
+        else:
+            part_o = part_lse = out  # unused
+            counters = seq_lens  # unused
+        qs, ks, vs, bs = q.stride(), k_cache.stride(), v_cache.stride(), block_table.stride()
+        self.kernel[self.grid](
+            q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, part_o, part_lse, counters,
+            sm_scale_log2, self.nblocks, self.max_blocks, splits,
+            qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], vs[0], vs[1], vs[2], bs[0], bs[1],
+            **self.consts,
+        )
+        if splits > 1 and not self.inline:
+            self.combine[self.combine_grid](part_o, part_lse, out, splits, **self.combine_consts)
+
+
+def _plan(key) -> _Plan:
     import triton.language as tl
 
     from tritonfp8._kernels import decode as kern
 
-    bsz, sq, hq, d = q.shape
-    nblocks, page, hkv, _ = k_cache.shape
+    (device, q_dtype, c_dtype, out_dtype, bsz, sq, hq, hkv, d, page, max_blocks, nblocks, kstr, vstr, k_head,
+     v_head, bound, num_splits, cfg, mode) = key
     group = hq // hkv
     rows = group * sq
-    block_m = max(16, min(cfg.block_m, triton.next_power_of_2(rows)))
-    row_blocks = triton.cdiv(rows, block_m)
+    if cfg is None:
+        cfg = decode_config(bsz, hkv, rows, int(bound), num_sms(device), num_splits)
+    elif num_splits is not None:
+        cfg = dataclasses.replace(cfg, num_splits=num_splits)
+    block_m = max(16, min(cfg.block_m, _next_pow2(rows)))
+    row_blocks = _cdiv(rows, block_m)
     splits = max(1, cfg.num_splits)
     inline = splits > 1 and cfg.merge == "inline"
-    dot = tl.bfloat16 if k_cache.dtype == torch.bfloat16 else tl.float16
-    arch = _backend.arch_of(q.device)
+    dot = tl.bfloat16 if c_dtype == torch.bfloat16 else tl.float16
+    arch = _backend.arch_of(device)
+    per_head = k_head or v_head
+    block_d = _next_pow2(d)
+    shape = (nblocks, page, hkv, d)
     name = kern.decode_kernel_name(
-        arch, short_name(k_cache.dtype), short_name(q.dtype), short_name(out.dtype), block_m, cfg.block_n, d,
+        arch, short_name(c_dtype), short_name(q_dtype), short_name(out_dtype), block_m, cfg.block_n, d,
         cfg.num_warps, cfg.num_stages, page, splits > 1, per_head, inline,
-    ).build()
-    if splits > 1:
-        part_lse = torch.empty((bsz, sq, hq, splits), device=q.device, dtype=torch.float32)
-        part_o = torch.empty((bsz, sq, hq, splits, d), device=q.device, dtype=torch.float32)
-        ps = part_lse.stride()
-    else:
-        part_lse = part_o = out  # unused
-        ps = (0, 0, 0, 0)
-    counters = _merge_counters(q.device, bsz * hkv * row_blocks) if inline else seq_lens  # unused unless inline
-    kern._decode_kernel[(row_blocks * splits, hkv, bsz)](
-        q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, part_o, part_lse, counters,
-        scale * _LOG2E, nblocks, block_table.shape[1], splits,
-        q.stride(0), q.stride(1), q.stride(2),
-        k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
-        v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
-        block_table.stride(0), block_table.stride(1),
-        out.stride(0), out.stride(1), out.stride(2),
-        ps[0], ps[1], ps[2], ps[3],
-        DESCALE_STRIDE=1 if per_head else 0, SQ=sq, GROUP=group, HEAD_DIM=d, BLOCK_D=triton.next_power_of_2(d),
-        BLOCK_M=block_m, BLOCK_N=cfg.block_n, PAGE=page, DOT_DTYPE=dot,
-        Q_POW2_SCALE=q.dtype == torch.bfloat16 and dot == tl.float16, WRITE_PARTIAL=splits > 1, INLINE_MERGE=inline,
-        MERGE_CHUNK=kern.merge_chunk(block_m, triton.next_power_of_2(d)),
+    ).build(mode)
+    p = _Plan()
+    p.kernel = kern._decode_kernel
+    p.grid = (row_blocks * splits, hkv, bsz)
+    p.splits, p.inline, p.nblocks, p.max_blocks, p.d = splits, inline, nblocks, max_blocks, d
+    p.part_rows = bsz * sq * hq * splits
+    p.counters_n = bsz * hkv * row_blocks
+    p.consts = dict(
+        K_DESCALE_STRIDE=int(k_head), V_DESCALE_STRIDE=int(v_head),
+        # int32 page/slot offsets when every element of both caches is addressable in 31 bits (a cache over 2 GiB
+        # per tensor keeps 64-bit arithmetic); offline SASS: 10% fewer instructions per loop step.
+        OFFS_I32=max(_max_offset(shape, kstr), _max_offset(shape, vstr)) < 2**31 - 1,
+        KV_SAME_STRIDES=kstr == vstr,
+        SQ=sq, GROUP=group, HEAD_DIM=d, BLOCK_D=block_d, BLOCK_M=block_m, BLOCK_N=cfg.block_n, PAGE=page,
+        DOT_DTYPE=dot, Q_POW2_SCALE=q_dtype == torch.bfloat16 and dot == tl.float16, WRITE_PARTIAL=splits > 1,
+        INLINE_MERGE=inline, MERGE_CHUNK=kern.merge_chunk(block_m, block_d),
         KERNEL_NAME=name, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
+    p.combine = p.combine_grid = p.combine_consts = p.ws = None
     if splits > 1 and not inline:
-        block_s = triton.next_power_of_2(splits)
-        cname = kern.combine_kernel_name(arch, short_name(out.dtype), block_s, d).build()
-        kern._combine_kernel[(hq, sq, bsz)](
-            part_o, part_lse, out, splits, ps[0], ps[1], ps[2], ps[3],
-            out.stride(0), out.stride(1), out.stride(2),
-            HEAD_DIM=d, BLOCK_D=triton.next_power_of_2(d), BLOCK_S=block_s, KERNEL_NAME=cname, num_warps=4,
+        block_s = _next_pow2(splits)
+        p.combine = kern._combine_kernel
+        p.combine_grid = (hq, sq, bsz)
+        p.combine_consts = dict(
+            HEAD_DIM=d, BLOCK_D=block_d, BLOCK_S=block_s,
+            KERNEL_NAME=kern.combine_kernel_name(arch, short_name(out_dtype), block_s, d).build(mode), num_warps=4,
         )
+    return p
 
 
 _COUNTERS: dict[torch.device, torch.Tensor] = {}
+_PARTIALS: dict[torch.device, torch.Tensor] = {}
+# Workspaces replaced by larger ones stay referenced: a CUDA graph captured with the old one keeps valid memory.
+_RETIRED: list[torch.Tensor] = []
 
 
 def _merge_counters(device: torch.device, n: int) -> torch.Tensor:
@@ -464,9 +534,31 @@ def _merge_counters(device: torch.device, n: int) -> torch.Tensor:
     """
     buf = _COUNTERS.get(device)
     if buf is None or buf.numel() < n:
+        if buf is not None:
+            _RETIRED.append(buf)
         buf = torch.zeros(max(n, 4096), dtype=torch.int32, device=device)
         _COUNTERS[device] = buf
     return buf
+
+
+def _workspace(device: torch.device, part_rows: int, d: int, counters: int):
+    """(part_o, part_lse, counters) of the inline merge, all per-device workspaces (no allocation per call).
+
+    The fp32 partials share one buffer: ``part_rows * d`` o values then ``part_rows`` lse values; it grows
+    (doubling) on demand. Same ordering rule as :func:`_merge_counters`: partials of one launch are dead once its
+    last split has merged them, so consecutive launches on one stream can reuse them.
+    """
+    need = part_rows * (d + 1)
+    buf = _PARTIALS.get(device)
+    if buf is None or buf.numel() < need:
+        if buf is not None:
+            _RETIRED.append(buf)
+        buf = torch.empty(max(need, 2 * buf.numel() if buf is not None else 1 << 16), dtype=torch.float32,
+                          device=device)
+        _PARTIALS[device] = buf
+    counters_buf = _merge_counters(device, counters)
+    # Plain pointers for the kernel: the o part at the start, the lse part after part_rows * d values.
+    return buf, counters_buf, buf, buf[part_rows * d:]
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -135,14 +135,10 @@ def _decode_kernel(
     stride_vh,
     stride_btb,
     stride_btn,
-    stride_ob,
-    stride_ot,
-    stride_oh,
-    stride_pb,
-    stride_pt,
-    stride_ph,
-    stride_ps,
-    DESCALE_STRIDE: tl.constexpr,  # 0: per-tensor descales; 1: per KV head
+    K_DESCALE_STRIDE: tl.constexpr,  # 0: per-tensor k_descale; 1: one per KV head
+    V_DESCALE_STRIDE: tl.constexpr,  # 0: per-tensor v_descale; 1: one per KV head
+    OFFS_I32: tl.constexpr,  # every cache element offset fits in int32: page/slot address arithmetic in 32 bits
+    KV_SAME_STRIDES: tl.constexpr,  # v_cache has k_cache's strides: one offset tensor addresses both
     SQ: tl.constexpr,
     GROUP: tl.constexpr,  # query heads per KV head
     HEAD_DIM: tl.constexpr,
@@ -184,14 +180,17 @@ def _decode_kernel(
     tok = rows // GROUP
     head = kvh * GROUP + rows % GROUP
     d = tl.arange(0, BLOCK_D)
-    d_ok = d < HEAD_DIM
+    if BLOCK_D == HEAD_DIM:  # no column mask: the compiler drops the all-true compare from every load and store
+        d_ok = tl.full([BLOCK_D], 1, tl.int1)
+    else:
+        d_ok = d < HEAD_DIM
     q = tl.load(
         q_ptr + b * stride_qb + tok[:, None] * stride_qt + head[:, None] * stride_qh + d[None, :],
         mask=row_ok[:, None] & d_ok[None, :],
         other=0.0,
     )
-    k_ds = tl.load(k_descale_ptr + kvh * DESCALE_STRIDE)
-    v_ds = tl.load(v_descale_ptr + kvh * DESCALE_STRIDE)
+    k_ds = tl.load(k_descale_ptr + kvh * K_DESCALE_STRIDE)
+    v_ds = tl.load(v_descale_ptr + kvh * V_DESCALE_STRIDE)
     row_scale = tl.full([BLOCK_M], 1.0, tl.float32)
     if Q_POW2_SCALE:
         qf = q.to(tl.float32)
@@ -221,13 +220,17 @@ def _decode_kernel(
     page_next = tl.load(bt_row + (n_next // PAGE) * stride_btn, mask=n_next < end, other=0)
     for n0 in range(start, end, BLOCK_N):
         n = n0 + offs_n
-        page = page_next.to(tl.int64)
+        page = page_next
         n_next = n + BLOCK_N
         page_next = tl.load(bt_row + (n_next // PAGE) * stride_btn, mask=n_next < end, other=0)
-        n_ok = (n < end) & (page >= 0) & (page < num_blocks)
+        # One unsigned compare covers page < 0 and page >= num_blocks.
+        n_ok = (n < end) & (page.to(tl.uint32) < num_blocks.to(tl.uint32))
         slot = n % PAGE
+        if not OFFS_I32:
+            page = page.to(tl.int64)
         kv_mask = n_ok[:, None] & d_ok[None, :]
-        k = tl.load(k_base + (page * stride_kb + slot * stride_ks)[:, None] + d[None, :], mask=kv_mask, other=0.0)
+        k_off = (page * stride_kb + slot * stride_ks)[:, None] + d[None, :]
+        k = tl.load(k_base + k_off, mask=kv_mask, other=0.0)
         s = tl.dot(q, tl.trans(k.to(DOT_DTYPE)))
         s = s * score_scale[:, None]
         visible = n_ok[None, :] & (n[None, :] <= last_visible[:, None])
@@ -237,7 +240,11 @@ def _decode_kernel(
         alpha = tl.exp2(m_i - m_use)
         p = tl.exp2(s - m_use[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        v = tl.load(v_base + (page * stride_vb + slot * stride_vs)[:, None] + d[None, :], mask=kv_mask, other=0.0)
+        if KV_SAME_STRIDES:
+            v_off = k_off
+        else:
+            v_off = (page * stride_vb + slot * stride_vs)[:, None] + d[None, :]
+        v = tl.load(v_base + v_off, mask=kv_mask, other=0.0)
         acc = acc * alpha[:, None] + tl.dot(p.to(DOT_DTYPE), v.to(DOT_DTYPE))
         m_i = m_new
 
@@ -245,11 +252,15 @@ def _decode_kernel(
     inv_l = tl.where(has, v_ds / tl.where(has, l_i, 1.0), 0.0)
     o = acc * inv_l[:, None]
     o_mask = row_ok[:, None] & d_ok[None, :]
-    o_ptrs = out_ptr + b * stride_ob + tok[:, None] * stride_ot + head[:, None] * stride_oh + d[None, :]
+    # out: a fresh contiguous (B, SQ, Hq, D) tensor; Hq = GROUP x the grid's KV heads.
+    hq = GROUP * tl.num_programs(1)
+    o_row = (b * SQ + tok) * hq + head
+    o_ptrs = out_ptr + o_row[:, None] * HEAD_DIM + d[None, :]
     if WRITE_PARTIAL:
         lse = tl.where(has, m_i + tl.log2(tl.where(has, l_i, 1.0)), float("-inf"))
-        p_base = b * stride_pb + tok * stride_pt + head * stride_ph
-        p_row = p_base + split * stride_ps
+        # Partials: contiguous lse (B, SQ, Hq, num_splits) and o (B, SQ, Hq, num_splits, HEAD_DIM).
+        p_base = o_row * num_splits
+        p_row = p_base + split
         tl.store(part_lse_ptr + p_row, lse, mask=row_ok)
         tl.store(part_o_ptr + p_row[:, None] * HEAD_DIM + d[None, :], o, mask=o_mask)
         if INLINE_MERGE:
@@ -271,7 +282,7 @@ def _decode_kernel(
                 for s0 in range(0, num_splits, MERGE_CHUNK):
                     s_idx = s0 + sc
                     ls_mask = row_ok[:, None] & (s_idx < num_splits)[None, :]
-                    ls_off = p_base[:, None] + s_idx[None, :] * stride_ps  # [BLOCK_M, MERGE_CHUNK]
+                    ls_off = p_base[:, None] + s_idx[None, :]  # [BLOCK_M, MERGE_CHUNK]
                     lse_c = tl.load(part_lse_ptr + ls_off, mask=ls_mask, other=float("-inf"), cache_modifier=".cg")
                     o_c = tl.load(part_o_ptr + ls_off[:, :, None] * HEAD_DIM + d[None, None, :],
                                   mask=ls_mask[:, :, None] & d_ok[None, None, :], other=0.0, cache_modifier=".cg")
@@ -294,19 +305,16 @@ def _combine_kernel(
     part_lse_ptr,
     out_ptr,
     num_splits,
-    stride_pb,
-    stride_pt,
-    stride_ph,
-    stride_ps,
-    stride_ob,
-    stride_ot,
-    stride_oh,
     HEAD_DIM: tl.constexpr,
     BLOCK_D: tl.constexpr,
     BLOCK_S: tl.constexpr,
     KERNEL_NAME: tl.constexpr,
 ):
-    """out[b, t, h] = sum_s 2^(lse_s - lse) o_s with lse = log2 sum_s 2^lse_s; 0 when every split was empty."""
+    """out[b, t, h] = sum_s 2^(lse_s - lse) o_s with lse = log2 sum_s 2^lse_s; 0 when every split was empty.
+
+    Layouts (all contiguous): lse (B, SQ, Hq, num_splits), o (B, SQ, Hq, num_splits, HEAD_DIM), out (B, SQ, Hq,
+    HEAD_DIM); the grid is (Hq, SQ, B).
+    """
     h = tl.program_id(0).to(tl.int64)
     t = tl.program_id(1).to(tl.int64)
     b = tl.program_id(2).to(tl.int64)
@@ -314,7 +322,8 @@ def _combine_kernel(
     s_ok = s < num_splits
     d = tl.arange(0, BLOCK_D)
     d_ok = d < HEAD_DIM
-    base = b * stride_pb + t * stride_pt + h * stride_ph + s * stride_ps
+    o_row = (b * tl.num_programs(1) + t) * tl.num_programs(0) + h
+    base = o_row * num_splits + s
     lse = tl.load(part_lse_ptr + base, mask=s_ok, other=float("-inf"))
     m = tl.max(lse, axis=0)
     m_use = tl.where(m == float("-inf"), 0.0, m)
@@ -322,7 +331,7 @@ def _combine_kernel(
     o = tl.load(part_o_ptr + base[:, None] * HEAD_DIM + d[None, :], mask=s_ok[:, None] & d_ok[None, :], other=0.0)
     den = tl.sum(w, axis=0)
     res = tl.sum(o * w[:, None], axis=0) / tl.where(den > 0.0, den, 1.0)
-    o_ptrs = out_ptr + b * stride_ob + t * stride_ot + h * stride_oh + d
+    o_ptrs = out_ptr + o_row * HEAD_DIM + d
     tl.store(o_ptrs, _to_out_dtype(res, out_ptr.dtype.element_ty), mask=d_ok)
 
 
@@ -378,7 +387,7 @@ def combine_kernel_name(arch: int, out: str, block_s: int, head_dim: int):
 
 def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, page: int, split: bool,
                  q_sig: str = "bf16", cache_sig: str = "fp8e4nv", head_dim: int = 128,
-                 inline: bool = True) -> CodegenSpec:
+                 inline: bool = True, offs_i32: bool = True) -> CodegenSpec:
     block_m = max(16, min(64, triton.next_power_of_2(group * sq)))
     dot = "fp16" if cache_sig in ("fp8e4nv", "fp16") else "bf16"
     sig = {
@@ -391,16 +400,17 @@ def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, pag
     # Strides as the launcher sees them for contiguous tensors: Triton specializes ints divisible by 16
     # (the address analysis then proves 16-byte rows); the codegen spec marks them the same way.
     aligned_strides = ("stride_qb", "stride_qt", "stride_qh", "stride_kb", "stride_ks", "stride_kh", "stride_vb",
-                       "stride_vs", "stride_vh", "stride_ob", "stride_ot", "stride_oh")
-    for s in (*aligned_strides, "stride_btb", "stride_pb", "stride_pt", "stride_ph"):
+                       "stride_vs", "stride_vh")
+    for s in (*aligned_strides, "stride_btb"):
         sig[s] = "i32"
     sig["stride_btn"] = "constexpr"
-    sig["stride_ps"] = "i32"
-    for c in ("DESCALE_STRIDE", "SQ", "GROUP", "HEAD_DIM", "BLOCK_D", "BLOCK_M", "BLOCK_N", "PAGE", "DOT_DTYPE",
-              "Q_POW2_SCALE", "WRITE_PARTIAL", "INLINE_MERGE", "MERGE_CHUNK"):
+    for c in ("K_DESCALE_STRIDE", "V_DESCALE_STRIDE", "OFFS_I32", "KV_SAME_STRIDES", "SQ", "GROUP", "HEAD_DIM",
+              "BLOCK_D", "BLOCK_M", "BLOCK_N", "PAGE", "DOT_DTYPE", "Q_POW2_SCALE", "WRITE_PARTIAL", "INLINE_MERGE",
+              "MERGE_CHUNK"):
         sig[c] = "constexpr"
     constexprs = {
-        "stride_btn": 1, "DESCALE_STRIDE": 1, "SQ": sq, "GROUP": group, "HEAD_DIM": head_dim, "BLOCK_D": head_dim,
+        "stride_btn": 1, "K_DESCALE_STRIDE": 1, "V_DESCALE_STRIDE": 1, "OFFS_I32": offs_i32,
+        "KV_SAME_STRIDES": True, "SQ": sq, "GROUP": group, "HEAD_DIM": head_dim, "BLOCK_D": head_dim,
         "BLOCK_M": block_m, "BLOCK_N": block_n, "PAGE": page,
         "DOT_DTYPE": tl.float16 if dot == "fp16" else tl.bfloat16,
         "Q_POW2_SCALE": q_sig == "bf16" and dot == "fp16", "WRITE_PARTIAL": split,
@@ -428,6 +438,8 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         "decode_e4m3_gqa8_page16_splitkvcombine": _decode_spec(8, 1, 64, 4, 3, 16, True, inline=False),
         "decode_e4m3_gqa8_page16_bn32s4": _decode_spec(8, 1, 32, 4, 4, 16, False),
         "decode_e4m3_gqa8_page16_bn128w8": _decode_spec(8, 1, 128, 8, 3, 16, False),
+        "decode_e4m3_gqa8_page16_bn32w1s4": _decode_spec(8, 1, 32, 1, 4, 16, False),
+        "decode_e4m3_gqa8_page16_i64": _decode_spec(8, 1, 64, 4, 3, 16, False, offs_i32=False),
         "decode_e4m3_gqa8_sq4": _decode_spec(8, 4, 64, 8, 3, 16, False),
         "decode_e4m3_gqa8_sq16": _decode_spec(8, 16, 32, 8, 3, 16, True),
         "decode_f16q_e4m3_gqa8_page16": _decode_spec(8, 1, 64, 4, 3, 16, False, q_sig="fp16"),
@@ -457,15 +469,13 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         fn=_combine_kernel,
         signature={
             "part_o_ptr": "*fp32", "part_lse_ptr": "*fp32", "out_ptr": "*bf16", "num_splits": "i32",
-            **{s: "i32" for s in ("stride_pb", "stride_pt", "stride_ph", "stride_ps", "stride_ob", "stride_ot",
-                                  "stride_oh")},
             "HEAD_DIM": "constexpr", "BLOCK_D": "constexpr", "BLOCK_S": "constexpr",
         },
         constexprs={"HEAD_DIM": 128, "BLOCK_D": 128, "BLOCK_S": 32},
         name=combine_kernel_name(90, "bf16", 32, 128),
         num_warps=4,
         num_stages=1,
-        divisible=("part_o_ptr", "part_lse_ptr", "out_ptr", "stride_ob", "stride_ot", "stride_oh"),
+        divisible=("part_o_ptr", "part_lse_ptr", "out_ptr"),
         description="log-sum-exp merge of split-KV partials (32 splits, D 128)",
     )
     return specs
