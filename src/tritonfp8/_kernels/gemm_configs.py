@@ -20,7 +20,7 @@ import functools
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import replace, dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -213,7 +213,10 @@ def small_m_config(M: int, N: int, K: int, *, precise: bool, num_sms: int, out_s
             split = s
     cfg = GemmConfig(block_m, block_n, block_k, group_m=1, num_warps=4, num_stages=4, schedule="tma",
                      swap_ab=True, split_k=split)
-    return with_max_stages(cfg, out_size, cap=8)
+    # Stage cap 6, measured on the H200 (benchmarks/results/gemm-nvidia-h200-20261129-094602.json, the
+    # "fast:nonpersistent" rows differ from "fast" only by this cap): 6 stages ran 1.0-4x faster than 7-8 at every
+    # M <= 64 shape (16x8192x8192: 80 vs 20 TFLOPS; 64x8192x28672: 443 vs 241), equal at N = 57344.
+    return with_max_stages(cfg, out_size, cap=6)
 
 
 def heuristic_config(
@@ -246,6 +249,12 @@ def heuristic_config(
     eff_big = wave_efficiency(tiles_big, num_sms) * min(1.0, tiles_big / num_sms)
     eff_small = 0.9 * wave_efficiency(tiles_small, num_sms) * min(1.0, tiles_small / num_sms)
     cfg = big if eff_big >= eff_small else small
+    tiles = tiles_big if cfg is big else tiles_small
+    if tiles < num_sms:
+        # Fewer tiles than SMs: a persistent grid buys nothing, and on the H200 the one-tile-per-program schedule
+        # with 6 stages was 2.0-2.8x faster at M = 128 (128x8192x8192: 434 vs 160 TFLOPS; 128x10240x8192: 537 vs
+        # 193), benchmarks/results/gemm-nvidia-h200-20261129-094602.json.
+        return with_max_stages(replace(cfg, schedule="tma"), out_size, cap=6)
     return with_max_stages(cfg, out_size, cap=5)
 
 
