@@ -13,6 +13,7 @@ import importlib
 import pytest
 import torch
 
+from tests.conftest import requires_gpu
 from tests.test_quantize import _assert_bit_exact
 from tritonfp8 import naming
 
@@ -127,3 +128,73 @@ def test_launch_cache_keys_on_tiling(device, tiling):
     b = qmod._launch(("group", 128), 64, 4096, False, x.dtype, E4M3, 90, True)
     assert (a.plan.kernel, b.plan.kernel) == ("tile", "groups")
     assert b.cast_grid == (64 // 2 * 1,)  # 2 rows x 32 groups of 128 per program
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU stand-in of the suite; the GPU runs the real one")
+def test_bench_variants_bookkeeping_on_cpu(tmp_path, monkeypatch, capsys):
+    """bench quant --variants: each tiling is checked bit-exact, timed in the same rounds as ours_<name>, reported
+    per row (stand-in timer: ours 1 ms, the variants 0.5 and 2 ms), and the default tiling is restored after."""
+    import argparse
+    import json
+
+    from tritonfp8.bench import harness as H
+    from tritonfp8.bench.suites import quant
+
+    fake = {"ours": 1.0, "torch": 4.0, "copy": 0.8, "ours_g2w4": 0.5, "ours_legacy": 2.0}
+    seen = []
+
+    tilings = []  # the tiling each quantize call planned under
+    real_launch = qmod._launch
+    monkeypatch.setattr(qmod, "_launch", lambda *a, **k: tilings.append(qmod._TILING) or real_launch(*a, **k))
+
+    def timer(fn, warmup_ms, rep_ms, flush_l2):
+        n0 = len(tilings)
+        fn()
+        name = next(n for n, f in current.items() if f is fn)
+        seen.extend((name, t) for t in tilings[n0:])
+        return fake[name]
+
+    current = {}
+    real = H.bench_interleaved
+
+    def spy(fns, **kw):
+        current.clear()
+        current.update(fns)
+        return real(fns, **kw)
+
+    monkeypatch.setattr(quant, "_DEVICE", "cpu")
+    monkeypatch.setattr(H, "time_once", timer)
+    monkeypatch.setattr(H, "bench_interleaved", spy)
+    before = qmod._TILING
+    args = argparse.Namespace(quick=True, repeats=1, out=str(tmp_path), no_save=False, profile=False,
+                              granularity=[(1, 32), "row"], dtype="e4m3", shape=[(8, 96)], variants="g2w4, legacy")
+    assert quant.run(args) == 0
+    assert qmod._TILING == before
+    rows = json.loads(next(tmp_path.glob("quant-cpu-*.json")).read_text())["rows"]
+    v = rows[0]["variants"]
+    assert set(v) == {"g2w4", "legacy"} and v["g2w4"]["exact"] and v["legacy"]["exact"]
+    assert v["g2w4"]["vs_ours"] == 2.0 and v["legacy"]["vs_ours"] == 0.5
+    assert rows[1]["granularity"] == "row" and rows[1]["variants"] == {}  # tilings are for (1, G) / (G, G) only
+    assert ("ours_g2w4", "g2w4") in seen and ("ours_legacy", "legacy") in seen  # timed under their tiling
+    assert ("ours", before) in seen and not any(n == "ours" and t != before for n, t in seen)
+    assert "tiling g2w4" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="variants"):
+        quant._variant_list(argparse.Namespace(variants="g3w4"))
+
+
+GPU_TILINGS = ["legacy", "g64w8", "g8w8", "g16w8", "g1w16", "g1w16c32", "g1w16c64", "g2w16c32", "g1w8c32"]
+
+
+@requires_gpu
+@pytest.mark.parametrize("name", GPU_TILINGS)
+@pytest.mark.parametrize("gran", [(1, 128), (128, 128)])
+def test_gpu_tilings_bit_exact(name, gran, tiling):
+    """Every tiling the benchmark compares, compiled, at the benchmark shape and at K = 7168 (56 groups)."""
+    tiling(name)
+    for m, k in ((8192, 8192), (1000, 7168)):
+        x = _input(m, k, torch.bfloat16, "cuda")
+        x[:128, :128] = 0
+        x[9, 1000] = 1e30
+        _assert_bit_exact(x, gran, E4M3)
+        _, s = qmod.quantize_torch(x, gran, E5M2)
+        _assert_bit_exact(x, gran, E5M2, s * 0.5)
