@@ -234,7 +234,7 @@ def _quantize_blocks_chunked(x_ptr, q_ptr, s_ptr, M, K, stride_xm, stride_xk, st
 def quantize_groups_kernel(
     x_ptr,
     q_ptr,  # contiguous (M, K) FP8
-    s_ptr,  # fp32 scales, written (SCALE_SRC "tile") or read ("given"): s[i, j] at s_ptr + i * stride_sm + j * stride_sk
+    s_ptr,  # fp32 scales, written ("tile") or read ("given"): s[i, j] at s_ptr + i * stride_sm + j * stride_sk
     M,
     K,
     stride_xm,
@@ -246,7 +246,7 @@ def quantize_groups_kernel(
     CHUNK_M: tl.constexpr,  # rows per step: BLOCK_M (one load of the tile) or less ((G, G) only, see below)
     GROUPS: tl.constexpr,  # groups (1xG) or blocks (GxG) side by side along K per program
     G: tl.constexpr,
-    BLOCKWISE: tl.constexpr,  # False: (1, G) groups, scale (M, cdiv(K, G)); True: (G, G) blocks, (cdiv(M, G), cdiv(K, G))
+    BLOCKWISE: tl.constexpr,  # False: (1, G), scale (M, cdiv(K, G)); True: (G, G), scale (cdiv(M, G), cdiv(K, G))
     SCALE_SRC: tl.constexpr,  # "tile" | "given"
     OUT_DTYPE: tl.constexpr,  # tl.float8e4nv | tl.float8e5
     FMAX: tl.constexpr,
