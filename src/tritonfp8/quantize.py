@@ -40,6 +40,8 @@ attention references.
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass
 from typing import Sequence, Union
 
@@ -236,6 +238,12 @@ class _Plan:
     progs_m: int = 1
     progs_k: int = 1
     npart: int = 1
+    # Cast kernel: "tile" = quantize_kernel; "groups" = quantize_groups_kernel ((1, G) / (G, G) only), whose tile
+    # is cast.block_m rows x `groups` groups (or blocks) of G along K, cast.block_k == groups * G.
+    kernel: str = "tile"
+    groups: int = 1
+    maxnreg: int = 0  # register cap per thread of the cast kernel (0: the compiler's choice)
+    chunk_m: int = 0  # "groups" kernel: rows per step (0: the whole tile at once)
 
     @property
     def block_p(self) -> int:
@@ -248,6 +256,18 @@ class _Plan:
     def cast_constexprs(self, out_dtype: torch.dtype) -> dict:
         from tritonfp8._kernels.fp8cast import triton_fp8_dtype
 
+        if self.kernel == "groups":
+            return {
+                "BLOCK_M": self.cast.block_m,
+                "CHUNK_M": self.chunk_m or self.cast.block_m,
+                "GROUPS": self.groups,
+                "G": self.group,
+                "BLOCKWISE": self.kind == "block",
+                "SCALE_SRC": self.source,
+                "OUT_DTYPE": triton_fp8_dtype(out_dtype),
+                "FMAX": fp8_format(out_dtype).max,
+                "AMAX_FLOOR": AMAX_FLOOR,
+            }
         return {
             "BLOCK_M": self.cast.block_m,
             "BLOCK_K": self.cast.block_k,
@@ -275,7 +295,17 @@ class _Plan:
             stages=1,
             schedule=schedule,
             scaling=self.scaling,
+            extras=self._cast_extras(),
         )
+
+    def _cast_extras(self) -> tuple[str, ...]:
+        # The groups kernel's tile (block_m, groups * G) tells it from quantize_kernel's (block_m, G) except at one
+        # group per program: "g1" then. "c<C>" / "r<R>": chunked (G, G) sweep, register cap. The default plans'
+        # names end with the scaling token, as before.
+        if self.kernel != "groups":
+            return ()
+        toks = ("g1",) if self.groups == 1 else ()
+        return toks + tuple(f"{p}{v}" for p, v in (("c", self.chunk_m), ("r", self.maxnreg)) if v)
 
     def amax_name(self, in_dtype: torch.dtype):
         from tritonfp8.naming import KernelName
@@ -325,7 +355,87 @@ _MAX_PARTIALS_COL = 16
 _COL_STRIP = 128  # two-pass col: 128 columns = 256 B of bf16 per row, 16 threads x 16-byte vectors
 
 
-def _plan(g: tuple, m: int, k: int, static: bool, arch: int = 90, interpreter: bool = False) -> _Plan:
+# Tiling of (1, G) and (G, G) quantization (issue 2: 1x128 at 79.6%, 128x128 at 74.9% of copy bandwidth on the
+# H200 at 8192 x 8192, the row kernel at 90%). Variants, selectable for the benchmark (``bench quant --variants``)
+# or by TRITONFP8_QUANT_TILING:
+#
+# - "legacy": quantize_kernel, (1, G): 64 rows x G columns per program (8192 elements, 8 warps): 64 segments of
+#   256 B of bf16 per program and 64 scattered 4-byte scale stores; (G, G): one block per program, 16 warps.
+# - "g<N>w<W>" (e.g. "g64w8"): quantize_groups_kernel, N groups (blocks) side by side along K per program, W warps.
+#   (1, G): 8192 // (N * G) rows per program, so g64 at G = 128 is one 16 KB bf16 row per program, the row
+#   kernel's pattern; (G, G): G rows x N blocks.
+# - "auto" (default): see _group_plan.
+TILINGS_HELP = (
+    "auto, legacy or g<N>w<W>[c<C>][r<R>] (N groups/blocks along K per program, W warps, (G, G) only: C rows per "
+    "step, read twice; R registers cap), e.g. g64w8, g1w16c32"
+)
+_TILING = os.environ.get("TRITONFP8_QUANT_TILING", "auto").strip().lower() or "auto"
+# (1, G) inputs with fewer elements than this keep the legacy tiling: with 16 KB row segments per program they
+# would get too few programs to spread over 132 SMs (M = 1..16 rows of 8192: 1..16 programs instead of 64..1024).
+_WIDE_MIN_ELEMS = 1 << 21
+
+
+def _parse_tiling(name: str) -> tuple[str, int, int, int, int]:
+    """("auto"|"legacy", 0, 0, 0, 0) or ("groups", N, W, C, R); ValueError naming the tiling."""
+    if name in ("auto", "legacy"):
+        return name, 0, 0, 0, 0
+    mt = re.fullmatch(r"g(\d+)w(\d+)(?:c(\d+))?(?:r(\d+))?", name)
+    if mt:
+        n, w, c, r = (int(v or 0) for v in mt.groups())
+        pow2 = all(v >= 1 and v & (v - 1) == 0 for v in (n, c or 1))
+        if pow2 and w in (1, 2, 4, 8, 16, 32) and (r == 0 or 24 <= r <= 255):
+            return "groups", n, w, c, r
+    raise ValueError(
+        f"quantize tiling: expected {TILINGS_HELP} (N, C powers of two, W in 1..32, R in 24..255), got {name!r}"
+    )
+
+
+def _set_tiling(name: str) -> str:
+    """Select the (1, G) / (G, G) tiling (see _TILING); returns the previous one. For benchmarks and tests."""
+    global _TILING
+    _parse_tiling(name)
+    prev, _TILING = _TILING, name
+    return prev
+
+
+def _wide_groups(n_groups: int) -> int:
+    """Groups per program of the wide (1, G) tiling: the power of two in 64..8 (at most pow2(n_groups)) that pads
+    the last K tile least, the larger on ties: K = 8192 -> 64 (no padding), K = 7168 (56 groups) -> 8."""
+    best = None
+    for n in (64, 32, 16, 8):
+        n = min(n, _pow2(n_groups))
+        waste = _cdiv(n_groups, n) * n - n_groups
+        if best is None or waste < best[0]:
+            best = (waste, n)
+    return best[1]
+
+
+def _group_plan(base: dict, kind: str, group: int, m: int, k: int, static: bool, tiling: str,
+                k_contiguous: bool = True) -> _Plan:  # fmt: skip
+    source = "given" if static else "tile"
+    mode, n, w, c, r = _parse_tiling(tiling)
+    if mode == "auto":
+        # Wide row segments only pay when K is the contiguous axis: on a column-major x a 1 x 8192 tile would touch
+        # one 32-byte sector per element, where the legacy 64-row tile reads 128 B runs down each column.
+        if kind == "group" and m * k >= _WIDE_MIN_ELEMS and k_contiguous:
+            n = _wide_groups(_cdiv(k, group))
+            block_m = max(1, min(_pow2(m), _TILE_ELEMS // (n * group)))
+            mode, w = "groups", _warps(block_m * n * group)
+        else:
+            mode = "legacy"
+    if mode == "legacy":
+        block_m = group if kind == "block" else max(1, min(_pow2(m), _TILE_ELEMS // group))
+        axis = "row" if kind == "group" else "tile"
+        return _Plan(**base, source=source, scale_axis=axis, cast=_tile(block_m, group))
+    n = max(1, min(n, _pow2(_cdiv(k, group))))
+    block_m = group if kind == "block" else max(1, min(_pow2(m), _TILE_ELEMS // (n * group)))
+    return _Plan(**base, source=source, scale_axis="row" if kind == "group" else "tile",
+                 cast=_Tile(block_m, n * group, w), kernel="groups", groups=n, maxnreg=r,
+                 chunk_m=c if kind == "block" and c < group else 0)  # fmt: skip
+
+
+def _plan(g: tuple, m: int, k: int, static: bool, arch: int = 90, interpreter: bool = False,
+          k_contiguous: bool = True) -> _Plan:  # fmt: skip
     kind = g[0]
     group = g[1] if len(g) > 1 else 0
     scaling = {
@@ -338,9 +448,7 @@ def _plan(g: tuple, m: int, k: int, static: bool, arch: int = 90, interpreter: b
     base = dict(kind=kind, group=group, scaling=scaling, arch=arch)
 
     if kind in ("group", "block"):
-        block_m = group if kind == "block" else max(1, min(_pow2(m), _TILE_ELEMS // group))
-        axis = "row" if kind == "group" else "tile"
-        return _Plan(**base, source="given" if static else "tile", scale_axis=axis, cast=_tile(block_m, group))
+        return _group_plan(base, kind, group, m, k, static, _TILING, k_contiguous)
     if static:
         axis = {"tensor": "tile", "row": "row", "col": "col"}[kind]
         return _Plan(**base, source="given", scale_axis=axis, cast=_elementwise_tile(m, k))
@@ -388,6 +496,7 @@ class _Launch:
     cast_grid: tuple[int]
     cast_tail: tuple  # TILES_K, NPART, then the constexprs, in quantize_kernel's order
     cast_warps: int
+    cast_options: dict  # extra launch options of the cast kernel (maxnreg)
     amax_grid: tuple[int] | None
     amax_tail: tuple | None  # PROGS_M, PROGS_K, then the constexprs, in amax_kernel's order
     amax_warps: int
@@ -397,18 +506,24 @@ class _Launch:
 _LAUNCHES: dict[tuple, _Launch] = {}
 
 
-def _launch(g: tuple, m: int, k: int, static: bool, in_dtype, out_dtype, arch: int, interpreter: bool) -> _Launch:
+def _launch(g: tuple, m: int, k: int, static: bool, in_dtype, out_dtype, arch: int, interpreter: bool,
+            k_contiguous: bool = True) -> _Launch:  # fmt: skip
     from tritonfp8.naming import naming_mode
 
     mode = naming_mode()
-    key = (g, m, k, static, in_dtype, out_dtype, arch, interpreter, mode, _ONE_PASS_MAX_ELEMS, _TILE_ELEMS)
+    key = (g, m, k, static, in_dtype, out_dtype, arch, interpreter, mode, _ONE_PASS_MAX_ELEMS, _TILE_ELEMS, _TILING,
+           k_contiguous)  # fmt: skip
     hit = _LAUNCHES.get(key)
     if hit is not None:
         return hit
-    plan = _plan(g, m, k, static, arch=arch, interpreter=interpreter)
+    plan = _plan(g, m, k, static, arch=arch, interpreter=interpreter, k_contiguous=k_contiguous)
     tiles_k = _cdiv(k, plan.cast.block_k)
     cx = plan.cast_constexprs(out_dtype)
-    cast_tail = (tiles_k, plan.npart, *cx.values(), plan.cast_name(in_dtype, out_dtype).build(mode))
+    name = plan.cast_name(in_dtype, out_dtype).build(mode)
+    if plan.kernel == "groups":
+        cast_tail = (tiles_k, *cx.values(), name)
+    else:
+        cast_tail = (tiles_k, plan.npart, *cx.values(), name)
     amax_grid = amax_tail = partial_shape = None
     if plan.source == "amax":
         amax_grid = (plan.progs_m * plan.progs_k,)
@@ -420,6 +535,7 @@ def _launch(g: tuple, m: int, k: int, static: bool, in_dtype, out_dtype, arch: i
         cast_grid=(_cdiv(m, plan.cast.block_m) * tiles_k,),
         cast_tail=cast_tail,
         cast_warps=plan.cast.num_warps,
+        cast_options={"maxnreg": plan.maxnreg} if plan.maxnreg else {},
         amax_grid=amax_grid,
         amax_tail=amax_tail,
         amax_warps=plan.amax.num_warps if plan.amax is not None else 0,
@@ -555,7 +671,7 @@ def quantize(
     else:
         m, k = _as_2d_shape(x.shape)
         x2 = x.reshape(m, k)
-    lc = _launch(g, m, k, scale is not None, x.dtype, dtype, arch, device.type != "cuda")
+    lc = _launch(g, m, k, scale is not None, x.dtype, dtype, arch, device.type != "cuda", x2.stride(1) == 1)
     xq = torch.empty((m, k), dtype=dtype, device=device)
     if scale is not None:
         s = scale.reshape(shape)
@@ -580,6 +696,14 @@ def quantize(
         )
     else:
         part = s2  # unused by the kernel
+    if lc.plan.kernel == "groups":
+        kq.quantize_groups_kernel[lc.cast_grid](
+            x2, xq, s2, m, k, stride_xm, stride_xk, stride_sm, stride_sk, *lc.cast_tail,
+            num_warps=lc.cast_warps, num_stages=1, **lc.cast_options,
+        )  # fmt: skip
+        if x.dim() != 2:
+            xq = xq.reshape(x.shape)
+        return xq, s
     kq.quantize_kernel[lc.cast_grid](
         x2, xq, s2, part, m, k, stride_xm, stride_xk, stride_sm, stride_sk, *lc.cast_tail,
         num_warps=lc.cast_warps, num_stages=1,

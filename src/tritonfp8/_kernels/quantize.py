@@ -194,6 +194,120 @@ def quantize_kernel(
     tl.store(q_ptr + offs_m[:, None] * K + offs_k[None, :], q, mask=mask)
 
 
+@triton.jit
+def _quantize_blocks_chunked(x_ptr, q_ptr, s_ptr, M, K, stride_xm, stride_xk, stride_sm, stride_sk, TILES_K, pid,
+                             BLOCK_M: tl.constexpr, CHUNK_M: tl.constexpr, GROUPS: tl.constexpr, G: tl.constexpr,
+                             SCALE_SRC: tl.constexpr, OUT_DTYPE: tl.constexpr, FMAX: tl.constexpr,
+                             AMAX_FLOOR: tl.constexpr):  # fmt: skip
+    """(G, G) blocks of quantize_groups_kernel in CHUNK_M-row steps: amax sweep, then cast sweep (see there)."""
+    pid_m = pid // TILES_K
+    pid_k = pid % TILES_K
+    rc = tl.arange(0, CHUNK_M)
+    rg = pid_k * GROUPS + tl.arange(0, GROUPS)
+    offs_k = rg[None, :, None] * G + tl.arange(0, G)[None, None, :]  # [1, GROUPS, G]
+    mask_k = offs_k < K
+    s_offs = pid_m * stride_sm + rg * stride_sk
+    s_mask = rg < tl.cdiv(K, G)
+    row0 = pid_m * BLOCK_M
+    if SCALE_SRC == "given":
+        scale = tl.load(s_ptr + s_offs, mask=s_mask, other=1.0)
+    else:
+        tl.static_assert(SCALE_SRC == "tile", "SCALE_SRC must be 'tile' or 'given'")
+        acc = tl.zeros((CHUNK_M, GROUPS, G), dtype=x_ptr.dtype.element_ty)
+        for c in tl.range(0, BLOCK_M, CHUNK_M):
+            offs_m = (row0 + c + rc)[:, None, None]
+            x = tl.load(x_ptr + offs_m * stride_xm + offs_k * stride_xk, mask=(offs_m < M) & mask_k, other=0.0)
+            a = tl.abs(x)
+            acc = tl.maximum(acc, tl.where(a == a, a, tl.zeros_like(a))).to(acc.dtype)  # NaN -> 0; the max is exact
+        amax = tl.max(tl.max(acc, axis=2), axis=0)
+        scale = tl.math.div_rn(tl.maximum(amax.to(tl.float32), AMAX_FLOOR), FMAX)
+        tl.store(s_ptr + s_offs, scale, mask=s_mask)
+    for c in tl.range(0, BLOCK_M, CHUNK_M):
+        offs_m = (row0 + c + rc)[:, None, None]
+        mask = (offs_m < M) & mask_k
+        x = tl.load(x_ptr + offs_m * stride_xm + offs_k * stride_xk, mask=mask, other=0.0)
+        y = tl.math.div_rn(x.to(tl.float32), scale[None, :, None])
+        tl.store(q_ptr + offs_m * K + offs_k, cast_to_fp8(y, OUT_DTYPE), mask=mask)
+
+
+@named_jit
+def quantize_groups_kernel(
+    x_ptr,
+    q_ptr,  # contiguous (M, K) FP8
+    s_ptr,  # fp32 scales, written ("tile") or read ("given"): s[i, j] at s_ptr + i * stride_sm + j * stride_sk
+    M,
+    K,
+    stride_xm,
+    stride_xk,
+    stride_sm,
+    stride_sk,
+    TILES_K,  # cdiv(K, GROUPS * G): programs along K
+    BLOCK_M: tl.constexpr,  # rows per program; == G for (G, G) blocks
+    CHUNK_M: tl.constexpr,  # rows per step: BLOCK_M (one load of the tile) or less ((G, G) only, see below)
+    GROUPS: tl.constexpr,  # groups (1xG) or blocks (GxG) side by side along K per program
+    G: tl.constexpr,
+    BLOCKWISE: tl.constexpr,  # False: (1, G), scale (M, cdiv(K, G)); True: (G, G), scale (cdiv(M, G), cdiv(K, G))
+    SCALE_SRC: tl.constexpr,  # "tile" | "given"
+    OUT_DTYPE: tl.constexpr,  # tl.float8e4nv | tl.float8e5
+    FMAX: tl.constexpr,
+    AMAX_FLOOR: tl.constexpr,
+    KERNEL_NAME: tl.constexpr,
+):
+    """(1, G) / (G, G) quantization of a (BLOCK_M, GROUPS * G) tile seen as a 3-D [BLOCK_M, GROUPS, G] block.
+
+    Same rule and results as :func:`quantize_kernel` (bit for bit); only the tiling differs. A program streams
+    BLOCK_M row segments of GROUPS * G contiguous elements (at GROUPS = 64, G = 128: one 16 KB bf16 row, the row
+    kernel's access pattern) instead of BLOCK_M segments of G elements, and writes its scales as GROUPS contiguous
+    fp32 per row (1xG) or per block row (GxG) instead of one scattered 4-byte store per row. The group amax reduces
+    the last axis: 16 lanes of 16-byte vectors for G = 128 bf16, shuffles only; blocks also reduce axis 0 across
+    warps (shared memory). |x| and its max stay in the input dtype (exact: the max is one of the inputs) and become
+    fp32 once per group, so no fp32 copy of the tile has to live until the cast.
+
+    CHUNK_M < BLOCK_M ((G, G) blocks): the block is read twice in CHUNK_M-row steps, once for the amax (a running
+    elementwise max of one chunk) and once for the cast, the second read served by L1/L2 (a 128 x 128 bf16 block is
+    32 KB). Registers then hold one chunk instead of the whole block, for more resident programs per SM; whether
+    that beats the extra L1/L2 traffic is for the GPU to say (bench quant --variants).
+    """
+    pid = tl.program_id(0).to(tl.int64)
+    if CHUNK_M < BLOCK_M:
+        tl.static_assert(BLOCKWISE, "CHUNK_M < BLOCK_M is for (G, G) blocks")
+        _quantize_blocks_chunked(x_ptr, q_ptr, s_ptr, M, K, stride_xm, stride_xk, stride_sm, stride_sk, TILES_K, pid,
+                                 BLOCK_M, CHUNK_M, GROUPS, G, SCALE_SRC, OUT_DTYPE, FMAX, AMAX_FLOOR)  # fmt: skip
+        return
+    pid_m = pid // TILES_K
+    pid_k = pid % TILES_K
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rg = pid_k * GROUPS + tl.arange(0, GROUPS)
+    offs_m = rm[:, None, None]  # [BLOCK_M, 1, 1]
+    offs_k = rg[None, :, None] * G + tl.arange(0, G)[None, None, :]  # [1, GROUPS, G]
+    mask = (offs_m < M) & (offs_k < K)
+    x = tl.load(x_ptr + offs_m * stride_xm + offs_k * stride_xk, mask=mask, other=0.0)
+    n_groups_k = tl.cdiv(K, G)
+    if BLOCKWISE:
+        s_offs = pid_m * stride_sm + rg * stride_sk  # [GROUPS]
+        s_mask = rg < n_groups_k
+    else:
+        s_offs = rm[:, None] * stride_sm + rg[None, :] * stride_sk  # [BLOCK_M, GROUPS]
+        s_mask = (rm[:, None] < M) & (rg[None, :] < n_groups_k)
+    if SCALE_SRC == "given":
+        scale = tl.load(s_ptr + s_offs, mask=s_mask, other=1.0)
+    else:
+        tl.static_assert(SCALE_SRC == "tile", "SCALE_SRC must be 'tile' or 'given'")
+        a = tl.abs(x)
+        a = tl.where(a == a, a, tl.zeros_like(a))  # NaN -> 0, as _abs_no_nan (masked elements are 0 already)
+        amax = tl.max(a, axis=2)
+        if BLOCKWISE:
+            amax = tl.max(amax, axis=0)
+        scale = tl.math.div_rn(tl.maximum(amax.to(tl.float32), AMAX_FLOOR), FMAX)
+        tl.store(s_ptr + s_offs, scale, mask=s_mask)
+    if BLOCKWISE:
+        y = tl.math.div_rn(x.to(tl.float32), scale[None, :, None])
+    else:
+        y = tl.math.div_rn(x.to(tl.float32), scale[:, :, None])
+    q = cast_to_fp8(y, OUT_DTYPE)
+    tl.store(q_ptr + offs_m * K + offs_k, q, mask=mask)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Offline codegen: the configs the launcher picks for the benchmark shape (8192 x 8192), as it names them. The
 # launcher's run-time specialization sees 16-byte-aligned pointers, stride_xk == 1 and M, K, stride_xm divisible
@@ -212,18 +326,61 @@ def codegen_specs() -> dict[str, CodegenSpec]:
     bf16, f16, f32 = torch.bfloat16, torch.float16, torch.float32
     e4m3, e5m2 = torch.float8_e4m3fn, torch.float8_e5m2
     specs: dict[str, CodegenSpec] = {}
+    # (granularity, static scale, input, output, (1, G)/(G, G) tiling: None = the default, see quantize._TILING)
     cast_cases = {
-        "quant_row_bf16_e4m3": ("row", False, bf16, e4m3),
-        "quant_group_bf16_e4m3": ((1, 128), False, bf16, e4m3),
-        "quant_group_f32_e5m2": ((1, 128), False, f32, e5m2),
-        "quant_block_bf16_e4m3": ((128, 128), False, bf16, e4m3),
-        "quant_col_f16_e4m3": ("col", False, f16, e4m3),
-        "quant_tensor_bf16_e4m3": ("tensor", False, bf16, e4m3),
-        "quant_static_group_bf16_e4m3": ((1, 128), True, bf16, e4m3),
+        "quant_row_bf16_e4m3": ("row", False, bf16, e4m3, None),
+        "quant_group_bf16_e4m3": ((1, 128), False, bf16, e4m3, None),
+        "quant_group_f32_e5m2": ((1, 128), False, f32, e5m2, None),
+        "quant_block_bf16_e4m3": ((128, 128), False, bf16, e4m3, None),
+        "quant_col_f16_e4m3": ("col", False, f16, e4m3, None),
+        "quant_tensor_bf16_e4m3": ("tensor", False, bf16, e4m3, None),
+        "quant_static_group_bf16_e4m3": ((1, 128), True, bf16, e4m3, None),
+        # The tilings the benchmark compares (bench quant --variants ...).
+        "quant_group_legacy_bf16_e4m3": ((1, 128), False, bf16, e4m3, "legacy"),
+        "quant_group_g8w8_bf16_e4m3": ((1, 128), False, bf16, e4m3, "g8w8"),
+        "quant_block_legacy_bf16_e4m3": ((128, 128), False, bf16, e4m3, "legacy"),
+        "quant_block_g1w16_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g1w16"),
+        "quant_block_g1w16c32_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g1w16c32"),
+        "quant_block_g1w16c64_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g1w16c64"),
+        "quant_block_g2w16c32_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g2w16c32"),
+        "quant_block_g1w8c32_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g1w8c32"),
     }
-    for key, (gran, static, xdt, qdt) in cast_cases.items():
-        plan = q._plan(q._normalize_granularity(gran), 8192, 8192, static, arch=90)
+    for key, (gran, static, xdt, qdt, tiling) in cast_cases.items():
+        prev = q._set_tiling(tiling) if tiling else None
+        try:
+            plan = q._plan(q._normalize_granularity(gran), 8192, 8192, static, arch=90)
+        finally:
+            if prev is not None:
+                q._set_tiling(prev)
         cx = plan.cast_constexprs(qdt)
+        if plan.kernel == "groups":
+            specs[key] = CodegenSpec(
+                fn=quantize_groups_kernel,
+                signature={
+                    "x_ptr": f"*{triton_sig(xdt)}",
+                    "q_ptr": f"*{triton_sig(qdt)}",
+                    "s_ptr": "*fp32",
+                    "M": "i32",
+                    "K": "i32",
+                    "stride_xm": "i32",
+                    "stride_xk": "constexpr",
+                    "stride_sm": "i32",
+                    "stride_sk": "constexpr",
+                    "TILES_K": "i32",
+                    **{c: "constexpr" for c in cx},
+                },
+                # Scales are allocated contiguous: stride_sk == 1, specialized at run time as Triton does for 1.
+                constexprs={"stride_xk": 1, "stride_sk": 1, **cx},
+                name=plan.cast_name(xdt, qdt),
+                num_warps=plan.cast.num_warps,
+                num_stages=1,
+                description=f"quantize {plan.scaling}, {'static' if static else plan.source} scale, "
+                f"{plan.cast.block_m} rows x {plan.groups} groups per program",
+                min_arch=89,
+                options={"maxnreg": plan.maxnreg} if plan.maxnreg else {},
+                divisible=("x_ptr", "q_ptr", "s_ptr", "M", "K", "stride_xm", "stride_sm"),
+            )
+            continue
         specs[key] = CodegenSpec(
             fn=quantize_kernel,
             signature={

@@ -11,6 +11,10 @@ What is measured, per (shape, granularity, FP8 format), all in one interleaved r
 GB/s counts those useful bytes once (bytes read + written / median time), whatever extra passes a mode needs
 (tensor and col scales read x twice: an amax pass, then the cast). Target: >= 80% of the copy bandwidth at
 8192x8192. Before timing, our output is checked bit-exact against the reference; a mismatch fails the suite.
+
+``--variants legacy,g64w8,g1w16c32,...`` also times other tilings of the (1, G) / (G, G) kernels (see
+``tritonfp8.quantize.TILINGS_HELP``) in the same interleaved rounds, as ``ours_<variant>`` (bit-exact check too);
+each row then carries ``variants``: {name: {ms, gbps, pct_of_copy, vs_ours, exact}}.
 """
 
 from __future__ import annotations
@@ -66,6 +70,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", choices=["e4m3", "e5m2", "both"], default="e4m3", help="FP8 output format")
     p.add_argument("--shape", type=_parse_shape, action="append", default=None,
                    help="MxK of the bf16 input (repeatable; default: 8192x8192, or a sweep without --quick)")
+    p.add_argument("--variants", default="",
+                   help="comma list of (1, G)/(G, G) tilings to time besides the default: "
+                   + importlib.import_module("tritonfp8.quantize").TILINGS_HELP)
+
+
+def _variant_list(args: argparse.Namespace) -> list[str]:
+    qmod = importlib.import_module("tritonfp8.quantize")
+    out = []
+    for v in (getattr(args, "variants", "") or "").split(","):
+        v = v.strip().lower()
+        if v and v not in out:
+            try:
+                qmod._parse_tiling(v)
+            except ValueError as e:
+                raise SystemExit(f"--variants: {e}") from None
+            out.append(v)
+    return out
+
+
+def _with_tiling(qmod, tiling: str, fn):
+    """``fn`` run under the (1, G) / (G, G) tiling ``tiling`` (restored afterwards; the launch cache keys on it)."""
+
+    def call():
+        prev = qmod._set_tiling(tiling)
+        try:
+            return fn()
+        finally:
+            qmod._set_tiling(prev)
+
+    return call
 
 
 def _cases(args: argparse.Namespace) -> list[tuple[tuple[int, int], Any, torch.dtype]]:
@@ -124,6 +158,9 @@ def run(args: argparse.Namespace) -> int:
     hbm_tbps = H.peak("hbm_tbps", env["gpu"])  # datasheet HBM bandwidth, for the record
     rows: list[dict[str, Any]] = []
     mismatches = 0
+    variants = _variant_list(args)
+    if variants:
+        console.print(f"(1, G) / (G, G) tiling variants: {', '.join(variants)} (default: {qmod._TILING})")
     for (m, k), g, dtype in _cases(args):
         torch.manual_seed(0)
         x = torch.randn(m, k, device=_DEVICE, dtype=torch.bfloat16)
@@ -134,14 +171,19 @@ def run(args: argparse.Namespace) -> int:
         del ours_out, ref_out
         nbytes = useful_bytes(m, k, g)
         copy_fn, copy_moved = H.make_copy_fn(max(1, nbytes // 2), _DEVICE)
-        times = H.bench_interleaved(
-            {
-                "ours": lambda: quantize(x, g, dtype=dtype),
-                "torch": lambda: quantize_torch(x, g, dtype=dtype),
-                "copy": copy_fn,
-            },
-            repeats=args.repeats,
-        )
+        fns = {
+            "ours": lambda: quantize(x, g, dtype=dtype),
+            "torch": lambda: quantize_torch(x, g, dtype=dtype),
+            "copy": copy_fn,
+        }
+        var_exact = {}
+        if not isinstance(g, str):  # tilings apply to (1, G) and (G, G) only
+            for v in variants:
+                fn = _with_tiling(qmod, v, lambda: quantize(x, g, dtype=dtype))
+                var_exact[v] = _exact(fn(), quantize_torch(x, g, dtype=dtype))
+                mismatches += not var_exact[v]
+                fns[f"ours_{v}"] = fn
+        times = H.bench_interleaved(fns, repeats=args.repeats)
         t = {n: H.summarize(v) for n, v in times.items()}
         ours_gbps = H.gbps(nbytes, t["ours"].median)
         copy_gbps = H.gbps(copy_moved, t["copy"].median)
@@ -175,6 +217,16 @@ def run(args: argparse.Namespace) -> int:
                 "hbm_pct": H.pct(ours_gbps, None if hbm_tbps is None else hbm_tbps * 1000),
                 "target": (pct_copy >= TARGET_PCT_OF_COPY) if (m, k) == (8192, 8192) else None,
                 "rounds_ms": {n: list(v) for n, v in times.items()},
+                "variants": {
+                    v: {
+                        "ms": t[f"ours_{v}"].median,
+                        "gbps": H.gbps(nbytes, t[f"ours_{v}"].median),
+                        "pct_of_copy": H.pct(H.gbps(nbytes, t[f"ours_{v}"].median), copy_gbps),
+                        "vs_ours": t["ours"].median / t[f"ours_{v}"].median,  # > 1: the variant is faster
+                        "exact": var_exact[v],
+                    }
+                    for v in var_exact
+                },
             }
         )
         del x, copy_fn
@@ -205,6 +257,11 @@ def run(args: argparse.Namespace) -> int:
         status = "[green]meets[/]" if r["target"] else "[bold red]misses[/]"
         console.print(f"{r['shape']} {r['granularity']} {r['dtype']}: {r['pct_of_copy']:.1f}% of copy bandwidth "
                       f"({r['ours_gbps']:.0f} of {r['copy_gbps']:.0f} GB/s) {status} the {TARGET_PCT_OF_COPY:.0f}% target")
+    for r in rows:
+        for v, d in r["variants"].items():
+            console.print(f"  {r['shape']} {r['granularity']} {r['dtype']} tiling {v}: {d['ms']:.4f} ms, "
+                          f"{d['pct_of_copy']:.1f}% of copy, {d['vs_ours']:.3f}x default"
+                          + ("" if d["exact"] else " [bold red]NOT EXACT[/]"))
     if mismatches:
         console.print(f"[bold red]quant: {mismatches} case(s) differ from quantize_torch (column 'exact')[/]")
     if not args.no_save:
@@ -217,6 +274,8 @@ def run(args: argparse.Namespace) -> int:
                 "input_dtype": "bfloat16",
                 "timing": "do_bench median, L2 flushed, interleaved rounds",
                 "target_pct_of_copy": TARGET_PCT_OF_COPY,
+                "tiling": qmod._TILING,
+                "variants": variants,
             },
         )
         sep = "\n" if len(rows) <= 6 else " "  # long sweeps get tilted one-line labels

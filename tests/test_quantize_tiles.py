@@ -1,0 +1,200 @@
+"""(1, G) / (G, G) quantization tilings (issue 2): every tiling bit for bit against quantize_torch, and the plans.
+
+The tilings (``tritonfp8.quantize._TILING``, ``TILINGS_HELP``) change only which program reads which part of x, so
+the results must equal the reference exactly: no tolerance in this module. NaN elements must stay NaN and every other
+element and scale must match bit for bit (``test_quantize._assert_bit_exact``). Shapes are small (interpreter on CPU)
+and cover partial groups/blocks along M and K, partial last K tiles, and more groups per program than K has.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+import torch
+
+from tests.conftest import requires_gpu
+from tests.test_quantize import _assert_bit_exact
+from tritonfp8 import naming
+
+qmod = importlib.import_module("tritonfp8.quantize")
+E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
+
+
+@pytest.fixture
+def tiling():
+    """Set a tiling for one test; the previous one comes back afterwards."""
+    prev = qmod._TILING
+    yield qmod._set_tiling
+    qmod._set_tiling(prev)
+
+
+def _input(m, k, dtype, device, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(m, k, generator=g) * torch.exp2(torch.randint(-12, 12, (m, 1), generator=g).float())
+    x = x.to(dtype)
+    x[0, min(3, k - 1)] = float("nan")
+    x[m // 2, :] = 0  # all-zero groups / a zero row inside a block
+    x[-1, -1] = 3e4  # a large amax in the last group of the last row (last program)
+    return x.to(device)
+
+
+# (tiling, granularity, shape): partial groups along K (K % G != 0), partial blocks along M, K tiles wider than K.
+CASES = [
+    ("g4w4", (1, 32), (7, 300)),  # 10 groups per row: K tiles of 4 groups, the last one half empty
+    ("g64w4", (1, 32), (5, 100)),  # more groups per program than the row has: capped to pow2(4)
+    ("g1w2", (1, 16), (3, 40)),
+    ("g2w4", (1, 128), (9, 260)),  # G = 128: partial last group of 4 columns
+    ("g2w4", (32, 32), (70, 100)),  # blocks: 2 per program along K, partial along M and K
+    ("g1w4c8", (32, 32), (70, 100)),  # chunked sweep, 8 rows per step
+    ("g2w4c16", (32, 32), (33, 65)),  # chunked, 2 blocks per program, one row in the last block row
+    ("g1w4c32", (128, 128), (130, 136)),  # the production granularity, chunked, partial blocks
+    ("legacy", (1, 32), (7, 300)),
+    ("legacy", (32, 32), (70, 100)),
+]
+
+
+@pytest.mark.parametrize("name,gran,shape", CASES)
+@pytest.mark.parametrize("in_dtype", [torch.bfloat16, torch.float32])
+def test_tilings_bit_exact(name, gran, shape, in_dtype, device, tiling):
+    tiling(name)
+    x = _input(*shape, in_dtype, device)
+    out_dtype = E5M2 if in_dtype == torch.float32 else E4M3
+    _assert_bit_exact(x, gran, out_dtype)
+    # Static scale through the same tiling: the reference's own scale, doubled (exact).
+    _, s = qmod.quantize_torch(x, gran, out_dtype)
+    _assert_bit_exact(x, gran, out_dtype, s * 2)
+
+
+@pytest.mark.parametrize("name", ["g4w4", "g2w4c16"])
+def test_tilings_fp16_strided_input(name, device, tiling):
+    """A transposed (column-major) fp16 input goes through the strided loads of the same kernel."""
+    tiling(name)
+    x = _input(100, 48, torch.float16, device).t()  # (48, 100), last dim strided
+    _assert_bit_exact(x, (1, 32), E4M3)
+    _assert_bit_exact(x, (32, 32), E4M3)
+
+
+def test_default_plans():
+    """auto: the wide (1, G) tiling from 2**21 elements on (one 16 KB bf16 row per program at K = 8192, the row
+    kernel's pattern), the legacy one below and for (G, G)."""
+    plan = qmod._plan(("group", 128), 8192, 8192, False)
+    assert (plan.kernel, plan.groups, plan.cast.block_m, plan.cast.block_k, plan.cast.num_warps) == (
+        "groups", 64, 1, 8192, 8)
+    plan = qmod._plan(("group", 128), 4096, 7168, False)  # 56 groups: 8 per program pad nothing
+    assert (plan.kernel, plan.groups, plan.cast.block_m) == ("groups", 8, 8)
+    assert qmod._plan(("group", 128), 8192, 8192, True).kernel == "groups"  # static scales too
+    plan = qmod._plan(("group", 128), 16, 8192, False)
+    assert (plan.kernel, plan.cast.block_m, plan.cast.block_k) == ("tile", 16, 128)
+    plan = qmod._plan(("block", 128), 8192, 8192, False)
+    assert (plan.kernel, plan.cast.block_m, plan.cast.block_k, plan.cast.num_warps) == ("tile", 128, 128, 16)
+    # Column-major x (K not the contiguous axis): the legacy tile, whose 64 rows read 128 B runs down a column.
+    assert qmod._plan(("group", 128), 8192, 8192, False, k_contiguous=False).kernel == "tile"
+
+
+def test_wide_groups_choice():
+    assert qmod._wide_groups(64) == 64
+    assert qmod._wide_groups(56) == 8
+    assert qmod._wide_groups(96) == 32
+    assert qmod._wide_groups(3) == 4
+
+
+def test_variant_plans_and_names(tiling):
+    tiling("g1w16c32")
+    plan = qmod._plan(("block", 128), 8192, 8192, False)
+    assert (plan.kernel, plan.groups, plan.chunk_m, plan.cast.num_warps) == ("groups", 1, 32, 16)
+    name = plan.cast_name(torch.bfloat16, E4M3).build("cutlass")
+    parsed = naming.parse_kernel_name(name)
+    assert parsed["tile"] == (128, 128, 1) and parsed["rest"] == ("ptr", "block128x128", "g1", "c32")
+    tiling("legacy")
+    assert qmod._plan(("block", 128), 8192, 8192, False).cast_name(torch.bfloat16, E4M3).build("cutlass") != name
+    tiling("g8w8")
+    plan = qmod._plan(("group", 128), 8192, 8192, False)
+    assert (plan.cast.block_m, plan.cast.block_k, plan.chunk_m) == (8, 1024, 0)  # chunks are for blocks only
+
+
+@pytest.mark.parametrize("bad", ["g3w8", "g8w3", "wide", "g8", "g8w8c3", "g8w8r8", ""])
+def test_bad_tiling_names_raise(bad):
+    with pytest.raises(ValueError, match="tiling"):
+        qmod._set_tiling(bad)
+
+
+def test_launch_cache_keys_on_tiling(device, tiling):
+    """Switching the tiling between calls of one shape takes effect (the launch plan cache keys on it)."""
+    x = _input(64, 4096, torch.bfloat16, device)  # 2**18 elements: legacy by default
+    tiling("legacy")
+    a = qmod._launch(("group", 128), 64, 4096, False, x.dtype, E4M3, 90, True)
+    tiling("g32w4")
+    b = qmod._launch(("group", 128), 64, 4096, False, x.dtype, E4M3, 90, True)
+    assert (a.plan.kernel, b.plan.kernel) == ("tile", "groups")
+    assert b.cast_grid == (64 // 2 * 1,)  # 2 rows x 32 groups of 128 per program
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU stand-in of the suite; the GPU runs the real one")
+def test_bench_variants_bookkeeping_on_cpu(tmp_path, monkeypatch, capsys):
+    """bench quant --variants: each tiling is checked bit-exact, timed in the same rounds as ours_<name>, reported
+    per row (stand-in timer: ours 1 ms, the variants 0.5 and 2 ms), and the default tiling is restored after."""
+    import argparse
+    import json
+
+    from tritonfp8.bench import harness as H
+    from tritonfp8.bench.suites import quant
+
+    fake = {"ours": 1.0, "torch": 4.0, "copy": 0.8, "ours_g2w4": 0.5, "ours_legacy": 2.0}
+    seen = []
+
+    tilings = []  # the tiling each quantize call planned under
+    real_launch = qmod._launch
+    monkeypatch.setattr(qmod, "_launch", lambda *a, **k: tilings.append(qmod._TILING) or real_launch(*a, **k))
+
+    def timer(fn, warmup_ms, rep_ms, flush_l2):
+        n0 = len(tilings)
+        fn()
+        name = next(n for n, f in current.items() if f is fn)
+        seen.extend((name, t) for t in tilings[n0:])
+        return fake[name]
+
+    current = {}
+    real = H.bench_interleaved
+
+    def spy(fns, **kw):
+        current.clear()
+        current.update(fns)
+        return real(fns, **kw)
+
+    monkeypatch.setattr(quant, "_DEVICE", "cpu")
+    monkeypatch.setattr(H, "time_once", timer)
+    monkeypatch.setattr(H, "bench_interleaved", spy)
+    before = qmod._TILING
+    args = argparse.Namespace(quick=True, repeats=1, out=str(tmp_path), no_save=False, profile=False,
+                              granularity=[(1, 32), "row"], dtype="e4m3", shape=[(8, 96)], variants="g2w4, legacy")
+    assert quant.run(args) == 0
+    assert qmod._TILING == before
+    rows = json.loads(next(tmp_path.glob("quant-cpu-*.json")).read_text())["rows"]
+    v = rows[0]["variants"]
+    assert set(v) == {"g2w4", "legacy"} and v["g2w4"]["exact"] and v["legacy"]["exact"]
+    assert v["g2w4"]["vs_ours"] == 2.0 and v["legacy"]["vs_ours"] == 0.5
+    assert rows[1]["granularity"] == "row" and rows[1]["variants"] == {}  # tilings are for (1, G) / (G, G) only
+    assert ("ours_g2w4", "g2w4") in seen and ("ours_legacy", "legacy") in seen  # timed under their tiling
+    assert ("ours", before) in seen and not any(n == "ours" and t != before for n, t in seen)
+    assert "tiling g2w4" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="variants"):
+        quant._variant_list(argparse.Namespace(variants="g3w4"))
+
+
+GPU_TILINGS = ["legacy", "g64w8", "g8w8", "g16w8", "g1w16", "g1w16c32", "g1w16c64", "g2w16c32", "g1w8c32"]
+
+
+@requires_gpu
+@pytest.mark.parametrize("name", GPU_TILINGS)
+@pytest.mark.parametrize("gran", [(1, 128), (128, 128)])
+def test_gpu_tilings_bit_exact(name, gran, tiling):
+    """Every tiling the benchmark compares, compiled, at the benchmark shape and at K = 7168 (56 groups)."""
+    tiling(name)
+    for m, k in ((8192, 8192), (1000, 7168)):
+        x = _input(m, k, torch.bfloat16, "cuda")
+        x[:128, :128] = 0
+        x[9, 1000] = 1e30
+        _assert_bit_exact(x, gran, E4M3)
+        _, s = qmod.quantize_torch(x, gran, E5M2)
+        _assert_bit_exact(x, gran, E5M2, s * 0.5)
