@@ -366,18 +366,20 @@ _COL_STRIP = 128  # two-pass col: 128 columns = 256 B of bf16 per row, 16 thread
 #   kernel's pattern; (G, G): G rows x N blocks.
 # - "auto" (default): see _group_plan.
 TILINGS_HELP = (
-    "auto, legacy or g<N>w<W>[c<C>][r<R>] (N groups/blocks along K per program, W warps, (G, G) only: C rows per "
+    "auto, legacy, wide (1 x G only: long row segments per program) or g<N>w<W>[c<C>][r<R>] (N groups/blocks along K per program, W warps, (G, G) only: C rows per "
     "step, read twice; R registers cap), e.g. g64w8, g1w16c32"
 )
 _TILING = os.environ.get("TRITONFP8_QUANT_TILING", "auto").strip().lower() or "auto"
 # (1, G) inputs with fewer elements than this keep the legacy tiling: with 16 KB row segments per program they
 # would get too few programs to spread over 132 SMs (M = 1..16 rows of 8192: 1..16 programs instead of 64..1024).
 _WIDE_MIN_ELEMS = 1 << 21
+# "auto" = "wide" once measured faster on the H200; until then "auto" = "legacy" (see _group_plan).
+_WIDE_BY_DEFAULT = False
 
 
 def _parse_tiling(name: str) -> tuple[str, int, int, int, int]:
-    """("auto"|"legacy", 0, 0, 0, 0) or ("groups", N, W, C, R); ValueError naming the tiling."""
-    if name in ("auto", "legacy"):
+    """("auto"|"legacy"|"wide", 0, 0, 0, 0) or ("groups", N, W, C, R); ValueError naming the tiling."""
+    if name in ("auto", "legacy", "wide"):
         return name, 0, 0, 0, 0
     mt = re.fullmatch(r"g(\d+)w(\d+)(?:c(\d+))?(?:r(\d+))?", name)
     if mt:
@@ -415,6 +417,10 @@ def _group_plan(base: dict, kind: str, group: int, m: int, k: int, static: bool,
     source = "given" if static else "tile"
     mode, n, w, c, r = _parse_tiling(tiling)
     if mode == "auto":
+        # The default stays on the tiling measured on the H200 (1x128 at 8192^2: 79.6% of copy,
+        # benchmarks/results/quant-nvidia-h200-20261129-094659.json) until the wide one has been timed against it.
+        mode = "wide" if _WIDE_BY_DEFAULT else "legacy"
+    if mode == "wide":
         # Wide row segments only pay when K is the contiguous axis: on a column-major x a 1 x 8192 tile would touch
         # one 32-byte sector per element, where the legacy 64-row tile reads 128 B runs down each column.
         if kind == "group" and m * k >= _WIDE_MIN_ELEMS and k_contiguous:
