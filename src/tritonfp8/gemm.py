@@ -239,6 +239,10 @@ def gemm(
     a: (..., K) FP8 (float8_e4m3fn / float8_e5m2), K contiguous. b: (N, K) FP8, K contiguous (nn.Linear weight).
     scale_a: fp32, () / (1,) per tensor or (M, 1) per row of a. scale_b: fp32, () / (1,) per tensor or (N, 1) /
     (1, N) per row of b. Dequantization factors: a ≈ a_fp8.float() * scale_a.
+    Block scales (Kb = ceil(K/128)): scale_a (M, Kb) per 1×128 group of a, with scale_b (ceil(N/128), Kb) per
+    128×128 block of b or (N, Kb) per 1×128 group of b; any strides, read in place (no copy); applied in fp32 at
+    every 128-wide K step (always precise accumulation; ``accumulate`` does not change it); a pinned ``config``
+    must have block_k = 128.
     out_dtype: torch.bfloat16 (default), torch.float16 or torch.float32. bias: (N,) in out_dtype or fp32.
     activation: None, "relu", "gelu" (exact erf form) or "silu". accumulate: "fast" or "precise" (see module doc).
     out: optional (..., N) contiguous tensor of ``out_dtype`` to write into. config: pin a kernel configuration
