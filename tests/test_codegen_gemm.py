@@ -110,3 +110,32 @@ print(json.dumps([r.as_dict(), a.as_dict(), a.sass.count("QMMA")]))
     assert r["spill_stores"] == 0 and r["name"].startswith("cutlass_sm90_fp8gemmreduce_f32_bf16")
     # Ada: FP8 mma.sync (QMMA), no wgmma
     assert qmma > 0 and a["qgmma"] == 0 and a["name"].startswith("cutlass_sm89_fp8gemm")
+
+
+def test_block_scaled_configs_qgmma_no_spills_fresh_dots():
+    """Block scales (issue 4): the heuristic's 128x128x128 persistent config (1x128 x 128x128 scales), the 1x128
+    x 1x128 variant with bias + gelu and the swap-AB decode config compile to QGMMA with no spills, and every wgmma
+    of the block kernel starts from a zero accumulator (the per-K-block scales are applied in fp32 outside it)."""
+    code = """
+import json, re
+from tritonfp8 import codegen
+out = {}
+for k in ("gemm_block_128x128", "gemm_block_group1x128_bias_gelu", "gemm_block_decode_swapab"):
+    out[k] = codegen.inspect_kernel(k, arch=90, compare_names=False).as_dict()
+ck = codegen.compile_spec(codegen.registry()["gemm_block_128x128"], 90, "cutlass")
+ttgir = ck.asm["ttgir"]
+zeros = set(re.findall(r"(%[\\w#]+) = arith.constant dense<0.000000e\\+00> : tensor<\\d+x\\d+xf32", ttgir))
+dots = re.findall(r"ttng.warp_group_dot (%[\\w#]+), (%[\\w#]+), (%[\\w#]+)", ttgir)
+out["dots"] = [len(dots), sum(1 for d in dots if d[2] in zeros)]
+print(json.dumps(out))
+"""
+    reports = json.loads(_run(code).strip().splitlines()[-1])
+    for k in ("gemm_block_128x128", "gemm_block_group1x128_bias_gelu", "gemm_block_decode_swapab"):
+        r = reports[k]
+        assert r["qgmma"] > 0, k
+        assert r["spill_stores"] == 0 and r["spill_loads"] == 0 and r["stack_bytes"] == 0, (k, r)
+        assert r["shared_bytes"] <= SMEM_LIMIT_SM90, (k, r["shared_bytes"])
+    assert "_blockwise" in reports["gemm_block_128x128"]["name"]
+    assert "_group1x128" in reports["gemm_block_group1x128_bias_gelu"]["name"]
+    ndots, fresh = reports["dots"]
+    assert ndots > 0 and fresh == ndots

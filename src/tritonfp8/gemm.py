@@ -10,6 +10,13 @@ from their shapes:
 - ``scale_a``: ``()``, ``(1,)`` or ``(1, 1)``: per tensor; ``(M, 1)`` (or ``a.shape[:-1] + (1,)``): per row of a.
 - ``scale_b``: ``()``, ``(1,)`` or ``(1, 1)``: per tensor; ``(N, 1)`` or ``(1, N)``: per row of b (per output
   channel).
+- Block scales (DeepSeek-V3 style), both together, Kb = ceil(K/128): ``scale_a`` ``(M, Kb)`` (or
+  ``a.shape[:-1] + (Kb,)``): one scale per 1×128 group of a row of a; ``scale_b`` ``(ceil(N/128), Kb)``: one per
+  128×128 block of b, or ``(N, Kb)``: one per 1×128 group of a row of b. The last group/block of a row or column
+  may be partial. Shapes that also fit the modes above (K <= 128) mean the same product and take those modes.
+  Block scales are applied inside the K loop, in fp32, at every 128-wide K step: the accumulation is always
+  "precise" (``accumulate`` is ignored for them). Any strides: the kernel reads the scale tensors in place (no
+  copy); outer-dim-major storage (stride (1, M), as ``torch._scaled_mm`` takes it) gives contiguous loads.
 
 Accumulation: ``"fast"`` lets the Hopper tensor core accumulate FP8 products in its reduced-precision accumulator
 over all of K (as cuBLAS ``use_fast_accum=True``); ``"precise"`` adds every 128-wide K block into an fp32 accumulator
@@ -38,11 +45,16 @@ from tritonfp8._formats import FP8_FORMATS
 from tritonfp8._kernels.gemm_configs import GemmConfig, fit_stages, pinned_config, select_config
 
 __all__ = ["gemm", "gemm_torch", "error_bound", "GemmConfig", "pinned_config", "demo_cases", "ACTIVATIONS",
-           "OUT_DTYPES"]
+           "OUT_DTYPES", "BLOCK_SCALES", "SCALE_BLOCK"]
 
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 ACTIVATIONS = (None, "relu", "gelu", "silu")
 ACCUMULATE = ("fast", "precise")
+
+# Block scaling (1x128 groups of a, 128x128 blocks or 1x128 groups of b), applied in the kernel's K loop.
+# ``tritonfp8.nn`` checks BLOCK_SCALES to route its "block" recipe here.
+SCALE_BLOCK = 128
+BLOCK_SCALES = True
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -73,18 +85,54 @@ def gemm_torch(
     compute_dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
     """Plain-PyTorch reference: dequantize, matmul in ``compute_dtype`` (fp32; fp64 for error studies), add bias,
-    apply the activation, round once to ``out_dtype``. Same layouts and scale shapes as :func:`gemm`."""
+    apply the activation, round once to ``out_dtype``. Same layouts and scale shapes as :func:`gemm`; block scales
+    dequantize each 1×128 group / 128×128 block of a and b with its own scale before the one matmul."""
     K = a.shape[-1]
+    M, N = math.prod(a.shape[:-1]), b.shape[0]
     a2 = a.reshape(-1, K).to(compute_dtype)
-    sa = scale_a.to(compute_dtype).reshape(-1)
-    a2 = a2 * (sa[:, None] if sa.numel() > 1 else sa)
-    sb = scale_b.to(compute_dtype).reshape(-1)
-    b2 = b.to(compute_dtype) * (sb[:, None] if sb.numel() > 1 else sb)
+    if _block_mode(scale_a, scale_b, tuple(a.shape[:-1]), M, N, K) is not None:
+        a2 = a2 * _expand_block(scale_a.reshape(M, -1).to(compute_dtype), M, K, 1)
+        gb = SCALE_BLOCK if scale_b.shape[0] != N else 1
+        b2 = b.to(compute_dtype) * _expand_block(scale_b.to(compute_dtype), N, K, gb)
+    else:
+        sa = scale_a.to(compute_dtype).reshape(-1)
+        a2 = a2 * (sa[:, None] if sa.numel() > 1 else sa)
+        sb = scale_b.to(compute_dtype).reshape(-1)
+        b2 = b.to(compute_dtype) * (sb[:, None] if sb.numel() > 1 else sb)
     c = a2 @ b2.T
     if bias is not None:
         c = c + bias.to(compute_dtype)
     c = _activation_torch(c, activation)
     return c.to(out_dtype).reshape(*a.shape[:-1], b.shape[0])
+
+
+def _expand_block(s: torch.Tensor, rows: int, K: int, row_group: int) -> torch.Tensor:
+    """Scale ``s`` (ceil(rows/row_group), ceil(K/128)) broadcast to (rows, K): row r, column k gets
+    ``s[r // row_group, k // 128]``."""
+    ir = torch.arange(rows, device=s.device) // row_group
+    ik = torch.arange(K, device=s.device) // SCALE_BLOCK
+    return s.index_select(0, ir).index_select(1, ik)
+
+
+def _block_mode(scale_a, scale_b, lead: tuple, M: int, N: int, K: int) -> int | None:
+    """The row group of b's block scales (128: 128x128 blocks, 1: 1x128 groups) when (scale_a, scale_b) are block
+    scales and do not also fit the per-tensor/per-row modes (K <= 128 makes those the same product); else None."""
+    kb = -(-K // SCALE_BLOCK)
+    sa, sb = tuple(scale_a.shape), tuple(scale_b.shape)
+    if _legacy_shape(sa, ((M, 1), lead + (1,))) and _legacy_shape(sb, ((N, 1), (1, N))):
+        return None
+    if sa not in ((M, kb), lead + (kb,)):
+        return None
+    if sb == (-(-N // SCALE_BLOCK), kb):
+        return SCALE_BLOCK
+    if sb == (N, kb):
+        return 1
+    return None
+
+
+def _legacy_shape(shape: tuple, row_shapes: tuple) -> bool:
+    """``shape`` is a per-tensor or per-row scale shape (see :func:`_scale_mode`)."""
+    return (math.prod(shape) == 1 and len(shape) <= 2) or shape in row_shapes
 
 
 def _gemm_bf16_fallback(a2, b, sa, sb, a_vec, b_vec, bias, activation, out2):
@@ -143,8 +191,29 @@ def _scale_mode(name: str, s: torch.Tensor, rows: int, row_shapes: tuple[tuple[i
         return True
     allowed = ", ".join(str(x) for x in ((), (1,), *row_shapes))
     raise ValueError(
-        f"{name}: expected shape () or (1,) (per tensor) or one of {allowed} ({what}), got {shape}"
+        f"{name}: expected shape () or (1,) (per tensor) or one of {allowed} ({what}), or block scales "
+        f"(a: (M, ceil(K/128)), b: (ceil(N/128), ceil(K/128)) or (N, ceil(K/128))), got {shape}"
     )
+
+
+def _check_block_pairing(scale_a, scale_b, lead: tuple, M: int, N: int, K: int) -> None:
+    """Block scales come in pairs: one operand with block scales and the other without raises a ValueError that
+    names the other operand and the shapes it may have."""
+    kb = -(-K // SCALE_BLOCK)
+    nb = -(-N // SCALE_BLOCK)
+    sa, sb = tuple(scale_a.shape), tuple(scale_b.shape)
+    a_block = sa in ((M, kb), lead + (kb,)) and not _legacy_shape(sa, ((M, 1), lead + (1,)))
+    b_block = sb in ((nb, kb), (N, kb)) and not _legacy_shape(sb, ((N, 1), (1, N)))
+    if a_block and not b_block:
+        raise ValueError(
+            f"scale_b: with block scales for a ({sa} = (M, ceil(K/128))), expected ({nb}, {kb}) (one per 128x128 "
+            f"block of b) or ({N}, {kb}) (one per 1x128 group of b), got {sb}"
+        )
+    if b_block and not a_block:
+        raise ValueError(
+            f"scale_a: with block scales for b ({sb}), expected ({M}, {kb}) (M, ceil(K/128)): one per 1x128 group "
+            f"of a, got {sa}"
+        )
 
 
 def _tma_ready(t: torch.Tensor) -> bool:
@@ -170,6 +239,10 @@ def gemm(
     a: (..., K) FP8 (float8_e4m3fn / float8_e5m2), K contiguous. b: (N, K) FP8, K contiguous (nn.Linear weight).
     scale_a: fp32, () / (1,) per tensor or (M, 1) per row of a. scale_b: fp32, () / (1,) per tensor or (N, 1) /
     (1, N) per row of b. Dequantization factors: a ≈ a_fp8.float() * scale_a.
+    Block scales (Kb = ceil(K/128)): scale_a (M, Kb) per 1×128 group of a, with scale_b (ceil(N/128), Kb) per
+    128×128 block of b or (N, Kb) per 1×128 group of b; any strides, read in place (no copy); applied in fp32 at
+    every 128-wide K step (always precise accumulation; ``accumulate`` does not change it); a pinned ``config``
+    must have block_k = 128.
     out_dtype: torch.bfloat16 (default), torch.float16 or torch.float32. bias: (N,) in out_dtype or fp32.
     activation: None, "relu", "gelu" (exact erf form) or "silu". accumulate: "fast" or "precise" (see module doc).
     out: optional (..., N) contiguous tensor of ``out_dtype`` to write into. config: pin a kernel configuration
@@ -206,8 +279,17 @@ def gemm(
         raise ValueError(f"accumulate: expected 'fast' or 'precise', got {accumulate!r}")
     lead = tuple(a.shape[:-1])
     M = math.prod(lead)
-    a_vec = _scale_mode("scale_a", scale_a, M, ((M, 1), lead + (1,)), "per row of a")
-    b_vec = _scale_mode("scale_b", scale_b, N, ((N, 1), (1, N)), "per row of b")
+    for name, sc in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if sc.dtype != torch.float32:
+            raise TypeError(f"{name}: expected a torch.float32 dequantization scale, got {sc.dtype}")
+    b_group = _block_mode(scale_a, scale_b, lead, M, N, K)
+    block = b_group is not None
+    if block:
+        a_vec = b_vec = False
+    else:
+        _check_block_pairing(scale_a, scale_b, lead, M, N, K)
+        a_vec = _scale_mode("scale_a", scale_a, M, ((M, 1), lead + (1,)), "per row of a")
+        b_vec = _scale_mode("scale_b", scale_b, N, ((N, 1), (1, N)), "per row of b")
     if bias is not None:
         _check_tensor("bias", bias)
         if bias.dtype not in (out_dtype, torch.float32):
@@ -233,8 +315,13 @@ def gemm(
     if M == 0 or N == 0:
         return out
     out2 = out.view(M, N)
-    sa = scale_a.reshape(-1).contiguous()
-    sb = scale_b.reshape(-1).contiguous()
+    if block:
+        # 2-D (M, Kb) and (Nb or N, Kb) views with any strides: the kernel reads them in place.
+        sa = scale_a.reshape(M, -1)
+        sb = scale_b
+    else:
+        sa = scale_a.reshape(-1).contiguous()
+        sb = scale_b.reshape(-1).contiguous()
     if bias is not None:
         bias = bias.contiguous()
     if K == 0:
@@ -254,6 +341,10 @@ def gemm(
             "tritonfp8.gemm: this GPU has no FP8 tensor cores (needs sm_89+); using the BF16 fallback "
             "(exact FP8->BF16 conversion, BF16 matmul)",
         )
+        if block:
+            # No FP8 tensor cores: dequantize per block (exact in fp32) and multiply in fp32.
+            out2.copy_(gemm_torch(a2, b2, sa, sb, out_dtype=out_dtype, bias=bias, activation=activation))
+            return out
         return _gemm_bf16_fallback(a2, b2, sa, sb, a_vec, b_vec, bias, activation, out2).view(out.shape)
 
     from tritonfp8._kernels import gemm as kernels
@@ -265,21 +356,26 @@ def gemm(
         gpu_name = torch.cuda.get_device_name(idx)
     else:
         sms, gpu_name = kernels.INTERPRETER_SMS, None
-    precise = accumulate == "precise"
+    precise = accumulate == "precise" or block
     if config is None:
         config, source = select_config(
-            M, N, K, precise=precise, arch=arch, num_sms=sms, out_size=out.element_size(), gpu_name=gpu_name
+            M, N, K, precise=precise, arch=arch, num_sms=sms, out_size=out.element_size(), gpu_name=gpu_name,
+            block=block,
         )
         if source == "table" and arch >= 90:
             # Tables are tuned with bf16 output; a wider output needs a bigger staging buffer: refit the stages.
             config = fit_stages(config, out.element_size())
     if arch < 90 and config.uses_tma:
         raise ValueError(f"config: schedule {config.schedule!r} needs TMA (sm_90+); this device is sm_{arch}")
+    if block and config.block_k != SCALE_BLOCK:
+        raise ValueError(
+            f"config: block scales need block_k = {SCALE_BLOCK} (one scale column per K step), got {config.block_k}"
+        )
     # TMA stores need a 16-byte aligned base (a contiguous `out` may still start at an odd offset of its storage).
     dst = out2 if out2.data_ptr() % 16 == 0 else torch.empty((M, N), device=device, dtype=out_dtype)
     kernels.launch_gemm(
         a2, b2, sa, sb, bias, activation, dst, config,
-        a_vec=a_vec, b_vec=b_vec, precise=precise, arch=arch, sms=sms,
+        a_vec=a_vec, b_vec=b_vec, precise=precise, arch=arch, sms=sms, b_block_rows=b_group,
     )
     if dst is not out2:
         out2.copy_(dst)

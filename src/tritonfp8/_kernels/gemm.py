@@ -95,16 +95,46 @@ def _apply_activation(v, ACTIVATION: tl.constexpr):
 
 
 @triton.jit
+def _block_scale(s_ptr, off, n_rows, kb, stride_r, stride_k, BLOCK: tl.constexpr, GROUP: tl.constexpr):
+    """Block scale of K block ``kb`` for the rows off .. off+BLOCK-1 of one operand, read from the 2-D scale tensor
+    ``s_ptr[row // GROUP, kb]`` (any strides). A scalar when one group covers the tile (GROUP >= BLOCK: both powers
+    of two and ``off`` a multiple of BLOCK, so the tile never straddles two groups), else a (BLOCK,) vector.
+    Offsets stay below the scale tensor's element count (M * ceil(K/128) < 2^31 unless the FP8 operand is over
+    256 GiB); rows are int64 anyway."""
+    col = s_ptr + kb * stride_k
+    if GROUP >= BLOCK:
+        return tl.load(col + (off // GROUP).to(tl.int64) * stride_r)
+    else:
+        rows = off.to(tl.int64) + tl.arange(0, BLOCK)
+        return tl.load(col + (rows // GROUP) * stride_r, mask=rows < n_rows, other=0.0)
+
+
+@triton.jit
+def _scaled_block(blk, xs, ys, X_SCALAR: tl.constexpr, Y_SCALAR: tl.constexpr):
+    """``blk * xs[:, None] * ys[None, :]`` (fp32), with the scalar cases folded into one broadcast multiply."""
+    if X_SCALAR and Y_SCALAR:
+        return blk * (xs * ys)
+    elif X_SCALAR:
+        return blk * (ys * xs)[None, :]
+    elif Y_SCALAR:
+        return blk * (xs * ys)[:, None]
+    else:
+        return blk * (xs[:, None] * ys[None, :])
+
+
+@triton.jit
 def _gemm_tile(
     x, y, c, ws,
     x_scale, y_scale, bias,
     R, S, K,
     stride_xr, stride_yr, stride_cm,
+    stride_xs_r, stride_xs_k, stride_ys_r, stride_ys_k,
     k_scale,
     work_id, num_tiles, num_pid_r, num_pid_s, k_blocks,
     BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_R: tl.constexpr,
     SPLIT_K: tl.constexpr, USE_TMA: tl.constexpr, SUBTILE: tl.constexpr, SWAP_AB: tl.constexpr,
     X_SCALE_VEC: tl.constexpr, Y_SCALE_VEC: tl.constexpr, K_SCALED: tl.constexpr,
+    X_SCALE_GROUP: tl.constexpr, Y_SCALE_GROUP: tl.constexpr,
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, OUT_DTYPE: tl.constexpr, WS_KLOOP: tl.constexpr,
     TMA_STORE: tl.constexpr,
 ):
@@ -125,11 +155,13 @@ def _gemm_tile(
     off_s = pid_s * BLOCK_S
 
     # Product of the per-tensor (scalar) scales; 1.0 for vector ones, which the epilogue applies per row/column.
+    # (Block scales, X_SCALE_GROUP > 0, are all applied in the K loop: 1.0 here.)
     blk_scale_epi = 1.0
-    if not X_SCALE_VEC:
-        blk_scale_epi = blk_scale_epi * tl.load(x_scale)
-    if not Y_SCALE_VEC:
-        blk_scale_epi = blk_scale_epi * tl.load(y_scale)
+    if X_SCALE_GROUP == 0:
+        if not X_SCALE_VEC:
+            blk_scale_epi = blk_scale_epi * tl.load(x_scale)
+        if not Y_SCALE_VEC:
+            blk_scale_epi = blk_scale_epi * tl.load(y_scale)
     if K_SCALED:
         # Per-K-block factor, applied in the loop: the scalar scales times the runtime k_scale (1.0), whose
         # multiply keeps `acc + dot(x, y, 0)` from being folded back into `dot(x, y, acc)`.
@@ -140,7 +172,12 @@ def _gemm_tile(
         for kb in tl.range(kb_lo, kb_hi, warp_specialize=WS_KLOOP):
             xt = x.load([off_r, kb * BLOCK_K])
             yt = y.load([off_s, kb * BLOCK_K])
-            if K_SCALED:
+            if X_SCALE_GROUP > 0:
+                # Block scales: BLOCK_K = 128, so K block kb is scale column kb of both operands.
+                xs = _block_scale(x_scale, off_r, R, kb, stride_xs_r, stride_xs_k, BLOCK_R, X_SCALE_GROUP)
+                ys = _block_scale(y_scale, off_s, S, kb, stride_ys_r, stride_ys_k, BLOCK_S, Y_SCALE_GROUP)
+                acc += _scaled_block(tl.dot(xt, yt.T), xs, ys, X_SCALE_GROUP >= BLOCK_R, Y_SCALE_GROUP >= BLOCK_S)
+            elif K_SCALED:
                 acc += tl.dot(xt, yt.T) * blk_scale
             else:
                 acc = tl.dot(xt, yt.T, acc)
@@ -157,7 +194,11 @@ def _gemm_tile(
             mk = (k0 + offs_k)[None, :] < K
             xt = tl.load(x_ptrs + k0, mask=mask_r & mk, other=0.0)
             yt = tl.load(y_ptrs + k0, mask=mask_s & mk, other=0.0)
-            if K_SCALED:
+            if X_SCALE_GROUP > 0:
+                xs = _block_scale(x_scale, off_r, R, kb, stride_xs_r, stride_xs_k, BLOCK_R, X_SCALE_GROUP)
+                ys = _block_scale(y_scale, off_s, S, kb, stride_ys_r, stride_ys_k, BLOCK_S, Y_SCALE_GROUP)
+                acc += _scaled_block(tl.dot(xt, yt.T), xs, ys, X_SCALE_GROUP >= BLOCK_R, Y_SCALE_GROUP >= BLOCK_S)
+            elif K_SCALED:
                 acc += tl.dot(xt, yt.T) * blk_scale
             else:
                 acc = tl.dot(xt, yt.T, acc)
@@ -232,6 +273,7 @@ def fp8_gemm_kernel(
     x_scale, y_scale, bias,
     R, S, K,
     stride_xr, stride_yr, stride_cm,
+    stride_xs_r, stride_xs_k, stride_ys_r, stride_ys_k,
     k_scale,
     num_programs,
     KERNEL_NAME: tl.constexpr,
@@ -240,6 +282,7 @@ def fp8_gemm_kernel(
     USE_TMA: tl.constexpr, PERSISTENT: tl.constexpr, FLATTEN: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
     SUBTILE: tl.constexpr, SWAP_AB: tl.constexpr,
     X_SCALE_VEC: tl.constexpr, Y_SCALE_VEC: tl.constexpr, K_SCALED: tl.constexpr,
+    X_SCALE_GROUP: tl.constexpr, Y_SCALE_GROUP: tl.constexpr,
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, OUT_DTYPE: tl.constexpr, TMA_STORE: tl.constexpr,
 ):
     """``D = (X·x_scale)(Y·y_scale)ᵀ`` (+ bias, activation) for one or more output tiles.
@@ -251,6 +294,11 @@ def fp8_gemm_kernel(
     ws: fp32 workspace (SPLIT_K, M, N) when SPLIT_K > 1. x_scale/y_scale: fp32 dequantization factors, a vector over
     the rows of x/y (X_SCALE_VEC/Y_SCALE_VEC) or one scalar. bias: (N,) fp32/bf16/fp16 or None.
     k_scale: runtime fp32 factor applied per K block when K_SCALED (1.0 for the precise mode).
+    Block scales (X_SCALE_GROUP, Y_SCALE_GROUP > 0, K_SCALED, BLOCK_K = 128): x_scale is a 2-D fp32 tensor
+    (ceil(R / X_SCALE_GROUP), ceil(K / 128)) with strides (stride_xs_r, stride_xs_k), one scale per X_SCALE_GROUP
+    rows (1: 1x128 groups; 128: 128x128 blocks) and 128-wide K block; y_scale likewise. Each K block's fresh dot
+    is multiplied by ``x_scale[rows, kb][:, None] * y_scale[cols, kb][None, :]`` in fp32 and added to the fp32
+    accumulator; the epilogue applies no further scale.
     """
     pid = tl.program_id(0)
     num_pid_r = tl.cdiv(R, BLOCK_R)
@@ -261,17 +309,21 @@ def fp8_gemm_kernel(
         for work_id in tl.range(pid, num_tiles * SPLIT_K, num_programs, flatten=FLATTEN,
                                 warp_specialize=WARP_SPECIALIZE):
             _gemm_tile(
-                x, y, c, ws, x_scale, y_scale, bias, R, S, K, stride_xr, stride_yr, stride_cm, k_scale,
+                x, y, c, ws, x_scale, y_scale, bias, R, S, K, stride_xr, stride_yr, stride_cm,
+                stride_xs_r, stride_xs_k, stride_ys_r, stride_ys_k, k_scale,
                 work_id, num_tiles, num_pid_r, num_pid_s, k_blocks,
                 BLOCK_R, BLOCK_S, BLOCK_K, GROUP_R, SPLIT_K, USE_TMA, SUBTILE, SWAP_AB,
-                X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, HAS_BIAS, ACTIVATION, OUT_DTYPE, False, TMA_STORE,
+                X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, X_SCALE_GROUP, Y_SCALE_GROUP, HAS_BIAS, ACTIVATION, OUT_DTYPE,
+                False, TMA_STORE,
             )
     else:
         _gemm_tile(
-            x, y, c, ws, x_scale, y_scale, bias, R, S, K, stride_xr, stride_yr, stride_cm, k_scale,
+            x, y, c, ws, x_scale, y_scale, bias, R, S, K, stride_xr, stride_yr, stride_cm,
+            stride_xs_r, stride_xs_k, stride_ys_r, stride_ys_k, k_scale,
             pid, num_tiles, num_pid_r, num_pid_s, k_blocks,
             BLOCK_R, BLOCK_S, BLOCK_K, GROUP_R, SPLIT_K, USE_TMA, SUBTILE, SWAP_AB,
-            X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, HAS_BIAS, ACTIVATION, OUT_DTYPE, WARP_SPECIALIZE, TMA_STORE,
+            X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, X_SCALE_GROUP, Y_SCALE_GROUP, HAS_BIAS, ACTIVATION, OUT_DTYPE,
+            WARP_SPECIALIZE, TMA_STORE,
         )
 
 
@@ -312,8 +364,11 @@ _TL_OUT = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32
 REDUCE_BLOCK = 1024
 
 
-def scaling_token(a_vec: bool, b_vec: bool) -> str:
-    """Name field of the scale granularity: per tensor, per row of a and/or per row of b (output channel)."""
+def scaling_token(a_vec: bool, b_vec: bool, b_block_rows: int | None = None) -> str:
+    """Name field of the scale granularity: per tensor, per row of a and/or per row of b (output channel); block
+    scales: "blockwise" (1x128 groups of a, 128x128 blocks of b) or "group1x128" (1x128 groups of both)."""
+    if b_block_rows is not None:
+        return "blockwise" if b_block_rows > 1 else "group1x128"
     if a_vec and b_vec:
         return "rowwise"
     if a_vec:
@@ -330,10 +385,10 @@ def epilogue_token(has_bias: bool, activation: str | None) -> str | None:
 
 def gemm_kernel_name(
     cfg: GemmConfig, *, arch: int, a_dtype: torch.dtype, b_dtype: torch.dtype, out_dtype: torch.dtype,
-    a_vec: bool, b_vec: bool, precise: bool, has_bias: bool, activation: str | None,
+    a_vec: bool, b_vec: bool, precise: bool, has_bias: bool, activation: str | None, b_block_rows: int | None = None,
 ) -> KernelName:
     extras = []
-    if precise:
+    if precise and b_block_rows is None:  # block scaling is always per-K-block fp32: the scaling field says so
         extras.append("precise")
     if cfg.swap_ab:
         extras.append("swapab")
@@ -347,7 +402,7 @@ def gemm_kernel_name(
     return KernelName(
         arch=arch, op="fp8gemm", types=(short_name(a_dtype), short_name(b_dtype), "f32", short_name(out_dtype)),
         tile=(cfg.block_m, cfg.block_n, cfg.block_k), warps=cfg.num_warps, stages=cfg.num_stages,
-        schedule=cfg.schedule, scaling=scaling_token(a_vec, b_vec), extras=tuple(extras),
+        schedule=cfg.schedule, scaling=scaling_token(a_vec, b_vec, b_block_rows), extras=tuple(extras),
     )
 
 
@@ -378,13 +433,14 @@ INTERPRETER_SMS = 3
 def launch_gemm(
     a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, bias: torch.Tensor | None,
     activation: str | None, out: torch.Tensor, cfg: GemmConfig, *, a_vec: bool, b_vec: bool, precise: bool,
-    arch: int, sms: int, warmup: bool = False,
+    arch: int, sms: int, warmup: bool = False, b_block_rows: int | None = None,
 ) -> torch.Tensor:
     """Launch ``out = act((a·scale_a)(b·scale_b)ᵀ + bias)`` with ``cfg``; inputs already validated.
 
     a (M, K) and b (N, K) FP8 with K contiguous, row strides and base 16-byte aligned (TMA); scale_a (M,) when
     ``a_vec`` else (1,), scale_b (N,) when ``b_vec`` else (1,), fp32 contiguous; bias (N,) or None; out (M, N)
-    row-major contiguous. ``warmup=True`` compiles without launching (``triton.AsyncCompileMode`` can then compile
+    row-major contiguous. Block scales (``b_block_rows`` 128 or 1; ``cfg.block_k`` must be 128): scale_a
+    (M, ceil(K/128)) and scale_b (ceil(N/b_block_rows), ceil(K/128)), fp32, any strides (read in place). ``warmup=True`` compiles without launching (``triton.AsyncCompileMode`` can then compile
     many configs in parallel: see ``tritonfp8.tune``).
     """
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -396,6 +452,14 @@ def launch_gemm(
     else:
         x, y, x_scale, y_scale, x_vec, y_vec, R, S = a, b, scale_a, scale_b, a_vec, b_vec, M, N
     BR, BS, BK = cfg.block_m, cfg.block_n, cfg.block_k
+    if b_block_rows is not None:
+        if BK != 128:
+            raise ValueError(f"config: block scales need block_k = 128, got {BK}")
+        x_group, y_group = (b_block_rows, 1) if cfg.swap_ab else (1, b_block_rows)
+        xs_strides, ys_strides = tuple(x_scale.stride()), tuple(y_scale.stride())
+    else:
+        x_group = y_group = 0
+        xs_strides = ys_strides = (0, 0)
     if cfg.uses_tma:
         x_arg = TensorDescriptor.from_tensor(x, [BR, BK])
         y_arg = TensorDescriptor.from_tensor(y, [BS, BK])
@@ -409,7 +473,7 @@ def launch_gemm(
         c_arg = out
     name = gemm_kernel_name(
         cfg, arch=arch, a_dtype=a.dtype, b_dtype=b.dtype, out_dtype=out.dtype, a_vec=a_vec, b_vec=b_vec,
-        precise=precise, has_bias=bias is not None, activation=activation,
+        precise=precise, has_bias=bias is not None, activation=activation, b_block_rows=b_block_rows,
     ).build()
     num_tiles = triton.cdiv(R, BR) * triton.cdiv(S, BS)
     work = num_tiles * split
@@ -418,11 +482,12 @@ def launch_gemm(
     _launch(
         fp8_gemm_kernel, (grid_size,), warmup,
         x_arg, y_arg, c_arg, ws, x_scale, y_scale, bias if split == 1 else None,
-        R, S, K, x.stride(0), y.stride(0), out.stride(0), 1.0, grid_size,
+        R, S, K, x.stride(0), y.stride(0), out.stride(0), *xs_strides, *ys_strides, 1.0, grid_size,
         KERNEL_NAME=name, BLOCK_R=BR, BLOCK_S=BS, BLOCK_K=BK, GROUP_R=cfg.group_m, SPLIT_K=split,
         USE_TMA=cfg.uses_tma, PERSISTENT=cfg.persistent, FLATTEN=not cfg.warp_specialized,
         WARP_SPECIALIZE=cfg.warp_specialized, SUBTILE=cfg.epilogue_subtile, SWAP_AB=cfg.swap_ab,
-        X_SCALE_VEC=x_vec, Y_SCALE_VEC=y_vec, K_SCALED=precise, HAS_BIAS=bias is not None and split == 1,
+        X_SCALE_VEC=x_vec, Y_SCALE_VEC=y_vec, K_SCALED=precise or b_block_rows is not None,
+        X_SCALE_GROUP=x_group, Y_SCALE_GROUP=y_group, HAS_BIAS=bias is not None and split == 1,
         ACTIVATION=act if split == 1 else ACT_NONE, OUT_DTYPE=_TL_OUT[out.dtype], TMA_STORE=cfg.tma_store,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
@@ -441,9 +506,12 @@ def codegen_spec(
     cfg: GemmConfig, *, a_dtype: torch.dtype = torch.float8_e4m3fn, b_dtype: torch.dtype = torch.float8_e4m3fn,
     out_dtype: torch.dtype = torch.bfloat16, a_vec: bool = False, b_vec: bool = False, precise: bool = False,
     bias_dtype: torch.dtype | None = None, activation: str | None = None, description: str = "",
+    b_block_rows: int | None = None,
 ):
     """The offline-compilable :class:`tritonfp8.codegen.CodegenSpec` of the main kernel launched with ``cfg``
-    (same constexprs and argument types as :func:`launch_gemm`; pointer arguments assumed 16-byte aligned)."""
+    (same constexprs and argument types as :func:`launch_gemm`; pointer arguments assumed 16-byte aligned).
+    ``b_block_rows`` (128 or 1): block scales, stored as ``quantize`` returns them (row-major (rows, ceil(K/128)):
+    K-block stride 1, which the launcher's specialization turns into a constant)."""
     from tritonfp8.codegen import CodegenSpec
 
     if cfg.swap_ab:
@@ -464,24 +532,33 @@ def codegen_spec(
         "x": x_sig, "y": y_sig, "c": c_sig, "ws": "*fp32" if split > 1 else "constexpr",
         "x_scale": "*fp32", "y_scale": "*fp32", "bias": f"*{triton_sig(bias_dtype)}" if has_bias else "constexpr",
         "R": "i32", "S": "i32", "K": "i32", "stride_xr": "i32", "stride_yr": "i32", "stride_cm": "i32",
+        "stride_xs_r": "i32", "stride_xs_k": "i32", "stride_ys_r": "i32", "stride_ys_k": "i32",
         "k_scale": "fp32", "num_programs": "i32",
     }
+    block = b_block_rows is not None
+    if block:
+        x_group, y_group = (b_block_rows, 1) if cfg.swap_ab else (1, b_block_rows)
+    else:
+        x_group = y_group = 0
     constexprs = dict(
         BLOCK_R=BR, BLOCK_S=BS, BLOCK_K=BK, GROUP_R=cfg.group_m, SPLIT_K=split, USE_TMA=cfg.uses_tma,
         PERSISTENT=cfg.persistent, FLATTEN=not cfg.warp_specialized, WARP_SPECIALIZE=cfg.warp_specialized,
-        SUBTILE=cfg.epilogue_subtile, SWAP_AB=cfg.swap_ab, X_SCALE_VEC=x_vec, Y_SCALE_VEC=y_vec, K_SCALED=precise,
-        HAS_BIAS=has_bias, ACTIVATION=ACTIVATIONS[activation] if split == 1 else ACT_NONE,
+        SUBTILE=cfg.epilogue_subtile, SWAP_AB=cfg.swap_ab, X_SCALE_VEC=x_vec, Y_SCALE_VEC=y_vec,
+        K_SCALED=precise or block, X_SCALE_GROUP=x_group, Y_SCALE_GROUP=y_group, HAS_BIAS=has_bias, ACTIVATION=ACTIVATIONS[activation] if split == 1 else ACT_NONE,
         OUT_DTYPE=_TL_OUT[out_dtype], TMA_STORE=cfg.tma_store,
     )
     if split == 1:
         constexprs["ws"] = None
     if not has_bias:
         constexprs["bias"] = None
+    if block:
+        constexprs["stride_xs_k"] = 1
+        constexprs["stride_ys_k"] = 1
     for k in constexprs:
         signature[k] = "constexpr"
     name = gemm_kernel_name(
         cfg, arch=90, a_dtype=a_dtype, b_dtype=b_dtype, out_dtype=out_dtype, a_vec=a_vec, b_vec=b_vec,
-        precise=precise, has_bias=bias_dtype is not None, activation=activation,
+        precise=precise, has_bias=bias_dtype is not None, activation=activation, b_block_rows=b_block_rows,
     )
     # What the launcher's specialization sees for a typical call: 16-byte aligned pointers, K and N (and the
     # row strides K, K, N) multiples of 16 (validated); M is left unspecialized.
@@ -496,6 +573,8 @@ def codegen_spec(
 
 # Representative configurations, by codegen name (``python -m tritonfp8 codegen NAME --arch 90``).
 MAIN_CONFIG = GemmConfig(128, 256, 128, num_warps=8, num_stages=4, schedule="tmapersistent", epilogue_subtile=2)
+# Block scales: the precise mode's tile (block_config of a large shape).
+BLOCK_CONFIG = GemmConfig(128, 128, 128, num_warps=8, num_stages=5, schedule="tmapersistent")
 
 
 def _specs() -> dict:
@@ -527,6 +606,18 @@ def _specs() -> dict:
         "gemm_decode_swapab": codegen_spec(
             GemmConfig(64, 16, 256, group_m=1, num_warps=4, num_stages=8, schedule="tma", swap_ab=True),
             bias_dtype=torch.bfloat16, activation="silu", description="M<=64: swap-AB, bias + silu"),
+        "gemm_block_128x128": codegen_spec(
+            BLOCK_CONFIG, b_block_rows=128,
+            description="block scales: 1x128 groups of a, 128x128 blocks of b, applied per 128-K step in fp32"),
+        "gemm_block_group1x128_bias_gelu": codegen_spec(
+            BLOCK_CONFIG, b_block_rows=1, bias_dtype=torch.bfloat16, activation="gelu",
+            description="block scales: 1x128 groups of a and b, + bias + gelu"),
+        "gemm_block_128x256": codegen_spec(
+            GemmConfig(128, 256, 128, num_warps=8, num_stages=4, schedule="tmapersistent", epilogue_subtile=2),
+            b_block_rows=128, description="block scales on the fast mode's 128x256 tile (spill check)"),
+        "gemm_block_decode_swapab": codegen_spec(
+            GemmConfig(64, 16, 128, group_m=1, num_warps=4, num_stages=6, schedule="tma", swap_ab=True),
+            b_block_rows=128, description="block scales, M<=64: swap-AB"),
         "gemm_ada_ptr": codegen_spec(
             GemmConfig(128, 128, 64, num_warps=8, num_stages=4, schedule="ptr"),
             description="Ada (sm_89): pointer loads, mma.sync"),

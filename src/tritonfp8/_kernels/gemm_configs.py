@@ -258,6 +258,22 @@ def heuristic_config(
     return with_max_stages(cfg, out_size, cap=5)
 
 
+def block_config(M: int, N: int, K: int, *, arch: int = 90, num_sms: int = 132, out_size: int = 2) -> GemmConfig:
+    """Block-scaled operands (1x128 groups of a; 128x128 blocks or 1x128 groups of b): the precise mode's config
+    with block_k = 128, so each K step multiplies its fresh dot by exactly one scale column.
+
+    The tile is the precise mode's 128x128 (not 128x256): the per-K-block promotion needs a second fp32 tile in
+    registers, which spilled at 128x256 for precise (255 registers, 22 spill stores) and does here too (the block
+    scale vectors add registers; see docs/gemm.md for the offline SASS). M <= 64 takes swap-AB (b's rows fill the
+    64-row wgmma side) with 128-wide K blocks, as precise does.
+    """
+    cfg = heuristic_config(M, N, K, precise=True, arch=arch, num_sms=num_sms, out_size=out_size)
+    if cfg.block_k != 128:
+        cfg = with_max_stages(replace(cfg, block_k=128), out_size,
+                              SMEM_BYTES_SM89 if cfg.schedule == "ptr" else SMEM_BYTES_SM90, cap=cfg.num_stages)
+    return cfg
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # Tuned tables
 
@@ -280,8 +296,9 @@ def m_bucket(M: int) -> int:
     return max(16, _next_pow2(M))
 
 
-def table_key(M: int, N: int, K: int, precise: bool) -> str:
-    return f"{m_bucket(M)}x{N}x{K}:{'precise' if precise else 'fast'}"
+def table_key(M: int, N: int, K: int, precise: bool, block: bool = False) -> str:
+    mode = "block" if block else ("precise" if precise else "fast")
+    return f"{m_bucket(M)}x{N}x{K}:{mode}"
 
 
 @functools.lru_cache(maxsize=None)
@@ -332,13 +349,17 @@ def pinned() -> GemmConfig | None:
 
 
 def select_config(
-    M: int, N: int, K: int, *, precise: bool, arch: int, num_sms: int, out_size: int, gpu_name: str | None
+    M: int, N: int, K: int, *, precise: bool, arch: int, num_sms: int, out_size: int, gpu_name: str | None,
+    block: bool = False,
 ) -> tuple[GemmConfig, str]:
-    """(config, source): source is "pinned", "table" or "heuristic"."""
+    """(config, source): source is "pinned", "table" or "heuristic". ``block``: block-scaled operands (the
+    table has its own ``:block`` keys; the heuristic is :func:`block_config`)."""
     if _pinned is not None:
         return _pinned, "pinned"
     if gpu_name and os.environ.get("TRITONFP8_GEMM_TABLES", "1") != "0":
-        cfg = load_table(gpu_name).get(table_key(M, N, K, precise))
+        cfg = load_table(gpu_name).get(table_key(M, N, K, precise, block))
         if cfg is not None:
             return cfg, "table"
+    if block:
+        return block_config(M, N, K, arch=arch, num_sms=num_sms, out_size=out_size), "heuristic"
     return heuristic_config(M, N, K, precise=precise, arch=arch, num_sms=num_sms, out_size=out_size), "heuristic"

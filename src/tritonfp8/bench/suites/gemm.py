@@ -16,6 +16,13 @@ ours/cuBLAS exact's error ratio for precise), and for M <= 64 the achieved bandw
 Name A/B (``--name-ab``, on by default without ``--quick``): the main config compiled under the "cutlass" and the
 plain name, timed interleaved, plus whether the two SASS listings differ (offline compile of the same config).
 
+Block scaling (``--scaling block``, issue 4): ours with 1x128 scales of a (M, K/128) and 128x128 scales of b
+(N/128, K/128), random in [0.5, 1.5), vs ``_scaled_mm`` with the same block scales (cuBLAS blockwise, exact
+accumulation), on the same shapes (the issue's dense set unless ``--shapes``). cuBLAS takes scale_a stored
+outer-dim-major (stride (1, M)) and scale_b as the (K/128, N/128) view of the (N/128, K/128) tensor (see
+/work/shared/HOPPER-FP8-NOTES.md); ours reads the same scale tensors in place. Errors against the fp64 product of the
+block-dequantized inputs; bound: ``error_bound(bf16, K, "precise")``.
+
 Targets (H200, issue 3): fast geomean >= 1.05x (no shape < 0.95x); rowwise geomean >= 1.0x; precise >= 0.95x with
 error <= 1.1x cuBLAS exact's; M <= 64: >= 1.0x.
 """
@@ -28,7 +35,8 @@ from typing import Callable
 
 import torch
 
-DESCRIPTION = "FP8 GEMM TFLOPS vs torch._scaled_mm (fast, exact, rowwise) and BF16 matmul; schedule variants; name A/B"
+DESCRIPTION = ("FP8 GEMM TFLOPS vs torch._scaled_mm (fast, exact, rowwise; --scaling block: blockwise) and BF16 "
+               "matmul; schedule variants; name A/B")
 
 QUICK_SHAPES = "16x8192x8192;128x8192x8192;1024x10240x8192;8192x8192x8192;4096x57344x8192"
 MODES = ("fast", "precise", "rowwise")
@@ -52,6 +60,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--modes", default=",".join(MODES), help="comma list of fast, precise, rowwise")
     p.add_argument("--variants", default="", help=f"extra schedules of ours in fast mode: {', '.join(VARIANTS)}")
     p.add_argument("--no-bf16", action="store_true", help="skip the BF16 torch.matmul peer")
+    p.add_argument("--scaling", choices=("tensor", "block"), default="tensor",
+                   help="tensor: the --modes above; block: 1x128 x 128x128 block scales vs cuBLAS blockwise")
     p.add_argument("--name-ab", action=argparse.BooleanOptionalAction, default=None,
                    help="time the main config under the cutlass and the plain name (default: on unless --quick)")
 
@@ -89,6 +99,35 @@ def profile_case(args):
     return ours(p, None, precise=False), f"tritonfp8.gemm {M}x{N}x{K} fast"
 
 
+class BlockScales:
+    """Block scales for a :class:`tritonfp8.tune.Problem`: ``sa`` (M, ceil(K/128)) stored outer-dim-major
+    (stride (1, M)), ``sb`` (ceil(N/128), ceil(K/128)) row-major, both random in [0.5, 1.5); ``ref()`` the fp64
+    product of the block-dequantized inputs."""
+
+    def __init__(self, p, seed: int = 1):
+        dev = p.a.device
+        g = torch.Generator(device=dev).manual_seed(seed)
+        kb, nb = -(-p.K // 128), -(-p.N // 128)
+        self.p = p
+        self.sa = (torch.rand(kb, p.M, device=dev, generator=g) + 0.5).t()  # (M, Kb), strides (1, M)
+        self.sb = torch.rand(nb, kb, device=dev, generator=g) + 0.5
+
+    def ref(self) -> torch.Tensor:
+        from tritonfp8.gemm import gemm_torch
+
+        return gemm_torch(self.p.a, self.p.b, self.sa, self.sb, out_dtype=torch.float64,
+                          compute_dtype=torch.float64)
+
+
+def cublas_block(bs: BlockScales) -> Callable[[], torch.Tensor]:
+    """``torch._scaled_mm`` with block scales: scale_a (M, K/128) outer-dim-major, scale_b the (K/128, N/128) view
+    of the (N/128, K/128) tensor (layouts torch 2.11 / CUDA 13 accepts; HOPPER-FP8-NOTES.md)."""
+    p = bs.p
+    bt = p.b.t()
+    sbt = bs.sb.t()
+    return lambda: torch._scaled_mm(p.a, bt, scale_a=bs.sa, scale_b=sbt, out_dtype=torch.bfloat16)
+
+
 def _geomean(xs):
     xs = [x for x in xs if x and x > 0 and math.isfinite(x)]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
@@ -106,10 +145,13 @@ def run(args) -> int:
     if on_gpu and not torch.cuda.is_available():
         print("bench gemm needs a CUDA GPU")
         return 2
+    block = getattr(args, "scaling", "tensor") == "block"
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for m in modes:
         if m not in MODES:
             raise SystemExit(f"--modes: expected a comma list of {', '.join(MODES)}, got {m!r}")
+    if block:
+        modes = ["block"]  # the block-scaled comparison only; --modes is for the per-tensor/rowwise scalings
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     for v in variants:
         variant_config(K_.MAIN_CONFIG, v)  # validates the name
@@ -140,6 +182,12 @@ def run(args) -> int:
         outs: dict[str, Callable] = {}  # name -> (fn, rowwise?) for the error check
         cfg_fast, src = select_config(M, N, K, precise=False, arch=arch, num_sms=sms, out_size=2, gpu_name=gpu)
         cfg_prec, _ = select_config(M, N, K, precise=True, arch=arch, num_sms=sms, out_size=2, gpu_name=gpu)
+        cfg_block, _ = select_config(M, N, K, precise=True, arch=arch, num_sms=sms, out_size=2, gpu_name=gpu,
+                                     block=True)
+        bs = BlockScales(p) if block else None
+        if block:
+            fns["ours_block"] = lambda p=p, bs=bs: gemm(p.a, p.b, bs.sa, bs.sb, out=p.out)
+            fns["cublas_block"] = cublas_block(bs)
         if "fast" in modes:
             fns["ours_fast"] = lambda p=p: gemm(p.a, p.b, p.sa, p.sb, out=p.out)
             fns["cublas_fast"] = cublas(p, fast=True)
@@ -173,6 +221,10 @@ def run(args) -> int:
                 ref = p.a.double() @ p.b.double().T
                 errs[name] = rel_error_gpu(out, ref)
                 del ref
+            elif name.endswith("_block"):
+                ref = bs.ref()
+                errs[name] = rel_error_gpu(out, ref)
+                del ref
             else:
                 errs[name] = rel_error_gpu(out, p.ref(rowwise=name.endswith("rowwise")))
         fns = {k: v for k, v in fns.items() if math.isfinite(errs.get(k, 0.0))}
@@ -184,7 +236,7 @@ def run(args) -> int:
             if ours_key not in med or peer_key not in med:
                 return
             cmp = H.compare(times[ours_key], times[peer_key])
-            acc = "precise" if mode == "precise" else "fast"
+            acc = "precise" if mode in ("precise", "block") else "fast"
             bound = error_bound(torch.bfloat16, K, acc, tensor_core=True)
             r = {
                 "shape": f"{M}x{N}x{K}", "M": M, "N": N, "K": K, "mode": mode, "ours": ours_key, "peer": peer_key,
@@ -210,6 +262,7 @@ def run(args) -> int:
         row("fast", "ours_fast", "cublas_fast", cfg_fast)
         row("precise", "ours_precise", "cublas_exact", cfg_prec)
         row("rowwise", "ours_rowwise", "cublas_rowwise", cfg_fast)
+        row("block", "ours_block", "cublas_block", cfg_block)
         for v, vc in vcfgs.items():
             row(f"fast:{v}", f"ours_fast:{v}", "cublas_fast", vc)
         del p
@@ -250,13 +303,15 @@ def run(args) -> int:
     if not args.no_save:
         w = H.ResultsWriter("gemm", out_dir=args.out, env=env)
         w.write(rows, config={"shapes": [list(s) for s in shapes], "modes": modes, "variants": variants,
+                              "scaling": "block" if block else "tensor",
                               "repeats": args.repeats, "name_ab": ab, "summary": summary},
                 notes=failures)
-        fast = [r for r in rows if r["mode"] == "fast"]
+        main = "block" if block else "fast"
+        fast = [r for r in rows if r["mode"] == main]
         if fast:
             H.plot_bars(w.png_path, [r["shape"] for r in fast],
-                        {"tritonfp8 fast": [r["ours_tflops"] for r in fast],
-                         "cuBLAS fast": [r["peer_tflops"] for r in fast],
+                        {f"tritonfp8 {main}": [r["ours_tflops"] for r in fast],
+                         f"cuBLAS {main}": [r["peer_tflops"] for r in fast],
                          **({"BF16 matmul": [r.get("bf16_tflops") for r in fast]} if not args.no_bf16 else {})},
                         ylabel="TFLOPS", title=f"FP8 GEMM on {gpu}", hline=(peak, "FP8 dense peak") if peak else None)
         console.print(f"wrote {w.json_path}" + (f" and {w.png_path}" if fast else ""))
