@@ -151,8 +151,8 @@ def dequantize_weight(weight: torch.Tensor, scale: torch.Tensor, dtype: torch.dt
 def gemm_takes_block_scales() -> bool:
     """Whether :func:`tritonfp8.gemm` applies block scales ((M, K/128) × (N/128, K/128)) itself.
 
-    The GEMM module says so with ``BLOCK_SCALES = True``. Until then the block recipe runs
-    :func:`_block_scaled_gemm`.
+    The GEMM module says so with ``BLOCK_SCALES = True`` (set since the block-scaled kernel landed); a GEMM module
+    without it makes the block recipe run :func:`_block_scaled_gemm` instead.
     """
     import importlib
 
@@ -161,13 +161,14 @@ def gemm_takes_block_scales() -> bool:
 
 
 def _block_scaled_gemm(xq, sx, w, sw, block, out_dtype, bias):
-    """Interim block-scaled GEMM: one FP8 GEMM per K block, fp32 partial results summed (K/G launches).
+    """Block-scaled GEMM from per-row GEMMs: one FP8 GEMM per K block, fp32 partial results summed (K/G launches).
+    Used only when :func:`gemm_takes_block_scales` is False.
 
     Activations (M, K) with (1, G) scales ``sx`` (M, ceil(K/G)); weight (N, K) with (G, G) scales ``sw``
     (ceil(N/G), ceil(K/G)). Within one K block the activation scale is per row and the weight scale per output
     channel (constant over G rows), which the per-row/per-channel GEMM applies exactly; the sum over K blocks is in
     fp32 (the "precise" accumulation of the block recipe). Correct but slow: it launches ceil(K/G) GEMMs and reads
-    the output K/G times — a stop-gap until the GEMM kernel applies block scales in its K loop.
+    the output K/G times; the GEMM kernel's own block-scale path replaces it.
     """
     gk = block[1]
     gn = block[0]
