@@ -830,6 +830,21 @@ def _specs() -> dict:
             GemmConfig(128, 128, 64, num_warps=8, num_stages=4, schedule="ptr"),
             description="Ada (sm_89): pointer loads, mma.sync"),
     }
+    # Grouped (MoE) GEMM: the same kernel with GROUPED = 1 (contiguous groups) / 2 (masked), G = 64 experts.
+    grouped_main = GemmConfig(128, 256, 128, num_warps=8, num_stages=4, schedule="tmapersistent", epilogue_subtile=2)
+    specs.update({
+        "grouped_fast_tensorwise": grouped_codegen_spec(
+            grouped_main, a_per_group=True, description="grouped, 64 groups: per-group scales, 128x256x128 fast"),
+        "grouped_fast_rowwise": grouped_codegen_spec(
+            grouped_main, a_vec=True, b_vec=True, description="grouped: rowwise scales (total_M,1) x (G,N)"),
+        "grouped_precise_tensorwise": grouped_codegen_spec(
+            BLOCK_CONFIG, a_per_group=True, precise=True, description="grouped, precise accumulation"),
+        "grouped_block_128x128": grouped_codegen_spec(
+            BLOCK_CONFIG, b_block_rows=128, description="grouped, block scales 1x128 a / 128x128 b"),
+        "grouped_masked_decode": grouped_codegen_spec(
+            GemmConfig(64, 256, 128, num_warps=4, num_stages=4, schedule="tmapersistent", epilogue_subtile=2),
+            mode=GROUPED_MASKED, a_vec=True, b_vec=True, description="masked (decode): 64-row tiles, rowwise"),
+    })
     reduce_name = reduce_kernel_name(arch=90, out_dtype=torch.bfloat16, split_k=2, has_bias=True, activation="relu")
     specs["gemm_splitk_reduce"] = CodegenSpec(
         fn=fp8_gemm_splitk_reduce_kernel,
