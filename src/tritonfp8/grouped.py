@@ -307,14 +307,11 @@ def grouped_gemm(
         _check_out(out, (M, N), out_dtype)
     if M == 0 or N == 0:
         return out
-    if group_offsets is not None:
-        rows = group_offsets.to(torch.int32)
-    else:  # offsets on the device: a cumulative sum, no sync
-        rows = torch.cat([torch.zeros(1, dtype=torch.int64, device=device), torch.cumsum(m_sizes, 0)])
-        rows = rows.to(torch.int32)
-    rows = rows.contiguous()
+    # int32 tensors pass as they are (no conversion launch); the kernel takes the prefix sum of m_sizes itself.
+    rows = idx.to(torch.int32).contiguous()
     return _run(a, b, scale_a, scale_b, a_kind, b_kind, b_rows, bias, activation, accumulate, out, config,
-                mode="contiguous", rows=rows, cap=0, rows_per_group=max(1, M // max(G, 1)), device=device)
+                mode="offsets" if group_offsets is not None else "sizes", rows=rows, cap=0,
+                rows_per_group=max(1, M // max(G, 1)), device=device)
 
 
 def grouped_gemm_masked(
@@ -418,7 +415,8 @@ def _run(a2, b, scale_a, scale_b, a_kind, b_kind, b_rows, bias, activation, accu
                          "'tmawspersistent'); the pointer schedule is not persistent")
     kernels.launch_grouped(
         a2, b, sa, sb, bias, activation, out2, config,
-        mode=kernels.GROUPED_CONTIGUOUS if mode == "contiguous" else kernels.GROUPED_MASKED,
+        mode={"offsets": kernels.GROUPED_CONTIGUOUS, "sizes": kernels.GROUPED_SIZES,
+              "masked": kernels.GROUPED_MASKED}[mode],
         group_rows=rows, group_cap=cap, a_vec=a_kind == "row", a_group_stride=a_stride, b_vec=b_kind == "row",
         b_group_stride=b_stride, precise=precise, arch=arch, sms=sms, b_block_rows=b_rows,
     )
@@ -429,8 +427,9 @@ def _expand_bias(bias, rows, mode, cap, M):
     """K = 0: each row's result is its group's bias (computed on the device, no sync)."""
     G = bias.shape[0]
     r = torch.arange(M, device=bias.device)
-    if mode == "contiguous":
-        gid = torch.searchsorted(rows[1:].to(torch.int64), r, right=True).clamp(max=G - 1)
+    if mode != "masked":
+        ends = rows[1:] if mode == "offsets" else torch.cumsum(rows, 0)
+        gid = torch.searchsorted(ends.to(torch.int64), r, right=True).clamp(max=G - 1)
     else:
         gid = r // cap
     return bias.float().index_select(0, gid)

@@ -330,6 +330,7 @@ def fp8_gemm_kernel(
     ``D_g = X[rows of g] · Y_gᵀ`` with y the (G*S, K) view of the (G, S, K) weights (S = N per group) and c the
     (R, S) output holding each group's rows where its x rows are.
     GROUPED = 1 (contiguous): group_rows = int32 offsets (G+1,), group g owns x rows offsets[g] .. offsets[g+1]-1.
+    GROUPED = 3 (contiguous, sizes): group_rows = int32 rows per group (G,); offsets are their prefix sum.
     GROUPED = 2 (masked, decode): group_rows = int32 valid counts (G,), x is the (G*group_cap, K) view of a
     (G, group_cap, K) buffer, group g owns rows g*group_cap .. g*group_cap+counts[g]-1; other rows are not written.
     The tile schedule is computed here, on the device, from those G values (no host sync): per-group tile counts
@@ -341,7 +342,9 @@ def fp8_gemm_kernel(
     stride); bias (G, S).
     """
     pid = tl.program_id(0)
+    num_pid_r = tl.cdiv(R, BLOCK_R)  # (unused when GROUPED: each group has its own row-tile count)
     num_pid_s = tl.cdiv(S, BLOCK_S)
+    num_tiles = num_pid_r * num_pid_s
     k_blocks = tl.cdiv(K, BLOCK_K)
     if GROUPED > 0:
         g_idx = tl.arange(0, G_PAD)
@@ -349,6 +352,10 @@ def fp8_gemm_kernel(
         if GROUPED == 1:
             g_lo = tl.load(group_rows + g_idx, mask=g_valid, other=0)
             g_hi = tl.load(group_rows + g_idx + 1, mask=g_valid, other=0)
+        elif GROUPED == 3:  # sizes: the offsets are their prefix sum, here (no separate cumsum launch)
+            g_size = tl.load(group_rows + g_idx, mask=g_valid, other=0)
+            g_hi = tl.cumsum(g_size, 0)
+            g_lo = g_hi - g_size
         else:
             g_lo = g_idx * group_cap
             g_hi = g_lo + tl.load(group_rows + g_idx, mask=g_valid, other=0)
@@ -357,15 +364,12 @@ def fp8_gemm_kernel(
         g_tiles = tl.cdiv(g_hi - g_lo, BLOCK_R) * num_pid_s
         g_cum = tl.cumsum(g_tiles, 0)
         num_tiles = tl.sum(g_tiles, 0)
-        num_pid_r = 0
     else:
         g_idx = 0
         g_lo = 0
         g_hi = 0
         g_tiles = 0
         g_cum = 0
-        num_pid_r = tl.cdiv(R, BLOCK_R)
-        num_tiles = num_pid_r * num_pid_s
     if PERSISTENT:
         for work_id in tl.range(pid, num_tiles * SPLIT_K, num_programs, flatten=FLATTEN,
                                 warp_specialize=WARP_SPECIALIZE):
@@ -568,7 +572,7 @@ def launch_gemm(
 
 
 # Grouped GEMM modes (constexpr GROUPED).
-GROUPED_CONTIGUOUS, GROUPED_MASKED = 1, 2
+GROUPED_CONTIGUOUS, GROUPED_MASKED, GROUPED_SIZES = 1, 2, 3
 
 
 def grouped_kernel_name(cfg: GemmConfig, *, mode: int, arch: int, a_dtype, b_dtype, out_dtype, a_vec: bool,
@@ -578,7 +582,7 @@ def grouped_kernel_name(cfg: GemmConfig, *, mode: int, arch: int, a_dtype, b_dty
     base = gemm_kernel_name(cfg, arch=arch, a_dtype=a_dtype, b_dtype=b_dtype, out_dtype=out_dtype, a_vec=a_vec,
                             b_vec=b_vec, precise=precise, has_bias=has_bias, activation=activation,
                             b_block_rows=b_block_rows)
-    op = "fp8groupedgemm" if mode == GROUPED_CONTIGUOUS else "fp8maskedgemm"
+    op = "fp8maskedgemm" if mode == GROUPED_MASKED else "fp8groupedgemm"
     return dataclasses.replace(base, op=op)
 
 
@@ -610,7 +614,8 @@ def launch_grouped(
     """One persistent launch of the grouped GEMM; inputs already validated (see :mod:`tritonfp8.grouped`).
 
     a (R, K) FP8 rows of all groups (masked: the (G*cap, K) view); b (G, N, K) FP8 contiguous, read as (G*N, K);
-    out (R, N) row-major. group_rows: int32 device tensor, offsets (G+1,) (contiguous) or counts (G,) (masked).
+    out (R, N) row-major. group_rows: int32 device tensor, offsets (G+1,) (GROUPED_CONTIGUOUS), sizes (G,)
+    (GROUPED_SIZES) or counts (G,) (GROUPED_MASKED).
     scale_a: (R,) rowwise (a_vec), per tensor at scale_a[g * a_group_stride] (stride 0: one scalar; 1: (G,)), or
     block (R, Kb). scale_b: (G,) per tensor (b_group_stride 1), (G, N) rowwise (b_vec, stride N) or block
     (G, ceil(N/b_block_rows), Kb) with its dim-0 stride. bias (G, N) contiguous or None. No host sync: the grid is
@@ -688,7 +693,7 @@ def grouped_codegen_spec(
             constexprs["stride_xs_g"] = 1 if a_per_group else 0
     else:
         constexprs.update(stride_xs_k=1, stride_ys_k=1, stride_xs_g=0)
-    if mode == GROUPED_CONTIGUOUS:
+    if mode != GROUPED_MASKED:
         signature["group_cap"] = "constexpr"
         constexprs["group_cap"] = 0
     for k in constexprs:
@@ -834,7 +839,8 @@ def _specs() -> dict:
     grouped_main = GemmConfig(128, 256, 128, num_warps=8, num_stages=4, schedule="tmapersistent", epilogue_subtile=2)
     specs.update({
         "grouped_fast_tensorwise": grouped_codegen_spec(
-            grouped_main, a_per_group=True, description="grouped, 64 groups: per-group scales, 128x256x128 fast"),
+            grouped_main, mode=GROUPED_SIZES, a_per_group=True,
+            description="grouped (m_sizes), 64 groups: per-group scales, 128x256x128 fast"),
         "grouped_fast_rowwise": grouped_codegen_spec(
             grouped_main, a_vec=True, b_vec=True, description="grouped: rowwise scales (total_M,1) x (G,N)"),
         "grouped_precise_tensorwise": grouped_codegen_spec(
