@@ -343,3 +343,27 @@ def test_gpu_moe_shape(scales):
     assert out.shape == (M, N)
     check_groups(out, ref, c.sizes, tol(c, "cuda"))
 
+
+
+def test_registered_ops_fake_and_eager(device):
+    """torch.ops.tritonfp8.grouped_gemm(_masked): fake tensors give the host-known output shapes (no group sizes
+    read); the eager wrappers (tritonfp8.grouped_gemm is the ops wrapper) give the implementation's result."""
+    import tritonfp8
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        a = torch.empty(10, 64, dtype=E4)
+        b = torch.empty(3, 32, 64, dtype=E4)
+        c = torch.ops.tritonfp8.grouped_gemm(a, b, torch.ones(()), torch.ones(3), None,
+                                             torch.ones(3, dtype=torch.int32), torch.bfloat16, None, None, "fast")
+        assert c.shape == (10, 32) and c.dtype == torch.bfloat16
+        am = torch.empty(3, 8, 64, dtype=E4)
+        cm = torch.ops.tritonfp8.grouped_gemm_masked(am, b, torch.ones(()), torch.ones(3),
+                                                     torch.ones(3, dtype=torch.int32), torch.float32, None, None,
+                                                     "fast")
+        assert cm.shape == (3, 8, 32) and cm.dtype == torch.float32
+    a, b, sa, sb, _ = make(Case((4, 0, 6), 32, 64), device)
+    sizes = torch.tensor([4, 0, 6], dtype=torch.int32, device=device)
+    o1 = tritonfp8.grouped_gemm(a, b, sa, sb, m_sizes=sizes)
+    o2 = torch.ops.tritonfp8.grouped_gemm(a, b, sa, sb, None, sizes, torch.bfloat16, None, None, "fast")
+    assert torch.equal(o1, o2)
