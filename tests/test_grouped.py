@@ -367,3 +367,30 @@ def test_registered_ops_fake_and_eager(device):
     o1 = tritonfp8.grouped_gemm(a, b, sa, sb, m_sizes=sizes)
     o2 = torch.ops.tritonfp8.grouped_gemm(a, b, sa, sb, None, sizes, torch.bfloat16, None, None, "fast")
     assert torch.equal(o1, o2)
+
+
+def test_many_groups_non_power_of_two(device):
+    """G = 65 (G_PAD = 128): mostly empty groups, a few rows in others; the vector search over the prefix sum
+    finds every tile's group."""
+    G, N, K = 65, 32, 32
+    sizes = [0] * G
+    for g, m in ((0, 3), (1, 1), (31, 70), (32, 2), (63, 5), (64, 9)):
+        sizes[g] = m
+    c = Case(tuple(sizes), N, K, a_scale="row", b_scale="row")
+    a, b, sa, sb, _ = make(c, device)
+    out = grouped_gemm(a, b, sa, sb, m_sizes=torch.tensor(sizes, dtype=torch.int32, device=device),
+                       out_dtype=torch.float32, config=CFG)
+    ref = grouped_gemm_torch(a.cpu(), b.cpu(), sa.cpu(), sb.cpu(), m_sizes=torch.tensor(sizes),
+                             out_dtype=torch.float64, compute_dtype=torch.float64)
+    check_groups(out, ref, sizes, tol(c, device))
+
+
+@pytest.mark.parametrize("cfg", [
+    GemmConfig(64, 32, 32, num_warps=4, num_stages=2, schedule="tma"),
+    GemmConfig(128, 256, 128, num_warps=4, num_stages=4, schedule="tmawspersistent"),
+    GemmConfig(64, 32, 32, num_warps=4, num_stages=2, schedule="tmapersistent", split_k=2),
+], ids=["nonpersistent", "wspersistent", "splitk"])
+def test_unsupported_config(device, cfg):
+    a, b, sa, sb = _ok(device)
+    with pytest.raises(ValueError, match="config: grouped GEMM needs schedule 'tmapersistent'"):
+        grouped_gemm(a, b, sa, sb, m_sizes=torch.tensor([5, 0, 5], device=device), config=cfg)

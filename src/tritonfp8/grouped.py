@@ -42,8 +42,8 @@ import torch
 from tritonfp8 import _backend
 from tritonfp8._formats import FP8_FORMATS
 from tritonfp8.gemm import (
-    ACCUMULATE, ACTIVATIONS, OUT_DTYPES, SCALE_BLOCK, GemmConfig, _activation_torch, _check_tensor, error_bound,
-    gemm_torch,
+    ACCUMULATE, ACTIVATIONS, OUT_DTYPES, SCALE_BLOCK, GemmConfig, _activation_torch, _check_tensor, _tma_ready,
+    error_bound, gemm_torch,
 )
 
 __all__ = ["grouped_gemm", "grouped_gemm_masked", "grouped_gemm_torch", "grouped_gemm_masked_torch",
@@ -184,7 +184,7 @@ def _scale_kinds(scale_a: torch.Tensor, scale_b: torch.Tensor, M: int, G: int, N
     )
 
 
-def _check_common(fn: str, a, b, scale_a, scale_b, bias, out_dtype, activation, accumulate, config, K_dim: int):
+def _check_common(a, b, scale_a, scale_b, bias, out_dtype, activation, accumulate, config):
     for name, t in (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b)):
         _check_tensor(name, t)
     if a.dtype not in FP8_FORMATS:
@@ -267,8 +267,7 @@ def grouped_gemm(
     doc. accumulate: "fast" or "precise" (as :func:`tritonfp8.gemm`). out: optional contiguous (total_M, N) of
     out_dtype. config: pin a kernel config (persistent schedule). Returns (total_M, N) out_dtype.
     """
-    G, N, K = _check_common("grouped_gemm", a, b, scale_a, scale_b, bias, out_dtype, activation, accumulate,
-                            config, 1)
+    G, N, K = _check_common(a, b, scale_a, scale_b, bias, out_dtype, activation, accumulate, config)
     if a.dim() != 2:
         raise ValueError(f"a: expected (total_M, K) rows of all groups, got shape {tuple(a.shape)}")
     M = a.shape[0]
@@ -322,8 +321,7 @@ def grouped_gemm_masked(
 ) -> torch.Tensor:
     """Decode variant: a (G, M_max, K) FP8 fixed-capacity buffer, masked_m (G,) valid rows per group (integer,
     on a's device). Returns (G, M_max, N) out_dtype; rows past masked_m[g] are not written (module doc)."""
-    G, N, K = _check_common("grouped_gemm_masked", a, b, scale_a, scale_b, bias, out_dtype, activation, accumulate,
-                            config, 2)
+    G, N, K = _check_common(a, b, scale_a, scale_b, bias, out_dtype, activation, accumulate, config)
     if a.dim() != 3 or a.shape[0] != G:
         raise ValueError(f"a: expected (G, M_max, K) with G = {G} (b's groups), got shape {tuple(a.shape)}")
     cap = a.shape[1]
@@ -360,10 +358,6 @@ def _check_out(out, shape: tuple, out_dtype) -> None:
         raise ValueError(f"out: expected shape {shape}, got {tuple(out.shape)}")
     if not out.is_contiguous():
         raise ValueError("out: expected a contiguous tensor")
-
-
-def _tma_ready(t: torch.Tensor) -> bool:
-    return t.stride(-1) == 1 and t.stride(0) % 16 == 0 and t.data_ptr() % 16 == 0
 
 
 def _run(a2, b, scale_a, scale_b, a_kind, b_kind, b_rows, bias, activation, accumulate, out2, config, *, mode,
@@ -410,9 +404,6 @@ def _run(a2, b, scale_a, scale_b, a_kind, b_kind, b_rows, bias, activation, accu
     if arch < 90:
         raise NotImplementedError(f"grouped_gemm: the grouped kernel needs TMA (sm_90+); this device is sm_{arch}: "
                                   "use grouped_gemm_torch")
-    if not config.persistent:
-        raise ValueError("config: grouped GEMM needs a persistent schedule ('tmapersistent' or "
-                         "'tmawspersistent'); the pointer schedule is not persistent")
     kernels.launch_grouped(
         a2, b, sa, sb, bias, activation, out2, config,
         mode={"offsets": kernels.GROUPED_CONTIGUOUS, "sizes": kernels.GROUPED_SIZES,

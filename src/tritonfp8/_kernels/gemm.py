@@ -588,8 +588,10 @@ def grouped_kernel_name(cfg: GemmConfig, *, mode: int, arch: int, a_dtype, b_dty
 
 def _grouped_args(cfg: GemmConfig, *, mode: int, G: int, a_vec: bool, b_vec: bool, b_block_rows: int | None):
     """Constexprs shared by :func:`launch_grouped` and :func:`grouped_codegen_spec`."""
-    if not cfg.persistent or cfg.swap_ab or cfg.split_k != 1:
-        raise ValueError(f"config: grouped GEMM needs a persistent schedule without swap-AB or split-K, got "
+    # 'tmawspersistent' fails in Triton 3.6's sm_90 TTGIR passes with the grouped schedule (measured offline:
+    # "PassManager::run failed" in make_ttgir), so the grouped GEMM takes 'tmapersistent' only.
+    if cfg.schedule != "tmapersistent" or cfg.swap_ab or cfg.split_k != 1:
+        raise ValueError(f"config: grouped GEMM needs schedule 'tmapersistent' without swap-AB or split-K, got "
                          f"{cfg.short()}")
     if b_block_rows is not None and cfg.block_k != 128:
         raise ValueError(f"config: block scales need block_k = 128, got {cfg.block_k}")
