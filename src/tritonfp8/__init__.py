@@ -13,6 +13,10 @@ from tritonfp8.quantize import dequantize, dequantize_torch, quantize, quantize_
 # --- gemm ---
 # The function shadows the submodule attribute: reach the module with importlib.import_module("tritonfp8.gemm").
 from tritonfp8.gemm import GemmConfig, gemm, gemm_torch  # noqa: E402
+# --- grouped gemm (issue 4: MoE; contiguous groups and the masked decode variant) ---
+from tritonfp8.grouped import (  # noqa: E402
+    grouped_gemm, grouped_gemm_masked, grouped_gemm_masked_torch, grouped_gemm_torch,
+)
 # --- attention ---
 # The function shadows the submodule attribute: reach the module with importlib.import_module("tritonfp8.attention").
 from tritonfp8.attention import AttnConfig, attention, attention_torch  # noqa: E402
@@ -28,5 +32,7 @@ from tritonfp8.nn import RECIPES, FP8Linear, Recipe, calibrate, convert_model  #
 # The op modules are imported first: importing a submodule later would rebind its name here to the module.
 ops._import_implementations()
 from tritonfp8.ops import attention, decode_attention, dequantize, gemm, quantize, write_kv_cache  # noqa: E402
+# grouped gemm: the traceable wrappers (eager calls go straight to tritonfp8.grouped)
+from tritonfp8.ops import grouped_gemm, grouped_gemm_masked  # noqa: E402
 
 __version__ = "0.1.0"

@@ -18,6 +18,9 @@ whose signature is the public op's:
 ``attention``                     prefill FlashAttention forward ``-> (out, lse)`` (lse empty unless asked)
 ``write_kv_cache``                scatters quantized k/v into the paged caches (mutated)
 ``decode_attention``              paged-cache decode ``-> out``
+``grouped_gemm``                  ``(a, b, scale_a, scale_b, group_offsets, m_sizes, out_dtype, bias, activation,
+                                  accumulate) -> c`` (MoE, contiguous groups; exactly one of offsets / sizes)
+``grouped_gemm_masked``           ``(a, b, scale_a, scale_b, masked_m, out_dtype, bias, activation, accumulate) -> c``
 ================================  =======================================================================
 
 Granularity travels through the schema as a string: ``"tensor"``, ``"row"``, ``"col"`` or ``"<G>x<H>"`` for a
@@ -48,6 +51,8 @@ __all__ = [
     "attention",
     "write_kv_cache",
     "decode_attention",
+    "grouped_gemm",
+    "grouped_gemm_masked",
     "granularity_to_str",
     "granularity_from_str",
     "quantize_scale_shape",
@@ -55,7 +60,8 @@ __all__ = [
 ]
 
 # Names of the registered ops: torch.ops.tritonfp8.<name>.
-OPS = ("quantize", "dequantize", "gemm", "gemm_out", "attention", "write_kv_cache", "decode_attention")
+OPS = ("quantize", "dequantize", "gemm", "gemm_out", "attention", "write_kv_cache", "decode_attention",
+       "grouped_gemm", "grouped_gemm_masked")
 
 
 _FNS: dict = {}
@@ -81,7 +87,7 @@ def _impl(module: str, name: str):
     return fn
 
 
-_IMPL_MODULES = ("quantize", "gemm", "attention", "decode")
+_IMPL_MODULES = ("quantize", "gemm", "attention", "decode", "grouped")
 
 
 def _import_implementations() -> None:
@@ -221,6 +227,83 @@ def dequantize(xq: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype = torch
     if _direct(xq, scale):
         return _impl("quantize", "dequantize")(xq, scale, dtype)
     return torch.ops.tritonfp8.dequantize(xq, scale, dtype)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# grouped gemm (MoE): output shapes are host-known ((total_M, N), (G, M_max, N)): the fakes need no group sizes.
+
+
+@custom_op("tritonfp8::grouped_gemm", mutates_args=())
+def _grouped_gemm_op(
+    a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
+    group_offsets: torch.Tensor | None, m_sizes: torch.Tensor | None, out_dtype: torch.dtype,
+    bias: torch.Tensor | None, activation: str | None, accumulate: str,
+) -> torch.Tensor:
+    return _impl("grouped", "grouped_gemm")(
+        a, b, scale_a, scale_b, group_offsets=group_offsets, m_sizes=m_sizes, out_dtype=out_dtype, bias=bias,
+        activation=activation, accumulate=accumulate, check=False,
+    )
+
+
+@_grouped_gemm_op.register_fake
+def _(a, b, scale_a, scale_b, group_offsets, m_sizes, out_dtype, bias, activation, accumulate):
+    if b.dim() != 3 or a.shape[-1] != b.shape[-1]:
+        raise ValueError(f"b: expected (G, N, K) with K = {a.shape[-1]} (a's last dim), got shape {tuple(b.shape)}")
+    return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype)
+
+
+@custom_op("tritonfp8::grouped_gemm_masked", mutates_args=())
+def _grouped_gemm_masked_op(
+    a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, masked_m: torch.Tensor,
+    out_dtype: torch.dtype, bias: torch.Tensor | None, activation: str | None, accumulate: str,
+) -> torch.Tensor:
+    return _impl("grouped", "grouped_gemm_masked")(
+        a, b, scale_a, scale_b, masked_m=masked_m, out_dtype=out_dtype, bias=bias, activation=activation,
+        accumulate=accumulate, check=False,
+    )
+
+
+@_grouped_gemm_masked_op.register_fake
+def _(a, b, scale_a, scale_b, masked_m, out_dtype, bias, activation, accumulate):
+    if a.dim() != 3 or b.dim() != 3 or a.shape[-1] != b.shape[-1]:
+        raise ValueError(f"a, b: expected (G, M_max, K) and (G, N, K), got {tuple(a.shape)} and {tuple(b.shape)}")
+    return a.new_empty((a.shape[0], a.shape[1], b.shape[1]), dtype=out_dtype)
+
+
+def grouped_gemm(
+    a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, *,
+    group_offsets: torch.Tensor | None = None, m_sizes: torch.Tensor | None = None,
+    out_dtype: torch.dtype = torch.bfloat16, bias: torch.Tensor | None = None, activation: str | None = None,
+    accumulate: str = "fast", **eager_only,
+) -> torch.Tensor:
+    """:func:`tritonfp8.grouped_gemm` as a traceable op (one graph node; group sizes stay on the device).
+    ``config=``, ``out=`` and ``check=True`` are eager-only."""
+    extra = _eager_only("grouped_gemm", eager_only)
+    if _direct(a, b, scale_a, scale_b, group_offsets, m_sizes, bias):
+        return _impl("grouped", "grouped_gemm")(
+            a, b, scale_a, scale_b, group_offsets=group_offsets, m_sizes=m_sizes, out_dtype=out_dtype, bias=bias,
+            activation=activation, accumulate=accumulate, **extra,
+        )
+    _reject_eager_only("grouped_gemm", extra)
+    return torch.ops.tritonfp8.grouped_gemm(a, b, scale_a, scale_b, group_offsets, m_sizes, out_dtype, bias,
+                                            activation, accumulate)
+
+
+def grouped_gemm_masked(
+    a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, *, masked_m: torch.Tensor,
+    out_dtype: torch.dtype = torch.bfloat16, bias: torch.Tensor | None = None, activation: str | None = None,
+    accumulate: str = "fast", **eager_only,
+) -> torch.Tensor:
+    """:func:`tritonfp8.grouped_gemm_masked` as a traceable op. ``config=``, ``out=``, ``check=True`` eager-only."""
+    extra = _eager_only("grouped_gemm_masked", eager_only)
+    if _direct(a, b, scale_a, scale_b, masked_m, bias):
+        return _impl("grouped", "grouped_gemm_masked")(
+            a, b, scale_a, scale_b, masked_m=masked_m, out_dtype=out_dtype, bias=bias, activation=activation,
+            accumulate=accumulate, **extra,
+        )
+    _reject_eager_only("grouped_gemm_masked", extra)
+    return torch.ops.tritonfp8.grouped_gemm_masked(a, b, scale_a, scale_b, masked_m, out_dtype, bias, activation,
+                                                   accumulate)
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -131,14 +131,19 @@ def _gemm_tile(
     stride_xs_r, stride_xs_k, stride_ys_r, stride_ys_k,
     k_scale,
     work_id, num_tiles, num_pid_r, num_pid_s, k_blocks,
+    g_idx, g_lo, g_hi, g_tiles, g_cum, stride_xs_g, stride_ys_g,
     BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_R: tl.constexpr,
     SPLIT_K: tl.constexpr, USE_TMA: tl.constexpr, SUBTILE: tl.constexpr, SWAP_AB: tl.constexpr,
     X_SCALE_VEC: tl.constexpr, Y_SCALE_VEC: tl.constexpr, K_SCALED: tl.constexpr,
     X_SCALE_GROUP: tl.constexpr, Y_SCALE_GROUP: tl.constexpr,
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, OUT_DTYPE: tl.constexpr, WS_KLOOP: tl.constexpr,
-    TMA_STORE: tl.constexpr,
+    TMA_STORE: tl.constexpr, GROUPED: tl.constexpr,
 ):
-    """One output tile (and one K slice when SPLIT_K > 1): main loop, then the fused epilogue."""
+    """One output tile (and one K slice when SPLIT_K > 1): main loop, then the fused epilogue.
+
+    GROUPED > 0: ``work_id`` is a linear tile id over all groups; the group's row window [g_lo[g], g_hi[g]) of x,
+    its rows g*S .. g*S+S-1 of y and its scale/bias slices are found from the per-group vectors (see the kernel).
+    """
     if SPLIT_K > 1:
         split = work_id // num_tiles
         tile_id = work_id % num_tiles
@@ -150,9 +155,28 @@ def _gemm_tile(
         tile_id = work_id
         kb_lo = 0
         kb_hi = k_blocks
-    pid_r, pid_s = _tile_coords(tile_id, num_pid_r, num_pid_s, GROUP_R)
-    off_r = pid_r * BLOCK_R  # i32: TMA coordinates are 32-bit
-    off_s = pid_s * BLOCK_S
+    if GROUPED > 0:
+        # Group of this tile: the number of groups whose inclusive tile prefix sum is <= tile_id (empty groups
+        # have no tiles and are skipped; padding lanes hold the total, which no tile id reaches).
+        g = tl.sum((g_cum <= tile_id).to(tl.int32), 0)
+        sel = g_idx == g
+        first = tl.sum(tl.where(sel, g_cum - g_tiles, 0), 0)
+        row_lo = tl.sum(tl.where(sel, g_lo, 0), 0)
+        R = tl.sum(tl.where(sel, g_hi, 0), 0)  # rows of x at or past R belong to the next group: not stored
+        pid_r, pid_s = _tile_coords(tile_id - first, tl.cdiv(R - row_lo, BLOCK_R), num_pid_s, GROUP_R)
+        off_r = row_lo + pid_r * BLOCK_R  # i32: TMA coordinates are 32-bit
+        off_s = pid_s * BLOCK_S  # column of C within the group (0 .. S-1)
+        y_off = g * S + off_s  # y is the (G*S, K) view of the (G, S, K) weights
+        # Per-group slices: x_scale per tensor of group g (stride_xs_g 1) or one scalar (0); y_scale/bias of g.
+        x_scale = x_scale + g * stride_xs_g
+        y_scale = y_scale + g.to(tl.int64) * stride_ys_g
+        if HAS_BIAS:
+            bias = bias + g.to(tl.int64) * S
+    else:
+        pid_r, pid_s = _tile_coords(tile_id, num_pid_r, num_pid_s, GROUP_R)
+        off_r = pid_r * BLOCK_R  # i32: TMA coordinates are 32-bit
+        off_s = pid_s * BLOCK_S
+        y_off = off_s
 
     # Product of the per-tensor (scalar) scales; 1.0 for vector ones, which the epilogue applies per row/column.
     # (Block scales, X_SCALE_GROUP > 0, are all applied in the K loop: 1.0 here.)
@@ -171,7 +195,7 @@ def _gemm_tile(
     if USE_TMA:
         for kb in tl.range(kb_lo, kb_hi, warp_specialize=WS_KLOOP):
             xt = x.load([off_r, kb * BLOCK_K])
-            yt = y.load([off_s, kb * BLOCK_K])
+            yt = y.load([y_off, kb * BLOCK_K])
             if X_SCALE_GROUP > 0:
                 # Block scales: BLOCK_K = 128, so K block kb is scale column kb of both operands.
                 xs = _block_scale(x_scale, off_r, R, kb, stride_xs_r, stride_xs_k, BLOCK_R, X_SCALE_GROUP)
@@ -186,7 +210,7 @@ def _gemm_tile(
         offs_s = off_s.to(tl.int64) + tl.arange(0, BLOCK_S)
         offs_k = tl.arange(0, BLOCK_K)
         x_ptrs = x + offs_r[:, None] * stride_xr + offs_k[None, :]
-        y_ptrs = y + offs_s[:, None] * stride_yr + offs_k[None, :]
+        y_ptrs = y + (y_off.to(tl.int64) + tl.arange(0, BLOCK_S))[:, None] * stride_yr + offs_k[None, :]
         mask_r = offs_r[:, None] < R
         mask_s = offs_s[:, None] < S
         for kb in range(kb_lo, kb_hi):
@@ -276,6 +300,7 @@ def fp8_gemm_kernel(
     stride_xs_r, stride_xs_k, stride_ys_r, stride_ys_k,
     k_scale,
     num_programs,
+    group_rows, num_groups, group_cap, stride_xs_g, stride_ys_g,
     KERNEL_NAME: tl.constexpr,
     BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_R: tl.constexpr,
     SPLIT_K: tl.constexpr,
@@ -284,6 +309,7 @@ def fp8_gemm_kernel(
     X_SCALE_VEC: tl.constexpr, Y_SCALE_VEC: tl.constexpr, K_SCALED: tl.constexpr,
     X_SCALE_GROUP: tl.constexpr, Y_SCALE_GROUP: tl.constexpr,
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, OUT_DTYPE: tl.constexpr, TMA_STORE: tl.constexpr,
+    GROUPED: tl.constexpr, G_PAD: tl.constexpr,
 ):
     """``D = (X·x_scale)(Y·y_scale)ᵀ`` (+ bias, activation) for one or more output tiles.
 
@@ -299,12 +325,51 @@ def fp8_gemm_kernel(
     rows (1: 1x128 groups; 128: 128x128 blocks) and 128-wide K block; y_scale likewise. Each K block's fresh dot
     is multiplied by ``x_scale[rows, kb][:, None] * y_scale[cols, kb][None, :]`` in fp32 and added to the fp32
     accumulator; the epilogue applies no further scale.
+
+    Grouped (MoE) modes, PERSISTENT only, no swap-AB/split-K/TMA store: ``num_groups`` = G problems
+    ``D_g = X[rows of g] · Y_gᵀ`` with y the (G*S, K) view of the (G, S, K) weights (S = N per group) and c the
+    (R, S) output holding each group's rows where its x rows are.
+    GROUPED = 1 (contiguous): group_rows = int32 offsets (G+1,), group g owns x rows offsets[g] .. offsets[g+1]-1.
+    GROUPED = 3 (contiguous, sizes): group_rows = int32 rows per group (G,); offsets are their prefix sum.
+    GROUPED = 2 (masked, decode): group_rows = int32 valid counts (G,), x is the (G*group_cap, K) view of a
+    (G, group_cap, K) buffer, group g owns rows g*group_cap .. g*group_cap+counts[g]-1; other rows are not written.
+    The tile schedule is computed here, on the device, from those G values (no host sync): per-group tile counts
+    cdiv(m_g, BLOCK_R) * cdiv(S, BLOCK_S) in one G_PAD-wide vector (G_PAD = next power of two >= G), their
+    prefix sum, and the total, which bounds the persistent loop; each tile finds its group by one vector compare
+    and sum. Row windows are clamped to [0, R], so malformed offsets cannot make the kernel write outside c.
+    Scales: x_scale a vector over x rows (X_SCALE_VEC), or per tensor at x_scale[g * stride_xs_g]; y_scale of group g
+    starts at y_scale + g * stride_ys_g ((G,) per tensor: 1; (G, S) rows: S; block (G, ceil(S/128), Kb): its dim-0
+    stride); bias (G, S).
     """
     pid = tl.program_id(0)
-    num_pid_r = tl.cdiv(R, BLOCK_R)
+    num_pid_r = tl.cdiv(R, BLOCK_R)  # (unused when GROUPED: each group has its own row-tile count)
     num_pid_s = tl.cdiv(S, BLOCK_S)
     num_tiles = num_pid_r * num_pid_s
     k_blocks = tl.cdiv(K, BLOCK_K)
+    if GROUPED > 0:
+        g_idx = tl.arange(0, G_PAD)
+        g_valid = g_idx < num_groups
+        if GROUPED == 1:
+            g_lo = tl.load(group_rows + g_idx, mask=g_valid, other=0)
+            g_hi = tl.load(group_rows + g_idx + 1, mask=g_valid, other=0)
+        elif GROUPED == 3:  # sizes: the offsets are their prefix sum, here (no separate cumsum launch)
+            g_size = tl.load(group_rows + g_idx, mask=g_valid, other=0)
+            g_hi = tl.cumsum(g_size, 0)
+            g_lo = g_hi - g_size
+        else:
+            g_lo = g_idx * group_cap
+            g_hi = g_lo + tl.load(group_rows + g_idx, mask=g_valid, other=0)
+        g_lo = tl.minimum(tl.maximum(g_lo, 0), R)
+        g_hi = tl.minimum(tl.maximum(g_hi, g_lo), R)
+        g_tiles = tl.cdiv(g_hi - g_lo, BLOCK_R) * num_pid_s
+        g_cum = tl.cumsum(g_tiles, 0)
+        num_tiles = tl.sum(g_tiles, 0)
+    else:
+        g_idx = 0
+        g_lo = 0
+        g_hi = 0
+        g_tiles = 0
+        g_cum = 0
     if PERSISTENT:
         for work_id in tl.range(pid, num_tiles * SPLIT_K, num_programs, flatten=FLATTEN,
                                 warp_specialize=WARP_SPECIALIZE):
@@ -312,18 +377,20 @@ def fp8_gemm_kernel(
                 x, y, c, ws, x_scale, y_scale, bias, R, S, K, stride_xr, stride_yr, stride_cm,
                 stride_xs_r, stride_xs_k, stride_ys_r, stride_ys_k, k_scale,
                 work_id, num_tiles, num_pid_r, num_pid_s, k_blocks,
+                g_idx, g_lo, g_hi, g_tiles, g_cum, stride_xs_g, stride_ys_g,
                 BLOCK_R, BLOCK_S, BLOCK_K, GROUP_R, SPLIT_K, USE_TMA, SUBTILE, SWAP_AB,
                 X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, X_SCALE_GROUP, Y_SCALE_GROUP, HAS_BIAS, ACTIVATION, OUT_DTYPE,
-                False, TMA_STORE,
+                False, TMA_STORE, GROUPED,
             )
     else:
         _gemm_tile(
             x, y, c, ws, x_scale, y_scale, bias, R, S, K, stride_xr, stride_yr, stride_cm,
             stride_xs_r, stride_xs_k, stride_ys_r, stride_ys_k, k_scale,
             pid, num_tiles, num_pid_r, num_pid_s, k_blocks,
+            g_idx, g_lo, g_hi, g_tiles, g_cum, stride_xs_g, stride_ys_g,
             BLOCK_R, BLOCK_S, BLOCK_K, GROUP_R, SPLIT_K, USE_TMA, SUBTILE, SWAP_AB,
             X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, X_SCALE_GROUP, Y_SCALE_GROUP, HAS_BIAS, ACTIVATION, OUT_DTYPE,
-            WARP_SPECIALIZE, TMA_STORE,
+            WARP_SPECIALIZE, TMA_STORE, GROUPED,
         )
 
 
@@ -352,6 +419,7 @@ def fp8_gemm_splitk_reduce_kernel(
 # ------------------------------------------------------------------------------------------------------------------
 # Host side: kernel names, launch, offline codegen specs
 
+import dataclasses  # noqa: E402
 import functools  # noqa: E402
 
 import torch  # noqa: E402
@@ -483,13 +551,14 @@ def launch_gemm(
         fp8_gemm_kernel, (grid_size,), warmup,
         x_arg, y_arg, c_arg, ws, x_scale, y_scale, bias if split == 1 else None,
         R, S, K, x.stride(0), y.stride(0), out.stride(0), *xs_strides, *ys_strides, 1.0, grid_size,
+        None, 1, 0, 0, 0,
         KERNEL_NAME=name, BLOCK_R=BR, BLOCK_S=BS, BLOCK_K=BK, GROUP_R=cfg.group_m, SPLIT_K=split,
         USE_TMA=cfg.uses_tma, PERSISTENT=cfg.persistent, FLATTEN=not cfg.warp_specialized,
         WARP_SPECIALIZE=cfg.warp_specialized, SUBTILE=cfg.epilogue_subtile, SWAP_AB=cfg.swap_ab,
         X_SCALE_VEC=x_vec, Y_SCALE_VEC=y_vec, K_SCALED=precise or b_block_rows is not None,
         X_SCALE_GROUP=x_group, Y_SCALE_GROUP=y_group, HAS_BIAS=bias is not None and split == 1,
         ACTIVATION=act if split == 1 else ACT_NONE, OUT_DTYPE=_TL_OUT[out.dtype], TMA_STORE=cfg.tma_store,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        GROUPED=0, G_PAD=1, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     if split > 1:
         rname = reduce_kernel_name(arch=arch, out_dtype=out.dtype, split_k=split, has_bias=bias is not None,
@@ -500,6 +569,149 @@ def launch_gemm(
             HAS_BIAS=bias is not None, ACTIVATION=act, OUT_DTYPE=_TL_OUT[out.dtype], num_warps=4,
         )
     return out
+
+
+# Grouped GEMM modes (constexpr GROUPED).
+GROUPED_CONTIGUOUS, GROUPED_MASKED, GROUPED_SIZES = 1, 2, 3
+
+
+def grouped_kernel_name(cfg: GemmConfig, *, mode: int, arch: int, a_dtype, b_dtype, out_dtype, a_vec: bool,
+                        b_vec: bool, precise: bool, has_bias: bool, activation: str | None,
+                        b_block_rows: int | None) -> KernelName:
+    """The GEMM name with op ``fp8groupedgemm`` (contiguous groups) or ``fp8maskedgemm`` (masked, decode)."""
+    base = gemm_kernel_name(cfg, arch=arch, a_dtype=a_dtype, b_dtype=b_dtype, out_dtype=out_dtype, a_vec=a_vec,
+                            b_vec=b_vec, precise=precise, has_bias=has_bias, activation=activation,
+                            b_block_rows=b_block_rows)
+    op = "fp8maskedgemm" if mode == GROUPED_MASKED else "fp8groupedgemm"
+    return dataclasses.replace(base, op=op)
+
+
+def _grouped_args(cfg: GemmConfig, *, mode: int, G: int, a_vec: bool, b_vec: bool, b_block_rows: int | None):
+    """Constexprs shared by :func:`launch_grouped` and :func:`grouped_codegen_spec`."""
+    # 'tmawspersistent' fails in Triton 3.6's sm_90 TTGIR passes with the grouped schedule (measured offline:
+    # "PassManager::run failed" in make_ttgir), so the grouped GEMM takes 'tmapersistent' only.
+    if cfg.schedule != "tmapersistent" or cfg.swap_ab or cfg.split_k != 1:
+        raise ValueError(f"config: grouped GEMM needs schedule 'tmapersistent' without swap-AB or split-K, got "
+                         f"{cfg.short()}")
+    if b_block_rows is not None and cfg.block_k != 128:
+        raise ValueError(f"config: block scales need block_k = 128, got {cfg.block_k}")
+    return dict(
+        BLOCK_R=cfg.block_m, BLOCK_S=cfg.block_n, BLOCK_K=cfg.block_k, GROUP_R=cfg.group_m, SPLIT_K=1,
+        USE_TMA=cfg.uses_tma, PERSISTENT=True, FLATTEN=not cfg.warp_specialized,
+        WARP_SPECIALIZE=cfg.warp_specialized, SUBTILE=cfg.epilogue_subtile, SWAP_AB=False,
+        X_SCALE_VEC=a_vec, Y_SCALE_VEC=b_vec,
+        X_SCALE_GROUP=1 if b_block_rows is not None else 0, Y_SCALE_GROUP=b_block_rows or 0,
+        # Pointer stores: a tile's rows past its group's end belong to the next group (a TMA store would overwrite
+        # them with this group's products); the masked store writes only rows < the group's end.
+        TMA_STORE=False, GROUPED=mode, G_PAD=max(1, triton.next_power_of_2(G)),
+    )
+
+
+def launch_grouped(
+    a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, bias: torch.Tensor | None,
+    activation: str | None, out: torch.Tensor, cfg: GemmConfig, *, mode: int, group_rows: torch.Tensor,
+    group_cap: int, a_vec: bool, a_group_stride: int, b_vec: bool, b_group_stride: int, precise: bool,
+    arch: int, sms: int, b_block_rows: int | None = None, warmup: bool = False,
+) -> torch.Tensor:
+    """One persistent launch of the grouped GEMM; inputs already validated (see :mod:`tritonfp8.grouped`).
+
+    a (R, K) FP8 rows of all groups (masked: the (G*cap, K) view); b (G, N, K) FP8 contiguous, read as (G*N, K);
+    out (R, N) row-major. group_rows: int32 device tensor, offsets (G+1,) (GROUPED_CONTIGUOUS), sizes (G,)
+    (GROUPED_SIZES) or counts (G,) (GROUPED_MASKED).
+    scale_a: (R,) rowwise (a_vec), per tensor at scale_a[g * a_group_stride] (stride 0: one scalar; 1: (G,)), or
+    block (R, Kb). scale_b: (G,) per tensor (b_group_stride 1), (G, N) rowwise (b_vec, stride N) or block
+    (G, ceil(N/b_block_rows), Kb) with its dim-0 stride. bias (G, N) contiguous or None. No host sync: the grid is
+    min(#SMs, upper bound of the tile count) and the kernel computes the real count from group_rows.
+    """
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    R, K = a.shape
+    G, N, _ = b.shape
+    y = b.view(G * N, K)
+    ce = _grouped_args(cfg, mode=mode, G=G, a_vec=a_vec, b_vec=b_vec, b_block_rows=b_block_rows)
+    BR, BS, BK = cfg.block_m, cfg.block_n, cfg.block_k
+    if b_block_rows is not None:
+        xs_strides = tuple(scale_a.stride())
+        ys_strides = (scale_b.stride(1), scale_b.stride(2))
+    else:
+        xs_strides = ys_strides = (0, 0)
+    if cfg.uses_tma:
+        x_arg = TensorDescriptor.from_tensor(a, [BR, BK])
+        y_arg = TensorDescriptor.from_tensor(y, [BS, BK])
+    else:
+        x_arg, y_arg = a, y
+    # Upper bound of the tile count without reading the group sizes: every group adds at most one partial row tile.
+    row_tiles = (G * triton.cdiv(group_cap, BR) if mode == GROUPED_MASKED
+                 else triton.cdiv(R, BR) + G)
+    bound = row_tiles * triton.cdiv(N, BS)
+    grid_size = max(1, min(bound, sms))
+    name = grouped_kernel_name(
+        cfg, mode=mode, arch=arch, a_dtype=a.dtype, b_dtype=b.dtype, out_dtype=out.dtype, a_vec=a_vec,
+        b_vec=b_vec, precise=precise, has_bias=bias is not None, activation=activation, b_block_rows=b_block_rows,
+    ).build()
+    _launch(
+        fp8_gemm_kernel, (grid_size,), warmup,
+        x_arg, y_arg, out, None, scale_a, scale_b, bias,
+        R, N, K, a.stride(0), y.stride(0), out.stride(0), *xs_strides, *ys_strides, 1.0, grid_size,
+        group_rows, G, group_cap, a_group_stride, b_group_stride,
+        KERNEL_NAME=name, K_SCALED=precise or b_block_rows is not None, HAS_BIAS=bias is not None,
+        ACTIVATION=ACTIVATIONS[activation], OUT_DTYPE=_TL_OUT[out.dtype],
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **ce,
+    )
+    return out
+
+
+def grouped_codegen_spec(
+    cfg: GemmConfig, *, mode: int = GROUPED_CONTIGUOUS, G: int = 64, a_vec: bool = False, b_vec: bool = False,
+    a_per_group: bool = False, precise: bool = False, b_block_rows: int | None = None,
+    bias_dtype: torch.dtype | None = None, activation: str | None = None, out_dtype: torch.dtype = torch.bfloat16,
+    description: str = "",
+):
+    """Offline-compilable spec of :func:`launch_grouped` (E4M3 x E4M3; pointers 16-byte aligned, K and N multiples
+    of 16; G only sets G_PAD)."""
+    from tritonfp8.codegen import CodegenSpec
+
+    ce = _grouped_args(cfg, mode=mode, G=G, a_vec=a_vec, b_vec=b_vec, b_block_rows=b_block_rows)
+    BR, BS, BK = cfg.block_m, cfg.block_n, cfg.block_k
+    fp8 = triton_sig(torch.float8_e4m3fn)
+    has_bias = bias_dtype is not None
+    signature = {
+        "x": f"tensordesc<{fp8}[{BR}, {BK}]>" if cfg.uses_tma else f"*{fp8}",
+        "y": f"tensordesc<{fp8}[{BS}, {BK}]>" if cfg.uses_tma else f"*{fp8}",
+        "c": f"*{triton_sig(out_dtype)}", "ws": "constexpr",
+        "x_scale": "*fp32", "y_scale": "*fp32", "bias": f"*{triton_sig(bias_dtype)}" if has_bias else "constexpr",
+        "R": "i32", "S": "i32", "K": "i32", "stride_xr": "i32", "stride_yr": "i32", "stride_cm": "i32",
+        "stride_xs_r": "i32", "stride_xs_k": "i32", "stride_ys_r": "i32", "stride_ys_k": "i32",
+        "k_scale": "fp32", "num_programs": "i32",
+        "group_rows": "*i32", "num_groups": "i32", "group_cap": "i32", "stride_xs_g": "i32", "stride_ys_g": "i32",
+    }
+    constexprs = dict(ce, K_SCALED=precise or b_block_rows is not None, HAS_BIAS=has_bias,
+                      ACTIVATION=ACTIVATIONS[activation], OUT_DTYPE=_TL_OUT[out_dtype], ws=None)
+    if not has_bias:
+        constexprs["bias"] = None
+    if b_block_rows is None:
+        constexprs.update(stride_xs_r=0, stride_xs_k=0, stride_ys_r=0, stride_ys_k=0)
+        if not a_vec:
+            constexprs["stride_xs_g"] = 1 if a_per_group else 0
+    else:
+        constexprs.update(stride_xs_k=1, stride_ys_k=1, stride_xs_g=0)
+    if mode != GROUPED_MASKED:
+        signature["group_cap"] = "constexpr"
+        constexprs["group_cap"] = 0
+    for k in constexprs:
+        signature[k] = "constexpr"
+    name = grouped_kernel_name(
+        cfg, mode=mode, arch=90, a_dtype=torch.float8_e4m3fn, b_dtype=torch.float8_e4m3fn, out_dtype=out_dtype,
+        a_vec=a_vec, b_vec=b_vec, precise=precise, has_bias=has_bias, activation=activation,
+        b_block_rows=b_block_rows,
+    )
+    divisible = [n for n, t in signature.items() if t.startswith("*")] + ["K", "S", "stride_xr", "stride_yr",
+                                                                          "stride_cm"]
+    return CodegenSpec(
+        fn=fp8_gemm_kernel, signature=signature, constexprs=constexprs, name=name, num_warps=cfg.num_warps,
+        num_stages=cfg.num_stages, description=description or cfg.short(), min_arch=90 if cfg.uses_tma else 89,
+        divisible=tuple(divisible),
+    )
 
 
 def codegen_spec(
@@ -534,6 +746,8 @@ def codegen_spec(
         "R": "i32", "S": "i32", "K": "i32", "stride_xr": "i32", "stride_yr": "i32", "stride_cm": "i32",
         "stride_xs_r": "i32", "stride_xs_k": "i32", "stride_ys_r": "i32", "stride_ys_k": "i32",
         "k_scale": "fp32", "num_programs": "i32",
+        "group_rows": "constexpr", "num_groups": "constexpr", "group_cap": "constexpr", "stride_xs_g": "constexpr",
+        "stride_ys_g": "constexpr",
     }
     block = b_block_rows is not None
     if block:
@@ -545,7 +759,8 @@ def codegen_spec(
         PERSISTENT=cfg.persistent, FLATTEN=not cfg.warp_specialized, WARP_SPECIALIZE=cfg.warp_specialized,
         SUBTILE=cfg.epilogue_subtile, SWAP_AB=cfg.swap_ab, X_SCALE_VEC=x_vec, Y_SCALE_VEC=y_vec,
         K_SCALED=precise or block, X_SCALE_GROUP=x_group, Y_SCALE_GROUP=y_group, HAS_BIAS=has_bias, ACTIVATION=ACTIVATIONS[activation] if split == 1 else ACT_NONE,
-        OUT_DTYPE=_TL_OUT[out_dtype], TMA_STORE=cfg.tma_store,
+        OUT_DTYPE=_TL_OUT[out_dtype], TMA_STORE=cfg.tma_store, GROUPED=0, G_PAD=1,
+        group_rows=None, num_groups=1, group_cap=0, stride_xs_g=0, stride_ys_g=0,
     )
     if split == 1:
         constexprs["ws"] = None
@@ -622,6 +837,22 @@ def _specs() -> dict:
             GemmConfig(128, 128, 64, num_warps=8, num_stages=4, schedule="ptr"),
             description="Ada (sm_89): pointer loads, mma.sync"),
     }
+    # Grouped (MoE) GEMM: the same kernel with GROUPED = 1 (contiguous groups) / 2 (masked), G = 64 experts.
+    grouped_main = GemmConfig(128, 256, 128, num_warps=8, num_stages=4, schedule="tmapersistent", epilogue_subtile=2)
+    specs.update({
+        "grouped_fast_tensorwise": grouped_codegen_spec(
+            grouped_main, mode=GROUPED_SIZES, a_per_group=True,
+            description="grouped (m_sizes), 64 groups: per-group scales, 128x256x128 fast"),
+        "grouped_fast_rowwise": grouped_codegen_spec(
+            grouped_main, a_vec=True, b_vec=True, description="grouped: rowwise scales (total_M,1) x (G,N)"),
+        "grouped_precise_tensorwise": grouped_codegen_spec(
+            BLOCK_CONFIG, a_per_group=True, precise=True, description="grouped, precise accumulation"),
+        "grouped_block_128x128": grouped_codegen_spec(
+            BLOCK_CONFIG, b_block_rows=128, description="grouped, block scales 1x128 a / 128x128 b"),
+        "grouped_masked_decode": grouped_codegen_spec(
+            GemmConfig(64, 256, 128, num_warps=4, num_stages=4, schedule="tmapersistent", epilogue_subtile=2),
+            mode=GROUPED_MASKED, a_vec=True, b_vec=True, description="masked (decode): 64-row tiles, rowwise"),
+    })
     reduce_name = reduce_kernel_name(arch=90, out_dtype=torch.bfloat16, split_k=2, has_bias=True, activation="relu")
     specs["gemm_splitk_reduce"] = CodegenSpec(
         fn=fp8_gemm_splitk_reduce_kernel,
