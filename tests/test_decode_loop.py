@@ -95,8 +95,38 @@ def _loop_reports(*names):
 def test_tail_loop_main_loop_is_shorter_in_sass():
     """Offline sm_90: the variant's full-step loop (its first loop) issues fewer instructions per step than the
     single loop of the same config (16 rows x 128 tokens, 4 warps), with no more spills."""
-    base, tail = _loop_reports("decode_e4m3_gqa8_page16_bn128", "decode_e4m3_gqa8_page16_bn128_tail")
+    base, tail, tail_s2 = _loop_reports("decode_e4m3_gqa8_page16_bn128", "decode_e4m3_gqa8_page16_bn128_tail",
+                                        "decode_e4m3_gqa8_page16_bn128s2_tail")
     lb, lt = [lp["instructions"] for lp in base["loops"]], [lp["instructions"] for lp in tail["loops"]]
     assert len(lb) == 1 and len(lt) == 2, (lb, lt)
     assert lt[0] < lb[0], (lt, lb)
     assert tail["spill_stores"] <= base["spill_stores"], (tail, base)
+    # the 2-stage variant (bench "tails2"): no spills at all, and the shortest main loop of the three
+    ls2 = [lp["instructions"] for lp in tail_s2["loops"]]
+    assert tail_s2["spill_stores"] == tail_s2["spill_loads"] == 0, tail_s2
+    assert len(ls2) == 2 and ls2[0] < lt[0], (ls2, lt)
+
+
+def test_bench_variants_include_the_tail_loop(tmp_path, monkeypatch, device):
+    """`bench decode --variants-only` times the split-loop variants next to the heuristic (bookkeeping only here:
+    the interpreter with a stand-in timer); a variant that disagreed with the heuristic's output would be dropped."""
+    import argparse
+
+    from tritonfp8.bench import harness as H
+    from tritonfp8.bench.suites import decode as suite
+
+    assert {"tail", "tails2", "w1bn32s4tail"} <= set(suite.VARIANTS)
+    monkeypatch.setattr(H, "time_once", lambda fn, *a, **k: (fn(), 1.0)[1])
+    monkeypatch.setattr(suite, "_DEVICE", device)
+    monkeypatch.setattr(suite, "VARIANT_CASES", ((1, 300, 8, 16),))
+    monkeypatch.setattr(suite, "VARIANTS", {k: suite.VARIANTS[k] for k in ("heuristic", "tail", "tails2")})
+    p = argparse.ArgumentParser()
+    suite.add_arguments(p)
+    args = p.parse_args(["--variants-only"])
+    args.quick, args.repeats, args.out, args.no_save, args.profile = True, 1, str(tmp_path), False, False
+    assert suite.run(args) == 0
+    data = json.loads(sorted(tmp_path.glob("decode-*.json"))[0].read_text())
+    rows = {r["variant"]: r for r in data["rows"] if r.get("kind") == "variant"}
+    assert set(rows) == {"heuristic", "tail", "tails2"}
+    assert rows["tail"]["loop"] == "tail" and rows["heuristic"]["loop"] == "single"
+    assert rows["tails2"]["stages"] == 2

@@ -476,6 +476,7 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         "decode_e4m3_gqa8_page16": _decode_spec(8, 1, 64, 4, 3, 16, False),
         "decode_e4m3_gqa8_page16_bn128": _decode_spec(8, 1, 128, 4, 3, 16, False),
         "decode_e4m3_gqa8_page16_bn128_tail": _decode_spec(8, 1, 128, 4, 3, 16, False, tail_mask=True),
+        "decode_e4m3_gqa8_page16_bn128s2_tail": _decode_spec(8, 1, 128, 4, 2, 16, False, tail_mask=True),
         "decode_e4m3_gqa8_page16_splitkv": _decode_spec(8, 1, 64, 4, 3, 16, True),
         "decode_e4m3_gqa8_page64_splitkv": _decode_spec(8, 1, 64, 4, 3, 64, True),
         "decode_e4m3_gqa8_page16_splitkvcombine": _decode_spec(8, 1, 64, 4, 3, 16, True, inline=False),
