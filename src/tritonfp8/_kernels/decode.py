@@ -150,7 +150,6 @@ def _decode_step(q, acc, m_i, l_i, n, page, d, d_ok, k_base, v_base, end, num_bl
     return acc, m_new, l_i
 
 
-
 @named_jit
 def _decode_kernel(
     q_ptr,
