@@ -107,6 +107,49 @@ def _write_kv_kernel(
              mask=st_mask)
 
 
+@triton.jit
+def _decode_step(q, acc, m_i, l_i, n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale, last_visible,
+                 stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32: tl.constexpr, KV_SAME_STRIDES: tl.constexpr,
+                 PAGE: tl.constexpr, DOT_DTYPE: tl.constexpr, MASKED: tl.constexpr):
+    """One loop step of :func:`_decode_kernel` over cache tokens ``n`` (BLOCK_N of them) whose page ids are ``page``.
+
+    MASKED=False: the caller guarantees every token is < end and visible to every row; only the page range check
+    (page ids outside [0, num_blocks) are skipped) remains. MASKED=True: length, page and causal masks. Both give
+    the same bits for the tokens they cover: a masked-out token contributes exp2(-inf - m) = 0 either way.
+    """
+    # One unsigned compare covers page < 0 and page >= num_blocks.
+    page_ok = page.to(tl.uint32) < num_blocks.to(tl.uint32)
+    if MASKED:
+        n_ok = (n < end) & page_ok
+    else:
+        n_ok = page_ok
+    slot = n % PAGE
+    if not OFFS_I32:
+        page = page.to(tl.int64)
+    kv_mask = n_ok[:, None] & d_ok[None, :]
+    k_off = (page * stride_kb + slot * stride_ks)[:, None] + d[None, :]
+    k = tl.load(k_base + k_off, mask=kv_mask, other=0.0)
+    s = tl.dot(q, tl.trans(k.to(DOT_DTYPE)))
+    s = s * score_scale[:, None]
+    if MASKED:
+        visible = n_ok[None, :] & (n[None, :] <= last_visible[:, None])
+    else:
+        visible = n_ok[None, :]
+    s = tl.where(visible, s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows with nothing visible yet stay at 0
+    alpha = tl.exp2(m_i - m_use)
+    p = tl.exp2(s - m_use[:, None])
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    if KV_SAME_STRIDES:
+        v_off = k_off
+    else:
+        v_off = (page * stride_vb + slot * stride_vs)[:, None] + d[None, :]
+    v = tl.load(v_base + v_off, mask=kv_mask, other=0.0)
+    acc = acc * alpha[:, None] + tl.dot(p.to(DOT_DTYPE), v.to(DOT_DTYPE))
+    return acc, m_new, l_i
+
+
 @named_jit
 def _decode_kernel(
     q_ptr,
@@ -151,6 +194,7 @@ def _decode_kernel(
     WRITE_PARTIAL: tl.constexpr,  # several splits: write fp32 partials (o, lse) instead of the output
     INLINE_MERGE: tl.constexpr,  # with WRITE_PARTIAL: the last split to finish merges (else _combine_kernel does)
     MERGE_CHUNK: tl.constexpr,  # splits merged per step of the inline merge (power of two)
+    TAIL_MASK: tl.constexpr,  # unmasked full steps, then the masked tail (see the loop)
     KERNEL_NAME: tl.constexpr,
 ):
     """Attention of SQ new tokens x GROUP query heads over the paged cache of one KV head and one split.
@@ -214,39 +258,35 @@ def _decode_kernel(
     k_base = k_cache_ptr + kvh * stride_kh
     v_base = v_cache_ptr + kvh * stride_vh
     bt_row = block_table_ptr + b * stride_btb
+    if TAIL_MASK:
+        # Full steps first: every token of [start, full_end) is < end and visible to every row (n <= seq_len - SQ,
+        # the first row's last visible position), so these steps carry no length or causal mask, only the page
+        # range check. The remaining < BLOCK_N + SQ tokens run with every mask (at most 2 steps).
+        full_end = start + tl.maximum(tl.minimum(end, seq_len - SQ + 1) - start, 0) // BLOCK_N * BLOCK_N
+    else:
+        full_end = start
     # Page ids one tile ahead, carried in registers: the K/V addresses of a step never wait on a load of the same
     # step, so the pipeliner can issue the K/V copies of later steps early.
     n_next = start + offs_n
     page_next = tl.load(bt_row + (n_next // PAGE) * stride_btn, mask=n_next < end, other=0)
-    for n0 in range(start, end, BLOCK_N):
-        n = n0 + offs_n
+    for n0 in range(start, full_end, BLOCK_N):
         page = page_next
-        n_next = n + BLOCK_N
+        n_next = n0 + BLOCK_N + offs_n
         page_next = tl.load(bt_row + (n_next // PAGE) * stride_btn, mask=n_next < end, other=0)
-        # One unsigned compare covers page < 0 and page >= num_blocks.
-        n_ok = (n < end) & (page.to(tl.uint32) < num_blocks.to(tl.uint32))
-        slot = n % PAGE
-        if not OFFS_I32:
-            page = page.to(tl.int64)
-        kv_mask = n_ok[:, None] & d_ok[None, :]
-        k_off = (page * stride_kb + slot * stride_ks)[:, None] + d[None, :]
-        k = tl.load(k_base + k_off, mask=kv_mask, other=0.0)
-        s = tl.dot(q, tl.trans(k.to(DOT_DTYPE)))
-        s = s * score_scale[:, None]
-        visible = n_ok[None, :] & (n[None, :] <= last_visible[:, None])
-        s = tl.where(visible, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows with nothing visible yet stay at 0
-        alpha = tl.exp2(m_i - m_use)
-        p = tl.exp2(s - m_use[:, None])
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        if KV_SAME_STRIDES:
-            v_off = k_off
-        else:
-            v_off = (page * stride_vb + slot * stride_vs)[:, None] + d[None, :]
-        v = tl.load(v_base + v_off, mask=kv_mask, other=0.0)
-        acc = acc * alpha[:, None] + tl.dot(p.to(DOT_DTYPE), v.to(DOT_DTYPE))
-        m_i = m_new
+        acc, m_i, l_i = _decode_step(
+            q, acc, m_i, l_i, n0 + offs_n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
+            last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, KV_SAME_STRIDES, PAGE, DOT_DTYPE,
+            False,
+        )
+    for n0 in range(full_end, end, BLOCK_N):
+        page = page_next
+        n_next = n0 + BLOCK_N + offs_n
+        page_next = tl.load(bt_row + (n_next // PAGE) * stride_btn, mask=n_next < end, other=0)
+        acc, m_i, l_i = _decode_step(
+            q, acc, m_i, l_i, n0 + offs_n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
+            last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, KV_SAME_STRIDES, PAGE, DOT_DTYPE,
+            True,
+        )
 
     has = l_i > 0.0
     inv_l = tl.where(has, v_ds / tl.where(has, l_i, 1.0), 0.0)
@@ -347,7 +387,7 @@ def merge_chunk(block_m: int, block_d: int) -> int:
 
 def decode_kernel_name(
     arch: int, cache: str, q: str, out: str, block_m: int, block_n: int, head_dim: int, warps: int, stages: int,
-    page: int, split: bool, per_head: bool, inline: bool = True,
+    page: int, split: bool, per_head: bool, inline: bool = True, tail: bool = False,
 ) -> KernelName:
     """Types: cache element, q element, accumulator, output. Tile: query rows x cache tokens x head dim.
     Schedule: ``paged`` (one split), ``pagedsplitkv`` (partials merged in-kernel by the last split) or
@@ -361,7 +401,7 @@ def decode_kernel_name(
         stages=stages,
         schedule="paged" + (("splitkv" if inline else "splitkvcombine") if split else ""),
         scaling="headwise" if per_head else "tensorwise",
-        extras=(f"page{page}",),
+        extras=(f"page{page}",) + (("tailmask",) if tail else ()),
     )
 
 
@@ -387,7 +427,7 @@ def combine_kernel_name(arch: int, out: str, block_s: int, head_dim: int):
 
 def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, page: int, split: bool,
                  q_sig: str = "bf16", cache_sig: str = "fp8e4nv", head_dim: int = 128,
-                 inline: bool = True, offs_i32: bool = True) -> CodegenSpec:
+                 inline: bool = True, offs_i32: bool = True, tail_mask: bool = False) -> CodegenSpec:
     block_m = max(16, min(64, triton.next_power_of_2(group * sq)))
     dot = "fp16" if cache_sig in ("fp8e4nv", "fp16") else "bf16"
     sig = {
@@ -406,7 +446,7 @@ def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, pag
     sig["stride_btn"] = "constexpr"
     for c in ("K_DESCALE_STRIDE", "V_DESCALE_STRIDE", "OFFS_I32", "KV_SAME_STRIDES", "SQ", "GROUP", "HEAD_DIM",
               "BLOCK_D", "BLOCK_M", "BLOCK_N", "PAGE", "DOT_DTYPE", "Q_POW2_SCALE", "WRITE_PARTIAL", "INLINE_MERGE",
-              "MERGE_CHUNK"):
+              "MERGE_CHUNK", "TAIL_MASK"):
         sig[c] = "constexpr"
     constexprs = {
         "stride_btn": 1, "K_DESCALE_STRIDE": 1, "V_DESCALE_STRIDE": 1, "OFFS_I32": offs_i32,
@@ -414,11 +454,11 @@ def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, pag
         "BLOCK_M": block_m, "BLOCK_N": block_n, "PAGE": page,
         "DOT_DTYPE": tl.float16 if dot == "fp16" else tl.bfloat16,
         "Q_POW2_SCALE": q_sig == "bf16" and dot == "fp16", "WRITE_PARTIAL": split,
-        "INLINE_MERGE": split and inline, "MERGE_CHUNK": merge_chunk(block_m, head_dim),
+        "INLINE_MERGE": split and inline, "MERGE_CHUNK": merge_chunk(block_m, head_dim), "TAIL_MASK": tail_mask,
     }
     short = {"fp8e4nv": "e4m3", "bf16": "bf16", "fp16": "f16"}
     name = decode_kernel_name(90, short[cache_sig], short[q_sig], "bf16", block_m, block_n, head_dim, warps, stages,
-                              page, split, True, inline)
+                              page, split, True, inline, tail_mask)
     return CodegenSpec(
         fn=_decode_kernel, signature=sig, constexprs=constexprs, name=name, num_warps=warps, num_stages=stages,
         description=f"paged decode, {cache_sig} cache, GQA {group}, Sq {sq}, page {page}, "
@@ -433,12 +473,16 @@ def codegen_specs() -> dict[str, CodegenSpec]:
     specs = {
         "decode_e4m3_gqa4_page16": _decode_spec(4, 1, 64, 4, 3, 16, False),
         "decode_e4m3_gqa8_page16": _decode_spec(8, 1, 64, 4, 3, 16, False),
+        "decode_e4m3_gqa8_page16_bn128": _decode_spec(8, 1, 128, 4, 3, 16, False),
+        "decode_e4m3_gqa8_page16_bn128_tail": _decode_spec(8, 1, 128, 4, 3, 16, False, tail_mask=True),
+        "decode_e4m3_gqa8_page16_bn128s2_tail": _decode_spec(8, 1, 128, 4, 2, 16, False, tail_mask=True),
         "decode_e4m3_gqa8_page16_splitkv": _decode_spec(8, 1, 64, 4, 3, 16, True),
         "decode_e4m3_gqa8_page64_splitkv": _decode_spec(8, 1, 64, 4, 3, 64, True),
         "decode_e4m3_gqa8_page16_splitkvcombine": _decode_spec(8, 1, 64, 4, 3, 16, True, inline=False),
         "decode_e4m3_gqa8_page16_bn32s4": _decode_spec(8, 1, 32, 4, 4, 16, False),
         "decode_e4m3_gqa8_page16_bn128w8": _decode_spec(8, 1, 128, 8, 3, 16, False),
         "decode_e4m3_gqa8_page16_bn32w1s4": _decode_spec(8, 1, 32, 1, 4, 16, False),
+        "decode_e4m3_gqa8_page16_bn32w1s4_tail": _decode_spec(8, 1, 32, 1, 4, 16, False, tail_mask=True),
         "decode_e4m3_gqa8_page16_i64": _decode_spec(8, 1, 64, 4, 3, 16, False, offs_i32=False),
         "decode_e4m3_gqa8_sq4": _decode_spec(8, 4, 64, 8, 3, 16, False),
         "decode_e4m3_gqa8_sq16": _decode_spec(8, 16, 32, 8, 3, 16, True),

@@ -1,0 +1,74 @@
+"""Offline SASS of the decode kernel's main loop: warp-instructions per cache token (no GPU needed).
+
+    python scripts/decode_loop_sass.py [--json] decode_e4m3_gqa8_page16 [more codegen spec names ...]
+
+Compiles each ``codegen_specs()`` entry for sm_90 under the cutlass_ name, finds the loops (a backward ``BRA``:
+the body runs from the branch target to the branch), and prints, per loop with tensor-core instructions, its
+instruction count, HMMA / LDS / BAR / LDG / LDGSTS counts and instructions x warps / BLOCK_N (warp-instructions per
+cache token). The loops are listed in address order (a split loop has the full-step loop first, then the tail).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+from tritonfp8.codegen import compile_spec, disassemble, registry, sass_facts
+
+_LINE = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);", re.M)
+
+
+def loops(sass: str):
+    ins = [(int(m.group(1), 16), m.group(3), m.group(4)) for m in _LINE.finditer(sass)]
+    addr_idx = {a: i for i, (a, _, _) in enumerate(ins)}
+    out = []
+    for i, (a, op, rest) in enumerate(ins):
+        if op.startswith("BRA"):
+            t = re.search(r"0x([0-9a-f]+)", rest)
+            if t and int(t.group(1), 16) < a and int(t.group(1), 16) in addr_idx:
+                j = addr_idx[int(t.group(1), 16)]
+                out.append(ins[j:i + 1])
+    return out
+
+
+def loop_report(name: str) -> dict:
+    """Registers, spills and, per loop holding tensor-core instructions (address order), its instruction count,
+    warp-instructions per cache token and an opcode histogram of ``codegen_specs()`` entry ``name`` (sm_90)."""
+    spec = registry()[name]
+    ck = compile_spec(spec, 90, "cutlass")
+    sass, res = disassemble(ck.asm["cubin"])
+    f = sass_facts(sass, res)
+    bn = spec.constexprs["BLOCK_N"]
+    out = {"name": name, "registers": f["registers"], "spill_stores": f["spill_stores"],
+           "spill_loads": f["spill_loads"], "instructions": f["instructions"], "shared": ck.metadata.shared,
+           "warps": spec.num_warps, "block_n": bn, "loops": []}
+    for body in loops(sass):
+        ops = [op.split(".")[0] for _, op, _ in body]
+        if not ops.count("HMMA") + ops.count("HGMMA"):
+            continue
+        hist = {}
+        for op in ops:
+            hist[op] = hist.get(op, 0) + 1
+        out["loops"].append({"instructions": len(body), "per_token": len(body) * spec.num_warps / bn,
+                             "ops": dict(sorted(hist.items(), key=lambda kv: -kv[1]))})
+    return out
+
+
+def main(argv):
+    as_json = "--json" in argv
+    reports = [loop_report(n) for n in argv if n != "--json"]
+    if as_json:
+        print(json.dumps(reports))
+        return
+    for r in reports:
+        print(f"{r['name']}: regs {r['registers']} spills {r['spill_stores']}/{r['spill_loads']} total "
+              f"{r['instructions']} shared {r['shared']}")
+        for lp in r["loops"]:
+            top = " ".join(f"{k} {v}" for k, v in list(lp["ops"].items())[:16])
+            print(f"  loop: {lp['instructions']} instr, {lp['per_token']:.1f} warp-instr/token "
+                  f"({r['warps']} warps x {r['block_n']} tokens); {top}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
