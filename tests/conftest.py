@@ -29,6 +29,20 @@ def _seed():
     torch.manual_seed(0)
 
 
+def codegen_cli(*args: str, timeout: float = 600):
+    """``python -m tritonfp8 codegen *args`` in a subprocess with the interpreter off (see :func:`codegen_env`)."""
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "tritonfp8", "codegen", *args],
+        env=codegen_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def codegen_env() -> dict:
     """Environment for a subprocess that compiles for sm_90 offline: the interpreter must be off there."""
     env = dict(os.environ)

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.conftest import codegen_env
+from tests.conftest import codegen_cli
 from tritonfp8 import naming
 from tritonfp8._kernels.decode import codegen_specs
 
@@ -35,13 +34,7 @@ MAIN = [
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tritonfp8", "codegen", *args],
-        env=codegen_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return codegen_cli(*args)
 
 
 @pytest.fixture(scope="module")

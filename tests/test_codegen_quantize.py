@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.conftest import codegen_env
+from tests.conftest import codegen_cli
 from tritonfp8 import naming
 from tritonfp8._kernels.quantize import codegen_specs
 
@@ -22,13 +21,7 @@ NAMES = sorted(codegen_specs())
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tritonfp8", "codegen", *args],
-        env=codegen_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return codegen_cli(*args)
 
 
 @pytest.fixture(scope="module")
