@@ -254,9 +254,16 @@ def quantize_kv_torch(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
 
     ``scale``: fp32 dequantization factor(s), () / (1,) or (Hkv,); the division is torch's IEEE fp32 division.
     """
+    from tritonfp8.quantize import quantize_torch
+
     s = scale.float().reshape(-1)
-    s = s[:, None] if s.numel() > 1 else s.reshape(())
-    return torch.clamp(x.float() / s, -E4M3.max, E4M3.max).to(E4M3.torch_dtype)
+    if s.numel() == 1:
+        return quantize_torch(x, "tensor", E4M3.torch_dtype, scale=s.reshape(()))[0]
+    # Per KV head: the heads as rows of a (Hkv, T*D) view, each with its static row scale.
+    t, h, d = x.shape
+    rows = x.transpose(0, 1).reshape(h, t * d)
+    xq = quantize_torch(rows, "row", E4M3.torch_dtype, scale=s[:, None])[0]
+    return xq.reshape(h, t, d).transpose(0, 1)
 
 
 def write_kv_cache_torch(k, v, k_cache, v_cache, slot_mapping, k_scale, v_scale) -> None:
