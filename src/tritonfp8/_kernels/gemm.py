@@ -121,6 +121,27 @@ def _scaled_block(blk, xs, ys, X_SCALAR: tl.constexpr, Y_SCALAR: tl.constexpr):
     else:
         return blk * (xs[:, None] * ys[None, :])
 
+@triton.jit
+def _k_step(acc, xt, yt, kb, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k, stride_ys_r,
+            stride_ys_k, blk_scale, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, X_SCALE_GROUP: tl.constexpr,
+            Y_SCALE_GROUP: tl.constexpr, K_SCALED: tl.constexpr):
+    """One K block into the fp32 accumulator, the same for TMA and pointer loads.
+
+    Block scales (X_SCALE_GROUP > 0; BLOCK_K = 128, so K block kb is scale column kb of both operands): a fresh dot
+    scaled per row/column. K_SCALED (precise): a fresh dot times the scalar per-block factor. Otherwise (fast): the
+    tensor core accumulates into ``acc`` itself.
+    """
+    if X_SCALE_GROUP > 0:
+        xs = _block_scale(x_scale, off_r, R, kb, stride_xs_r, stride_xs_k, BLOCK_R, X_SCALE_GROUP)
+        ys = _block_scale(y_scale, off_s, S, kb, stride_ys_r, stride_ys_k, BLOCK_S, Y_SCALE_GROUP)
+        acc += _scaled_block(tl.dot(xt, yt.T), xs, ys, X_SCALE_GROUP >= BLOCK_R, Y_SCALE_GROUP >= BLOCK_S)
+    elif K_SCALED:
+        acc += tl.dot(xt, yt.T) * blk_scale
+    else:
+        acc = tl.dot(xt, yt.T, acc)
+    return acc
+
+
 
 @triton.jit
 def _gemm_tile(
@@ -186,6 +207,7 @@ def _gemm_tile(
             blk_scale_epi = blk_scale_epi * tl.load(x_scale)
         if not Y_SCALE_VEC:
             blk_scale_epi = blk_scale_epi * tl.load(y_scale)
+    blk_scale = 1.0  # unused unless K_SCALED
     if K_SCALED:
         # Per-K-block factor, applied in the loop: the scalar scales times the runtime k_scale (1.0), whose
         # multiply keeps `acc + dot(x, y, 0)` from being folded back into `dot(x, y, acc)`.
@@ -196,15 +218,8 @@ def _gemm_tile(
         for kb in tl.range(kb_lo, kb_hi, warp_specialize=WS_KLOOP):
             xt = x.load([off_r, kb * BLOCK_K])
             yt = y.load([y_off, kb * BLOCK_K])
-            if X_SCALE_GROUP > 0:
-                # Block scales: BLOCK_K = 128, so K block kb is scale column kb of both operands.
-                xs = _block_scale(x_scale, off_r, R, kb, stride_xs_r, stride_xs_k, BLOCK_R, X_SCALE_GROUP)
-                ys = _block_scale(y_scale, off_s, S, kb, stride_ys_r, stride_ys_k, BLOCK_S, Y_SCALE_GROUP)
-                acc += _scaled_block(tl.dot(xt, yt.T), xs, ys, X_SCALE_GROUP >= BLOCK_R, Y_SCALE_GROUP >= BLOCK_S)
-            elif K_SCALED:
-                acc += tl.dot(xt, yt.T) * blk_scale
-            else:
-                acc = tl.dot(xt, yt.T, acc)
+            acc = _k_step(acc, xt, yt, kb, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k,
+                          stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP, Y_SCALE_GROUP, K_SCALED)
     else:
         offs_r = off_r.to(tl.int64) + tl.arange(0, BLOCK_R)
         offs_s = off_s.to(tl.int64) + tl.arange(0, BLOCK_S)
@@ -218,14 +233,8 @@ def _gemm_tile(
             mk = (k0 + offs_k)[None, :] < K
             xt = tl.load(x_ptrs + k0, mask=mask_r & mk, other=0.0)
             yt = tl.load(y_ptrs + k0, mask=mask_s & mk, other=0.0)
-            if X_SCALE_GROUP > 0:
-                xs = _block_scale(x_scale, off_r, R, kb, stride_xs_r, stride_xs_k, BLOCK_R, X_SCALE_GROUP)
-                ys = _block_scale(y_scale, off_s, S, kb, stride_ys_r, stride_ys_k, BLOCK_S, Y_SCALE_GROUP)
-                acc += _scaled_block(tl.dot(xt, yt.T), xs, ys, X_SCALE_GROUP >= BLOCK_R, Y_SCALE_GROUP >= BLOCK_S)
-            elif K_SCALED:
-                acc += tl.dot(xt, yt.T) * blk_scale
-            else:
-                acc = tl.dot(xt, yt.T, acc)
+            acc = _k_step(acc, xt, yt, kb, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k,
+                          stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP, Y_SCALE_GROUP, K_SCALED)
 
     # ---- epilogue, in SUBTILE column pieces: fewer live registers (a column vector of scales or bias costs one
     # register per column a thread holds: 64 at 128x256 with 8 warps) and a smaller TMA staging buffer ----
