@@ -232,15 +232,11 @@ def attn_fwd_kernel(
 # Per-head quantization of bf16/f16/f32 inputs (and the V -> Vᵀ relayout, also for FP8 V).
 
 
-@named_jit
-def head_amax_kernel(
-    x_ptr, amax_ptr, cu_seqlens_ptr,
-    seqlen_dense, num_heads, num_heads_kv, stride_row,
-    KERNEL_NAME: tl.constexpr, BLOCK_S: tl.constexpr, HEAD_DIM: tl.constexpr, GROUP: tl.constexpr, VARLEN: tl.constexpr,
-):
-    """amax[b, h // GROUP] = max |x| over sequence b, head h (atomic max; amax zero-initialised, fp32).
+@triton.jit
+def _head_block(cu_seqlens_ptr, seqlen_dense, num_heads, BLOCK_S: tl.constexpr, VARLEN: tl.constexpr):
+    """(batch, head, first row, sequence length, first position) of this program of the per-head passes.
 
-    x: (rows, H, D) with row stride ``stride_row`` and (H, D) contiguous. Grid (cdiv(max_seqlen, BLOCK_S), B·H).
+    Grid (cdiv(max_seqlen, BLOCK_S), B·H); dense rows start at b·seqlen, varlen rows at cu_seqlens[b].
     """
     pid_s = tl.program_id(0).to(tl.int64)
     pid_bh = tl.program_id(1).to(tl.int64)
@@ -252,7 +248,20 @@ def head_amax_kernel(
     else:
         seqlen = seqlen_dense
         start = b * seqlen
-    s0 = pid_s * BLOCK_S
+    return b, h, start, seqlen, pid_s * BLOCK_S
+
+
+@named_jit
+def head_amax_kernel(
+    x_ptr, amax_ptr, cu_seqlens_ptr,
+    seqlen_dense, num_heads, num_heads_kv, stride_row,
+    KERNEL_NAME: tl.constexpr, BLOCK_S: tl.constexpr, HEAD_DIM: tl.constexpr, GROUP: tl.constexpr, VARLEN: tl.constexpr,
+):
+    """amax[b, h // GROUP] = max |x| over sequence b, head h (atomic max; amax zero-initialised, fp32).
+
+    x: (rows, H, D) with row stride ``stride_row`` and (H, D) contiguous. Grid (cdiv(max_seqlen, BLOCK_S), B·H).
+    """
+    b, h, start, seqlen, s0 = _head_block(cu_seqlens_ptr, seqlen_dense, num_heads, BLOCK_S, VARLEN)
     if s0 >= seqlen:
         return
     offs_s = s0 + tl.arange(0, BLOCK_S)
@@ -281,17 +290,7 @@ def head_quantize_kernel(
     ``stride_y_outer`` (a multiple of 16 for TMA).
     Grid (cdiv(max_seqlen, BLOCK_S), B·H).
     """
-    pid_s = tl.program_id(0).to(tl.int64)
-    pid_bh = tl.program_id(1).to(tl.int64)
-    b = pid_bh // num_heads
-    h = pid_bh % num_heads
-    if VARLEN:
-        start = tl.load(cu_seqlens_ptr + b).to(tl.int64)
-        seqlen = tl.load(cu_seqlens_ptr + b + 1) - start.to(tl.int32)
-    else:
-        seqlen = seqlen_dense
-        start = b * seqlen
-    s0 = pid_s * BLOCK_S
+    b, h, start, seqlen, s0 = _head_block(cu_seqlens_ptr, seqlen_dense, num_heads, BLOCK_S, VARLEN)
     if s0 >= seqlen:
         return
     offs_s = s0 + tl.arange(0, BLOCK_S)
@@ -302,7 +301,7 @@ def head_quantize_kernel(
         ds_idx = b * num_heads_kv + h // GROUP
         amax = tl.load(amax_ptr + ds_idx)
         descale = tl.where(amax > 0.0, tl.math.div_rn(amax, 448.0), 1.0)
-        if pid_s == 0:
+        if s0 == 0:  # the first sequence block of the group's first head writes the descale
             if h % GROUP == 0:
                 tl.store(descale_ptr + ds_idx, descale)
         xs = tl.math.div_rn(x.to(tl.float32), descale)
