@@ -303,10 +303,12 @@ def test_block_kernel_names():
 
 
 def test_fp8linear_block_recipe_uses_the_kernel(device, monkeypatch):
-    """The GEMM announces block scales; FP8Linear's "block" recipe then calls gemm with (M, Kb) x (Nb, Kb) scales
-    (not the per-K-block stop-gap), and its output matches the reference."""
-    assert tnn.gemm_takes_block_scales()
-    monkeypatch.setattr(tnn, "_block_scaled_gemm", None)  # would raise TypeError if called
+    """FP8Linear's "block" recipe calls gemm once with (M, Kb) x (Nb, Kb) scales, and its output matches the
+    reference."""
+    calls = []
+    real = tnn.ops.gemm
+    monkeypatch.setattr(tnn.ops, "gemm", lambda a, b, sa, sb, **kw: calls.append((sa.shape, sb.shape)) or real(
+        a, b, sa, sb, **kw))
     lin = torch.nn.Linear(400, 160).to(device)
     m = tnn.FP8Linear.from_linear(lin, "block")
     assert tuple(m.weight_scale.shape) == (2, 4)
@@ -315,6 +317,7 @@ def test_fp8linear_block_recipe_uses_the_kernel(device, monkeypatch):
     xq, sx = quantize_torch(x, (1, G))
     ref = reference(xq, m.weight, sx, m.weight_scale, bias=m.bias.cpu().double())
     assert mean_rel(y, ref) < MEAN_REL_TOL
+    assert calls == [((3, 4), (2, 4))]
 
 
 def test_bench_suite_block_scaling_runs_and_saves(tmp_path, monkeypatch):

@@ -45,16 +45,14 @@ from tritonfp8._formats import FP8_FORMATS
 from tritonfp8._kernels.gemm_configs import GemmConfig, fit_stages, pinned_config, select_config
 
 __all__ = ["gemm", "gemm_torch", "error_bound", "GemmConfig", "pinned_config", "demo_cases", "ACTIVATIONS",
-           "OUT_DTYPES", "BLOCK_SCALES", "SCALE_BLOCK"]
+           "OUT_DTYPES", "SCALE_BLOCK"]
 
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 ACTIVATIONS = (None, "relu", "gelu", "silu")
 ACCUMULATE = ("fast", "precise")
 
 # Block scaling (1x128 groups of a, 128x128 blocks or 1x128 groups of b), applied in the kernel's K loop.
-# ``tritonfp8.nn`` checks BLOCK_SCALES to route its "block" recipe here.
 SCALE_BLOCK = 128
-BLOCK_SCALES = True
 
 
 # ------------------------------------------------------------------------------------------------------------------

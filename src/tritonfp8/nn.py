@@ -148,45 +148,6 @@ def dequantize_weight(weight: torch.Tensor, scale: torch.Tensor, dtype: torch.dt
     return dequantize_torch(weight, scale, dtype)
 
 
-def gemm_takes_block_scales() -> bool:
-    """Whether :func:`tritonfp8.gemm` applies block scales ((M, K/128) × (N/128, K/128)) itself.
-
-    The GEMM module says so with ``BLOCK_SCALES = True`` (set since the block-scaled kernel landed); a GEMM module
-    without it makes the block recipe run :func:`_block_scaled_gemm` instead.
-    """
-    import importlib
-
-    # importlib: the package attribute ``tritonfp8.gemm`` is the function, which shadows the module.
-    return bool(getattr(importlib.import_module("tritonfp8.gemm"), "BLOCK_SCALES", False))
-
-
-def _block_scaled_gemm(xq, sx, w, sw, block, out_dtype, bias):
-    """Block-scaled GEMM from per-row GEMMs: one FP8 GEMM per K block, fp32 partial results summed (K/G launches).
-    Used only when :func:`gemm_takes_block_scales` is False.
-
-    Activations (M, K) with (1, G) scales ``sx`` (M, ceil(K/G)); weight (N, K) with (G, G) scales ``sw``
-    (ceil(N/G), ceil(K/G)). Within one K block the activation scale is per row and the weight scale per output
-    channel (constant over G rows), which the per-row/per-channel GEMM applies exactly; the sum over K blocks is in
-    fp32 (the "precise" accumulation of the block recipe). Correct but slow: it launches ceil(K/G) GEMMs and reads
-    the output K/G times; the GEMM kernel's own block-scale path replaces it.
-    """
-    gk = block[1]
-    gn = block[0]
-    n, k = w.shape
-    acc = None
-    for kb in range(-(-k // gk)):
-        lo, hi = kb * gk, min(k, (kb + 1) * gk)
-        s_w = sw[:, kb].repeat_interleave(gn)[:n].reshape(n, 1).contiguous()
-        part = ops.gemm(xq[:, lo:hi], w[:, lo:hi], sx[:, kb:kb + 1].contiguous(), s_w, out_dtype=torch.float32,
-                        accumulate="precise")
-        acc = part if acc is None else acc + part
-    if acc is None:
-        acc = torch.zeros(xq.shape[0], n, dtype=torch.float32, device=xq.device)
-    if bias is not None:
-        acc = acc + bias.float()
-    return acc.to(out_dtype)
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # FP8Linear
 
@@ -335,12 +296,10 @@ class FP8Linear(nn.Module):
         lead = x.shape[:-1]
         x2 = x.reshape(-1, self.in_features)
         xq, sx = ops.quantize(x2, r.activation, r.activation_dtype, self.input_scale)
-        if isinstance(r.weight, tuple) and not gemm_takes_block_scales():
-            y = _block_scaled_gemm(xq, sx, self.weight, self.weight_scale, r.weight, x.dtype,
-                                   self._bias_for(x.dtype))
-        else:
-            y = ops.gemm(xq, self.weight, sx, self.weight_scale, out_dtype=x.dtype, bias=self._bias_for(x.dtype),
-                         accumulate=r.accumulate)
+        # One GEMM for every recipe: the scale shapes say tensor / row / block (the kernel applies block scales in
+        # its K loop).
+        y = ops.gemm(xq, self.weight, sx, self.weight_scale, out_dtype=x.dtype, bias=self._bias_for(x.dtype),
+                     accumulate=r.accumulate)
         return y.reshape(*lead, self.out_features)
 
     def _forward_bf16(self, x: torch.Tensor) -> torch.Tensor:
