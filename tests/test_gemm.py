@@ -534,3 +534,13 @@ def test_bf16_fallback_path():
     ref = gemm_torch(a, b, sa[:, None], sb[:, None], bias=bias, activation="gelu", out_dtype=torch.float64,
                      compute_dtype=torch.float64)
     assert rel_error(out, ref) <= 2.0**-8 + error_bound(torch.bfloat16, Kd)
+
+
+def test_tune_launcher_with_the_library_choice(cpu_tools):
+    """``tune.ours(p, None)`` (used by ``bench gemm --profile``) runs the public gemm on the problem."""
+    tune = cpu_tools
+    p = tune.Problem.make(32, 64, 128)
+    out = tune.ours(p, None, precise=False)()
+    assert out is p.out
+    err = float(((out.double() - p.ref().double()).norm() / p.ref().double().norm()))
+    assert err <= error_bound(torch.bfloat16, 128, "fast", tensor_core=False)

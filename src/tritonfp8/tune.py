@@ -222,8 +222,11 @@ def rel_error_gpu(out: torch.Tensor, ref: torch.Tensor) -> float:
 def ours(p: Problem, cfg: GemmConfig | None, *, precise: bool, rowwise: bool = False,
          warmup: bool = False) -> Callable[[], torch.Tensor]:
     """A no-argument launcher of our kernel on ``p`` with ``cfg`` (None: the library's own choice via gemm())."""
-    from tritonfp8 import gemm as G
+    import importlib
+
     from tritonfp8._backend import arch_of
+
+    G = importlib.import_module("tritonfp8.gemm")  # the package attribute ``tritonfp8.gemm`` is the op, not the module
     from tritonfp8._kernels import gemm as K_
 
     sa, sb = (p.sa_row, p.sb_row) if rowwise else (p.sa, p.sb)
