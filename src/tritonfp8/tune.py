@@ -79,11 +79,16 @@ def parse_shapes(spec: str | None) -> list[tuple[int, int, int]]:
 
 
 def _fit(cfgs: Iterable[GemmConfig], out_size: int, cap: int = 8, keep_first: bool = True) -> list[GemmConfig]:
-    """Each config at the deepest pipeline that fits (the first one, the heuristic's, as it is), deduplicated."""
+    """Each config at the deepest pipeline that fits, at most ``cap`` stages, deduplicated. The first config (the
+    heuristic's) is kept as it is; a config whose ``num_stages`` is 0 gets the deepest that fits, any other keeps
+    its stage count when it fits (a stage count is a tuning dimension: on the H200, 6 stages beat 8 at M <= 64)."""
     seen, out = set(), []
     for i, c in enumerate(cfgs):
         if not (keep_first and i == 0):
-            c = with_max_stages(c, out_size, cap=cap)
+            if c.num_stages == 0:
+                c = with_max_stages(dataclasses.replace(c, num_stages=2), out_size, cap=cap)
+            elif smem_bytes(c, out_size) + 1024 > SMEM_BYTES_SM90:
+                c = with_max_stages(c, out_size, cap=c.num_stages)
         if c.num_stages < 2 or smem_bytes(c, out_size) + 1024 > SMEM_BYTES_SM90:
             continue
         if c not in seen:
@@ -94,7 +99,8 @@ def _fit(cfgs: Iterable[GemmConfig], out_size: int, cap: int = 8, keep_first: bo
 
 def candidates(M: int, N: int, K: int, *, precise: bool, num_sms: int, quick: bool = False,
                out_size: int = 2) -> list[GemmConfig]:
-    """Configs worth timing for one shape; the heuristic's choice comes first. Stages: the deepest that fits."""
+    """Configs worth timing for one shape; the heuristic's choice comes first. ``num_stages=0``: the deepest
+    pipeline that fits (at most 8); small problems also try fixed depths, since deeper was measured slower there."""
     G = GemmConfig
     heur = heuristic_config(M, N, K, precise=precise, num_sms=num_sms, out_size=out_size)
     c: list[GemmConfig] = [heur]
@@ -109,47 +115,51 @@ def candidates(M: int, N: int, K: int, *, precise: bool, num_sms: int, quick: bo
                         continue
                     if quick and (br, split) not in ((64, 1), (64, 2), (128, 2), (64, 4)):
                         continue
-                    c.append(G(br, bn, bkk, group_m=1, num_warps=4, schedule="tma", swap_ab=True, split_k=split))
+                    for st in ((4, 6) if quick else (3, 4, 6)):
+                        c.append(G(br, bn, bkk, group_m=1, num_warps=4, num_stages=st, schedule="tma",
+                                   swap_ab=True, split_k=split))
         if not quick:
             for split in (1, 2):
-                c.append(G(128, bn, 128, group_m=1, num_warps=4, schedule="tmaws", swap_ab=True, split_k=split))
+                c.append(G(128, bn, 128, group_m=1, num_warps=4, num_stages=0, schedule="tmaws", swap_ab=True,
+                           split_k=split))
     elif M <= 256:
+        for st in (3, 4, 6):
+            c += [
+                G(128, 64, bk, num_warps=4, num_stages=st, schedule="tma"),
+                G(64, 128, bk, group_m=1, num_warps=4, num_stages=st, schedule="tma", swap_ab=True),
+                G(128, 128, bk, num_warps=8, num_stages=st, schedule="tma"),
+                G(128, 128, bk, num_warps=8, num_stages=st, schedule="tma", split_k=2),
+            ]
         c += [
-            G(128, 64, bk, num_warps=4, schedule="tmapersistent"),
-            G(128, 128, bk, num_warps=8, schedule="tma"),
-            G(128, 128, bk, num_warps=8, schedule="tma", split_k=2),
-            G(64, 128, bk, group_m=1, num_warps=4, schedule="tma", swap_ab=True),
-            G(128, 128, bk, num_warps=4, schedule="tmaws"),
+            G(128, 64, bk, num_warps=4, num_stages=0, schedule="tmapersistent"),
+            G(64, 64, bk, num_warps=4, num_stages=0, schedule="tma"),
+            G(128, 128, bk, num_warps=4, num_stages=0, schedule="tmaws"),
         ]
         if not precise:
-            c += [G(128, 256, bk, num_warps=8, schedule="tma", epilogue_subtile=2, split_k=2),
-                  G(128, 128, bk, num_warps=4, schedule="tmaws", split_k=2)]
+            c += [G(128, 256, bk, num_warps=8, num_stages=0, schedule="tma", epilogue_subtile=2, split_k=2),
+                  G(128, 128, bk, num_warps=4, num_stages=0, schedule="tmaws", split_k=2)]
     else:
         if precise:
             c += [
-                G(128, 128, bk, num_warps=8, schedule="tma"),
-                G(128, 128, bk, num_warps=4, schedule="tmaws"),
-                G(128, 128, bk, num_warps=4, schedule="tmawspersistent"),
+                G(128, 128, bk, num_warps=8, num_stages=0, schedule="tma"),
+                G(128, 128, bk, num_warps=8, num_stages=4, schedule="tmapersistent"),
+                G(128, 128, bk, num_warps=4, num_stages=0, schedule="tmaws"),
+                G(128, 128, bk, num_warps=4, num_stages=0, schedule="tmawspersistent"),
             ]
         else:
             c += [
-                G(128, 256, bk, num_warps=8, schedule="tmapersistent", epilogue_subtile=2),
-                G(128, 256, bk, num_warps=8, schedule="tma", epilogue_subtile=2),
-                G(128, 256, bk, num_warps=4, schedule="tmaws"),
-                G(128, 256, bk, num_warps=4, schedule="tmawspersistent"),
-                G(256, 128, bk, num_warps=8, schedule="tmapersistent", epilogue_subtile=2),
-                G(128, 128, bk, num_warps=8, schedule="tmapersistent"),
+                G(128, 256, bk, num_warps=8, num_stages=0, schedule="tmapersistent", epilogue_subtile=2),
+                G(128, 256, bk, num_warps=8, num_stages=0, schedule="tma", epilogue_subtile=2),
+                G(128, 256, bk, num_warps=4, num_stages=0, schedule="tmaws"),
+                G(128, 256, bk, num_warps=4, num_stages=0, schedule="tmawspersistent"),
+                G(256, 128, bk, num_warps=8, num_stages=0, schedule="tmapersistent", epilogue_subtile=2),
+                G(128, 128, bk, num_warps=8, num_stages=0, schedule="tmapersistent"),
+                G(128, 128, bk, num_warps=8, num_stages=0, schedule="tma"),
             ]
             if not quick:
-                c += [G(128, 256, 64, num_warps=8, schedule="tmapersistent", epilogue_subtile=2),
-                      G(128, 256, bk, num_warps=8, schedule="tma", num_stages=3)]
-    out = _fit(c, out_size)
-    # The plain 3-stage non-persistent kernel is kept at 3 stages (the naive baseline of the notes).
-    if not precise and M > 256 and not quick:
-        base = G(128, 256, bk, num_warps=8, num_stages=3, schedule="tma")
-        if base not in out:
-            out.append(base)
-    return out
+                c += [G(128, 256, 64, num_warps=8, num_stages=0, schedule="tmapersistent", epilogue_subtile=2),
+                      G(128, 256, bk, num_warps=8, num_stages=3, schedule="tma")]
+    return _fit(c, out_size)
 
 
 # ------------------------------------------------------------------------------------------------------------------
