@@ -42,6 +42,9 @@ def _add_common_bench_args(p: argparse.ArgumentParser, in_suite: bool = False) -
     p.add_argument("--no-save", action="store_true", default=d(False), help="print the table only; write no files")
     p.add_argument("--profile", action="store_true", default=d(False),
                    help="run one case under Nsight Compute (ncu) and summarise")
+    p.add_argument("--graph", action="store_true", default=d(False),
+                   help="time calls replayed from a CUDA graph (L2 flushed between calls): kernel time without "
+                        "the host's launch overhead, for ours and every peer alike")
 
 
 def build_parser() -> argparse.ArgumentParser:

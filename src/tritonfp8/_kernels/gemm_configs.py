@@ -239,6 +239,10 @@ def heuristic_config(
         return small_m_config(M, N, K, precise=precise, num_sms=num_sms, out_size=out_size)
     if precise:
         cfg = GemmConfig(128, 128, 128, num_warps=8, schedule="tmapersistent", epilogue_subtile=1)
+        if _cdiv(M, 128) * _cdiv(N, 128) < num_sms:
+            # As for fast below: one tile per program when the tiles do not fill the SMs (H200, tune run of
+            # 2026-11-29: 128x8192x8192 precise 74 us non-persistent s6 vs 80 us persistent s5).
+            return with_max_stages(replace(cfg, schedule="tma"), out_size, cap=6)
         return with_max_stages(cfg, out_size, cap=5)
     big = GemmConfig(128, 256, 128, num_warps=8, schedule="tmapersistent", epilogue_subtile=2)
     small = GemmConfig(128, 128, 128, num_warps=8, schedule="tmapersistent", epilogue_subtile=1)

@@ -137,9 +137,84 @@ def _time_without_flush(fn: Callable[[], Any], warmup_ms: float, rep_ms: float) 
     return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
 
 
+# Timer mode of :func:`time_once`: "events" (do_bench: CUDA events around each eager call) or "graph" (the calls
+# captured in a CUDA graph and replayed: host launch overhead removed; see :func:`time_graph`).
+_TIMER_MODE = "events"
+
+
+def set_timer_mode(mode: str) -> None:
+    """Select how :func:`time_once` times: ``"events"`` (default) or ``"graph"`` (``bench --graph``)."""
+    global _TIMER_MODE
+    if mode not in ("events", "graph"):
+        raise ValueError(f"mode: expected 'events' or 'graph', got {mode!r}")
+    _TIMER_MODE = mode
+
+
+def timer_mode() -> str:
+    return _TIMER_MODE
+
+
+_FLUSH_BYTES = 256 * 1024 * 1024  # as do_bench: larger than any GPU's L2 (H200: 50 MB)
+
+
+@functools.lru_cache(maxsize=1)
+def _flush_buffer() -> torch.Tensor:
+    return torch.empty(_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+
+
+def time_graph(fn: Callable[[], Any], n_calls: int = 20, replays: int = 10, flush_l2: bool = True) -> float:
+    """Median milliseconds of one call of ``fn`` with the host out of the picture: ``n_calls`` calls (each after an
+    L2 flush when ``flush_l2``) are captured in one CUDA graph, and a second graph holds the flushes alone; each
+    is replayed ``replays`` times between CUDA events, and a call's time is the difference of the two medians
+    divided by ``n_calls``. This is the kernel time a user sees under CUDA graphs (as serving engines run
+    decode); eager calls add the host's launch overhead when the GPU is faster than the Python that feeds it.
+    ``fn`` must be capturable (no host syncs, no allocations that differ per call)."""
+    _require_cuda("time_graph")
+    buf = _flush_buffer() if flush_l2 else None
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm up outside capture (compiles, lazy inits), as graph capture requires
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+
+    def capture(with_fn: bool) -> torch.cuda.CUDAGraph:
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(n_calls):
+                if buf is not None:
+                    buf.zero_()
+                if with_fn:
+                    fn()
+        return g
+
+    g_fn, g_flush = capture(True), capture(False)
+
+    def replay_ms(g: torch.cuda.CUDAGraph) -> float:
+        g.replay()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(replays):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            g.replay()
+            e.record()
+            torch.cuda.synchronize()
+            times.append(s.elapsed_time(e))
+        return statistics.median(times)
+
+    t_both, t_flush = replay_ms(g_fn), (replay_ms(g_flush) if buf is not None else 0.0)
+    del g_fn, g_flush
+    return max(t_both - t_flush, 1e-6) / n_calls
+
+
 def time_once(fn: Callable[[], Any], warmup_ms: float = 25, rep_ms: float = 100, flush_l2: bool = True) -> float:
-    """Median milliseconds of one call of ``fn`` (``triton.testing.do_bench``, L2 flushed before each launch)."""
+    """Median milliseconds of one call of ``fn``: ``triton.testing.do_bench`` (L2 flushed before each launch), or
+    :func:`time_graph` when the timer mode is "graph" (:func:`set_timer_mode`)."""
     _require_cuda("time_once")
+    if _TIMER_MODE == "graph":
+        return time_graph(fn, flush_l2=flush_l2)
     if flush_l2:
         import triton.testing
 
@@ -408,6 +483,7 @@ def environment_info() -> dict[str, Any]:
         "tritonfp8": tritonfp8.__version__,
         "kernel_names": mode,
         "triton_interpret": _backend.interpreting(),
+        "timer": _TIMER_MODE,
     }
 
 

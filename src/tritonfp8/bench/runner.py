@@ -32,7 +32,7 @@ _CHILD_ENV = "TRITONFP8_PROFILE_ARGS"
 def _resolve_common(args: argparse.Namespace) -> argparse.Namespace:
     ns = argparse.Namespace(**vars(args))
     for k, v in (("quick", False), ("repeats", None), ("out", "benchmarks/results"), ("no_save", False),
-                 ("profile", False)):
+                 ("profile", False), ("graph", False)):
         if not hasattr(ns, k):
             setattr(ns, k, v)
     if ns.repeats is None:
@@ -158,6 +158,9 @@ def run(args: argparse.Namespace, suites: Mapping[str, Any]) -> int:
         if not names:
             print("bench: no benchmark suite is available", file=sys.stderr)
             return 1
+    from tritonfp8.bench import harness
+
+    harness.set_timer_mode("graph" if getattr(args, "graph", False) else "events")
     status = 0
     for name in names:
         rc = int(suites[name].run(suite_args(args, suites[name])) or 0)

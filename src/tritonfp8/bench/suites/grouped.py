@@ -104,18 +104,24 @@ def run(args: argparse.Namespace) -> int:
         dense_out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
         one = torch.ones((), device="cuda")
         b0 = b[0]
-        sa_h = [sa[g].reshape(()) for g in range(G)]
-        sb_h = [sb[g].reshape(()) for g in range(G)]
+        # Each group's scale as its own tensor: a view sa[g] sits 4*g bytes into sa, and cuBLAS (torch 2.11, CUDA
+        # 13) rejected such a scale pointer (CUBLAS_STATUS_NOT_SUPPORTED on the H200 at G=8, 1024 rows per group).
+        sa_h = [sa[g].clone().reshape(()) for g in range(G)]
+        sb_h = [sb[g].clone().reshape(()) for g in range(G)]
 
         def ours():
             grouped_gemm(a, b, sa, sb, m_sizes=m_sizes, out=out, check=False)
 
+        # cuBLAS needs 16-byte aligned operands: a row slice a[lo:hi] starting at an uneven offset is not, so the
+        # loop peer gets each group's rows as its own (aligned) tensor and output, made outside the timed region.
+        parts = [(a[offs[g]:offs[g + 1]].clone(), torch.empty((offs[g + 1] - offs[g], N), device=a.device,
+                                                             dtype=torch.bfloat16), g)
+                 for g in range(G) if offs[g + 1] > offs[g]]
+
         def loop():
-            for g in range(G):
-                lo, hi = offs[g], offs[g + 1]
-                if hi > lo:
-                    torch._scaled_mm(a[lo:hi], b[g].T, scale_a=sa_h[g], scale_b=sb_h[g], out_dtype=torch.bfloat16,
-                                     use_fast_accum=True, out=out[lo:hi])
+            for a_g, out_g, g in parts:
+                torch._scaled_mm(a_g, b[g].T, scale_a=sa_h[g], scale_b=sb_h[g], out_dtype=torch.bfloat16,
+                                 use_fast_accum=True, out=out_g)
 
         def dense():
             torch._scaled_mm(a, b0.T, scale_a=one, scale_b=one, out_dtype=torch.bfloat16, use_fast_accum=True,
