@@ -156,9 +156,13 @@ def _k_step(acc, prev, xt, yt, kb, kb_lo, x_scale, y_scale, off_r, off_s, R, S, 
                        stride_xs_k, stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP,
                        Y_SCALE_GROUP)
         prev = cur
+    elif X_SCALE_GROUP > 0:
+        # (as _promote, but the scales are loaded before the dot is issued: the default kernel's order)
+        xs = _block_scale(x_scale, off_r, R, kb, stride_xs_r, stride_xs_k, BLOCK_R, X_SCALE_GROUP)
+        ys = _block_scale(y_scale, off_s, S, kb, stride_ys_r, stride_ys_k, BLOCK_S, Y_SCALE_GROUP)
+        acc += _scaled_block(tl.dot(xt, yt.T), xs, ys, X_SCALE_GROUP >= BLOCK_R, Y_SCALE_GROUP >= BLOCK_S)
     elif K_SCALED:
-        acc = _promote(acc, tl.dot(xt, yt.T), kb, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k,
-                       stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP, Y_SCALE_GROUP)
+        acc += tl.dot(xt, yt.T) * blk_scale
     else:
         acc = tl.dot(xt, yt.T, acc)
     return acc, prev
