@@ -139,3 +139,30 @@ print(json.dumps(out))
     assert "_group1x128" in reports["gemm_block_group1x128_bias_gelu"]["name"]
     ndots, fresh = reports["dots"]
     assert ndots > 0 and fresh == ndots
+
+
+def test_lagged_promotion_specs_qgmma_no_spills_fresh_dots():
+    """The lagged promotion (GemmConfig.promote = "lag"; precise tensorwise and block 1x128 / 128x128 on the
+    128x128x128 tile): QGMMA, no spills, a new kernel name (..._lag), still fresh dots (zero accumulator) promoted
+    by fp32 adds, and an extra fp32 tile live (registers above the unlagged kernel's)."""
+    code = """
+import json, re
+from tritonfp8 import codegen
+out = {}
+for k in ("gemm_precise_tensorwise", "gemm_precise_tensorwise_lag", "gemm_block_128x128", "gemm_block_128x128_lag"):
+    r = codegen.inspect_kernel(k, arch=90, compare_names=False).as_dict()
+    ttgir = codegen.compile_spec(codegen.registry()[k], 90, "cutlass").asm["ttgir"]
+    zeros = set(re.findall(r"(%[\\w#]+) = arith.constant dense<0.000000e\\+00> : tensor<\\d+x\\d+xf32", ttgir))
+    dots = re.findall(r"ttng.warp_group_dot (%[\\w#]+), (%[\\w#]+), (%[\\w#]+)", ttgir)
+    r["dots"], r["fresh"] = len(dots), sum(d[2] in zeros for d in dots)
+    r.pop("sass", None)
+    out[k] = r
+print(json.dumps(out))
+"""
+    reports = json.loads(_run(code).strip().splitlines()[-1])
+    for k in ("gemm_precise_tensorwise", "gemm_block_128x128"):
+        lag, sync = reports[k + "_lag"], reports[k]
+        assert lag["name"] == sync["name"] + "_lag"
+        assert lag["qgmma"] > 0 and lag["spill_stores"] == 0 and lag["spill_loads"] == 0 and lag["stack_bytes"] == 0
+        assert lag["dots"] > 0 and lag["fresh"] == lag["dots"], lag
+        assert lag["registers"] > sync["registers"] and lag["shared_bytes"] <= SMEM_LIMIT_SM90

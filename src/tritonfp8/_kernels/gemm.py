@@ -122,16 +122,42 @@ def _scaled_block(blk, xs, ys, X_SCALAR: tl.constexpr, Y_SCALAR: tl.constexpr):
         return blk * (xs[:, None] * ys[None, :])
 
 @triton.jit
-def _k_step(acc, xt, yt, kb, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k, stride_ys_r,
-            stride_ys_k, blk_scale, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, X_SCALE_GROUP: tl.constexpr,
-            Y_SCALE_GROUP: tl.constexpr, K_SCALED: tl.constexpr):
-    """One K block into the fp32 accumulator, the same for TMA and pointer loads.
-
-    Block scales (X_SCALE_GROUP > 0; BLOCK_K = 128, so K block kb is scale column kb of both operands): a fresh dot
-    scaled per row/column. K_SCALED (precise): a fresh dot times the scalar per-block factor. Otherwise (fast): the
-    tensor core accumulates into ``acc`` itself.
-    """
+def _promote(acc, blk, kb, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k, stride_ys_r, stride_ys_k,
+             blk_scale, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, X_SCALE_GROUP: tl.constexpr,
+             Y_SCALE_GROUP: tl.constexpr):
+    """``acc + blk * (scale of K block kb)`` in fp32: the block scales of K block ``kb`` (X_SCALE_GROUP > 0;
+    BLOCK_K = 128, so K block kb is scale column kb of both operands), else the scalar per-block factor."""
     if X_SCALE_GROUP > 0:
+        xs = _block_scale(x_scale, off_r, R, kb, stride_xs_r, stride_xs_k, BLOCK_R, X_SCALE_GROUP)
+        ys = _block_scale(y_scale, off_s, S, kb, stride_ys_r, stride_ys_k, BLOCK_S, Y_SCALE_GROUP)
+        acc += _scaled_block(blk, xs, ys, X_SCALE_GROUP >= BLOCK_R, Y_SCALE_GROUP >= BLOCK_S)
+    else:
+        acc += blk * blk_scale
+    return acc
+
+
+@triton.jit
+def _k_step(acc, prev, xt, yt, kb, kb_lo, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k,
+            stride_ys_r, stride_ys_k, blk_scale, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr,
+            X_SCALE_GROUP: tl.constexpr, Y_SCALE_GROUP: tl.constexpr, K_SCALED: tl.constexpr,
+            PROMOTE_LAG: tl.constexpr):
+    """One K block into the fp32 accumulator, the same for TMA and pointer loads; returns (acc, prev).
+
+    K_SCALED (precise, and block scales): a fresh dot per K block, promoted into ``acc`` with its scale (see
+    :func:`_promote`). PROMOTE_LAG (K_SCALED only): the promotion lags one block behind the dot: this step issues
+    the dot of block kb and promotes ``prev``, the dot of block kb-1 (zeros in the first step, so the fp32 sum and
+    its order are those of the unlagged loop for finite scales); the caller promotes the last ``prev`` after the
+    loop. The aim is to let block kb's wgmma run while block kb-1's FFMAs do. Otherwise (fast): the tensor core
+    accumulates into ``acc`` itself; ``prev`` is passed through.
+    """
+    if PROMOTE_LAG:
+        cur = tl.dot(xt, yt.T)
+        acc = _promote(acc, prev, tl.maximum(kb - 1, kb_lo), x_scale, y_scale, off_r, off_s, R, S, stride_xs_r,
+                       stride_xs_k, stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP,
+                       Y_SCALE_GROUP)
+        prev = cur
+    elif X_SCALE_GROUP > 0:
+        # (as _promote, but the scales are loaded before the dot is issued: the default kernel's order)
         xs = _block_scale(x_scale, off_r, R, kb, stride_xs_r, stride_xs_k, BLOCK_R, X_SCALE_GROUP)
         ys = _block_scale(y_scale, off_s, S, kb, stride_ys_r, stride_ys_k, BLOCK_S, Y_SCALE_GROUP)
         acc += _scaled_block(tl.dot(xt, yt.T), xs, ys, X_SCALE_GROUP >= BLOCK_R, Y_SCALE_GROUP >= BLOCK_S)
@@ -139,8 +165,7 @@ def _k_step(acc, xt, yt, kb, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, 
         acc += tl.dot(xt, yt.T) * blk_scale
     else:
         acc = tl.dot(xt, yt.T, acc)
-    return acc
-
+    return acc, prev
 
 
 @triton.jit
@@ -158,7 +183,7 @@ def _gemm_tile(
     X_SCALE_VEC: tl.constexpr, Y_SCALE_VEC: tl.constexpr, K_SCALED: tl.constexpr,
     X_SCALE_GROUP: tl.constexpr, Y_SCALE_GROUP: tl.constexpr,
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, OUT_DTYPE: tl.constexpr, WS_KLOOP: tl.constexpr,
-    TMA_STORE: tl.constexpr, GROUPED: tl.constexpr,
+    TMA_STORE: tl.constexpr, GROUPED: tl.constexpr, PROMOTE_LAG: tl.constexpr,
 ):
     """One output tile (and one K slice when SPLIT_K > 1): main loop, then the fused epilogue.
 
@@ -214,12 +239,14 @@ def _gemm_tile(
         blk_scale = k_scale * blk_scale_epi
 
     acc = tl.zeros((BLOCK_R, BLOCK_S), dtype=tl.float32)
+    prev = acc  # the lagged promotion's pending block (PROMOTE_LAG; else unused)
     if USE_TMA:
         for kb in tl.range(kb_lo, kb_hi, warp_specialize=WS_KLOOP):
             xt = x.load([off_r, kb * BLOCK_K])
             yt = y.load([y_off, kb * BLOCK_K])
-            acc = _k_step(acc, xt, yt, kb, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k,
-                          stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP, Y_SCALE_GROUP, K_SCALED)
+            acc, prev = _k_step(acc, prev, xt, yt, kb, kb_lo, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r,
+                                stride_xs_k, stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP,
+                                Y_SCALE_GROUP, K_SCALED, PROMOTE_LAG)
     else:
         offs_r = off_r.to(tl.int64) + tl.arange(0, BLOCK_R)
         offs_s = off_s.to(tl.int64) + tl.arange(0, BLOCK_S)
@@ -233,8 +260,13 @@ def _gemm_tile(
             mk = (k0 + offs_k)[None, :] < K
             xt = tl.load(x_ptrs + k0, mask=mask_r & mk, other=0.0)
             yt = tl.load(y_ptrs + k0, mask=mask_s & mk, other=0.0)
-            acc = _k_step(acc, xt, yt, kb, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k,
-                          stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP, Y_SCALE_GROUP, K_SCALED)
+            acc, prev = _k_step(acc, prev, xt, yt, kb, kb_lo, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r,
+                                stride_xs_k, stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP,
+                                Y_SCALE_GROUP, K_SCALED, PROMOTE_LAG)
+    if PROMOTE_LAG:
+        # The last block (zeros when this split has no K blocks; kb_hi - 1 is a valid scale column: K > 0).
+        acc = _promote(acc, prev, kb_hi - 1, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k,
+                       stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP, Y_SCALE_GROUP)
 
     # ---- epilogue, in SUBTILE column pieces: fewer live registers (a column vector of scales or bias costs one
     # register per column a thread holds: 64 at 128x256 with 8 warps) and a smaller TMA staging buffer ----
@@ -318,7 +350,7 @@ def fp8_gemm_kernel(
     X_SCALE_VEC: tl.constexpr, Y_SCALE_VEC: tl.constexpr, K_SCALED: tl.constexpr,
     X_SCALE_GROUP: tl.constexpr, Y_SCALE_GROUP: tl.constexpr,
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, OUT_DTYPE: tl.constexpr, TMA_STORE: tl.constexpr,
-    GROUPED: tl.constexpr, G_PAD: tl.constexpr,
+    GROUPED: tl.constexpr, G_PAD: tl.constexpr, PROMOTE_LAG: tl.constexpr,
 ):
     """``D = (X·x_scale)(Y·y_scale)ᵀ`` (+ bias, activation) for one or more output tiles.
 
@@ -389,7 +421,7 @@ def fp8_gemm_kernel(
                 g_idx, g_lo, g_hi, g_tiles, g_cum, stride_xs_g, stride_ys_g,
                 BLOCK_R, BLOCK_S, BLOCK_K, GROUP_R, SPLIT_K, USE_TMA, SUBTILE, SWAP_AB,
                 X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, X_SCALE_GROUP, Y_SCALE_GROUP, HAS_BIAS, ACTIVATION, OUT_DTYPE,
-                False, TMA_STORE, GROUPED,
+                False, TMA_STORE, GROUPED, PROMOTE_LAG,
             )
     else:
         _gemm_tile(
@@ -399,7 +431,7 @@ def fp8_gemm_kernel(
             g_idx, g_lo, g_hi, g_tiles, g_cum, stride_xs_g, stride_ys_g,
             BLOCK_R, BLOCK_S, BLOCK_K, GROUP_R, SPLIT_K, USE_TMA, SUBTILE, SWAP_AB,
             X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, X_SCALE_GROUP, Y_SCALE_GROUP, HAS_BIAS, ACTIVATION, OUT_DTYPE,
-            WARP_SPECIALIZE, TMA_STORE, GROUPED,
+            WARP_SPECIALIZE, TMA_STORE, GROUPED, PROMOTE_LAG,
         )
 
 
@@ -441,6 +473,15 @@ _TL_OUT = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32
 REDUCE_BLOCK = 1024
 
 
+def promote_lag(cfg: GemmConfig, k_scaled: bool) -> bool:
+    """Constexpr PROMOTE_LAG: the config asks for the lagged promotion, the mode has a promotion at all (precise or
+    block scales), and the loads are TMA (wgmma, asynchronous) without warp specialization. The others keep the
+    unlagged loop: the pointer path (Ada's mma.sync is synchronous: nothing to overlap; its lagged build measured 252
+    registers vs 178, offline sm_89) and the warp-specialized schedules (Triton 3.6's NVGPUWarpSpecialization pass
+    fails on the lagged loop: measured offline, tmaws and tmawspersistent)."""
+    return cfg.promote == "lag" and k_scaled and cfg.uses_tma and not cfg.warp_specialized
+
+
 def scaling_token(a_vec: bool, b_vec: bool, b_block_rows: int | None = None) -> str:
     """Name field of the scale granularity: per tensor, per row of a and/or per row of b (output channel); block
     scales: "blockwise" (1x128 groups of a, 128x128 blocks of b) or "group1x128" (1x128 groups of both)."""
@@ -467,6 +508,8 @@ def gemm_kernel_name(
     extras = []
     if precise and b_block_rows is None:  # block scaling is always per-K-block fp32: the scaling field says so
         extras.append("precise")
+    if promote_lag(cfg, precise or b_block_rows is not None):
+        extras.append("lag")
     if cfg.swap_ab:
         extras.append("swapab")
     if cfg.split_k > 1:
@@ -567,7 +610,8 @@ def launch_gemm(
         X_SCALE_VEC=x_vec, Y_SCALE_VEC=y_vec, K_SCALED=precise or b_block_rows is not None,
         X_SCALE_GROUP=x_group, Y_SCALE_GROUP=y_group, HAS_BIAS=bias is not None and split == 1,
         ACTIVATION=act if split == 1 else ACT_NONE, OUT_DTYPE=_TL_OUT[out.dtype], TMA_STORE=cfg.tma_store,
-        GROUPED=0, G_PAD=1, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        GROUPED=0, G_PAD=1, PROMOTE_LAG=promote_lag(cfg, precise or b_block_rows is not None),
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     if split > 1:
         rname = reduce_kernel_name(arch=arch, out_dtype=out.dtype, split_k=split, has_bias=bias is not None,
@@ -665,6 +709,7 @@ def launch_grouped(
         group_rows, G, group_cap, a_group_stride, b_group_stride,
         KERNEL_NAME=name, K_SCALED=precise or b_block_rows is not None, HAS_BIAS=bias is not None,
         ACTIVATION=ACTIVATIONS[activation], OUT_DTYPE=_TL_OUT[out.dtype],
+        PROMOTE_LAG=promote_lag(cfg, precise or b_block_rows is not None),
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, **ce,
     )
     return out
@@ -695,6 +740,7 @@ def grouped_codegen_spec(
         "group_rows": "*i32", "num_groups": "i32", "group_cap": "i32", "stride_xs_g": "i32", "stride_ys_g": "i32",
     }
     constexprs = dict(ce, K_SCALED=precise or b_block_rows is not None, HAS_BIAS=has_bias,
+                      PROMOTE_LAG=promote_lag(cfg, precise or b_block_rows is not None),
                       ACTIVATION=ACTIVATIONS[activation], OUT_DTYPE=_TL_OUT[out_dtype], ws=None)
     if not has_bias:
         constexprs["bias"] = None
@@ -769,6 +815,7 @@ def codegen_spec(
         SUBTILE=cfg.epilogue_subtile, SWAP_AB=cfg.swap_ab, X_SCALE_VEC=x_vec, Y_SCALE_VEC=y_vec,
         K_SCALED=precise or block, X_SCALE_GROUP=x_group, Y_SCALE_GROUP=y_group, HAS_BIAS=has_bias, ACTIVATION=ACTIVATIONS[activation] if split == 1 else ACT_NONE,
         OUT_DTYPE=_TL_OUT[out_dtype], TMA_STORE=cfg.tma_store, GROUPED=0, G_PAD=1,
+        PROMOTE_LAG=promote_lag(cfg, precise or block),
         group_rows=None, num_groups=1, group_cap=0, stride_xs_g=0, stride_ys_g=0,
     )
     if split == 1:
@@ -799,6 +846,8 @@ def codegen_spec(
 MAIN_CONFIG = GemmConfig(128, 256, 128, num_warps=8, num_stages=4, schedule="tmapersistent", epilogue_subtile=2)
 # Block scales: the precise mode's tile (block_config of a large shape).
 BLOCK_CONFIG = GemmConfig(128, 128, 128, num_warps=8, num_stages=5, schedule="tmapersistent")
+# The lagged promotion (GemmConfig.promote = "lag") on the precise / block tile.
+PRECISE_CONFIG_LAG = BLOCK_CONFIG_LAG = dataclasses.replace(BLOCK_CONFIG, promote="lag")
 
 
 def _specs() -> dict:
@@ -813,6 +862,9 @@ def _specs() -> dict:
         "gemm_precise_tensorwise": codegen_spec(
             GemmConfig(128, 128, 128, num_warps=8, num_stages=5, schedule="tmapersistent"), precise=True,
             description="precise: fresh dot per 128-K block added into fp32"),
+        "gemm_precise_tensorwise_lag": codegen_spec(
+            PRECISE_CONFIG_LAG, precise=True,
+            description="precise, lagged promotion: block kb-1 added while block kb's dot is issued"),
         "gemm_fast_nonpersistent": codegen_spec(
             GemmConfig(128, 256, 128, num_warps=8, num_stages=4, schedule="tma", epilogue_subtile=2),
             description="one tile per program"),
@@ -833,6 +885,8 @@ def _specs() -> dict:
         "gemm_block_128x128": codegen_spec(
             BLOCK_CONFIG, b_block_rows=128,
             description="block scales: 1x128 groups of a, 128x128 blocks of b, applied per 128-K step in fp32"),
+        "gemm_block_128x128_lag": codegen_spec(
+            BLOCK_CONFIG_LAG, b_block_rows=128, description="block scales 1x128 / 128x128, lagged promotion"),
         "gemm_block_group1x128_bias_gelu": codegen_spec(
             BLOCK_CONFIG, b_block_rows=1, bias_dtype=torch.bfloat16, activation="gelu",
             description="block scales: 1x128 groups of a and b, + bias + gelu"),

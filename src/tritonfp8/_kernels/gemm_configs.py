@@ -35,6 +35,12 @@ from typing import Iterator
 #   "ptr"             pointer loads/stores (Ada, sm_89: no TMA/wgmma).
 SCHEDULES = ("tma", "tmapersistent", "tmaws", "tmawspersistent", "ptr")
 
+# Promotion of the precise / block-scaled modes (each K block a fresh dot, added into the fp32 accumulator):
+#   "sync"  block kb's dot is promoted in the same step (the default).
+#   "lag"   block kb's dot is promoted one step later, after block kb+1's dot is issued (one more fp32 tile live);
+#           same fp32 sum in the same order. Kernel names carry "lag".
+PROMOTES = ("sync", "lag")
+
 # Hopper (sm_90) shared memory per block: 227 KB opt-in (232448 bytes). Triton adds barriers (8 bytes per stage)
 # and alignment; keep 1 KB spare.
 SMEM_BYTES_SM90 = 232448
@@ -53,6 +59,8 @@ class GemmConfig:
     swap_ab: compute Cᵀ = B·Aᵀ (small M: N fills wgmma's 64-row dimension).
     split_k: K split over this many programs; fp32 partial sums, then a reduce kernel (deterministic).
     epilogue_subtile: store the tile in this many column pieces (1 or 2): smaller shared-memory staging buffer.
+    promote: how the per-K-block fp32 promotion of the precise and block-scaled modes is scheduled (see
+    :data:`PROMOTES`); ignored in the fast mode.
     """
 
     block_m: int = 128
@@ -65,6 +73,7 @@ class GemmConfig:
     swap_ab: bool = False
     split_k: int = 1
     epilogue_subtile: int = 1
+    promote: str = "sync"
 
     def __post_init__(self) -> None:
         for f in ("block_m", "block_n", "block_k"):
@@ -75,6 +84,8 @@ class GemmConfig:
             raise ValueError(f"GemmConfig.schedule: expected one of {SCHEDULES}, got {self.schedule!r}")
         if self.epilogue_subtile not in (1, 2):
             raise ValueError(f"GemmConfig.epilogue_subtile: expected 1 or 2, got {self.epilogue_subtile}")
+        if self.promote not in PROMOTES:
+            raise ValueError(f"GemmConfig.promote: expected one of {PROMOTES}, got {self.promote!r}")
         if self.split_k < 1:
             raise ValueError(f"GemmConfig.split_k: expected >= 1, got {self.split_k}")
         if self.num_warps not in (1, 2, 4, 8, 16):
@@ -117,6 +128,8 @@ class GemmConfig:
             s += f" splitk{self.split_k}"
         if self.epilogue_subtile > 1:
             s += f" sub{self.epilogue_subtile}"
+        if self.promote != "sync":
+            s += f" {self.promote}"
         return s
 
 

@@ -51,14 +51,22 @@ VARIANTS = {
     "tile128": {"block_m": 128, "block_n": 128, "epilogue_subtile": 1},
     "tile256x128": {"block_m": 256, "block_n": 128, "epilogue_subtile": 2, "num_warps": 8},
     "nosub": {"epilogue_subtile": 1},
+    # Lagged fp32 promotion (GemmConfig.promote): block kb-1's fresh dot is added while block kb's dot is issued.
+    "lag": {"promote": "lag"},
 }
+# Modes a variant is timed in (default: fast). "lag" changes only the per-K-block promotion, which exists in the
+# precise mode and with block scales (--scaling block); it is timed there, on that mode's own config.
+VARIANT_MODES = {"lag": ("precise", "block")}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shapes", default=None,
                    help="'MxNxK;...', 'set' (the issue's 27 shapes, default) or 'quick' (default with --quick)")
     p.add_argument("--modes", default=",".join(MODES), help="comma list of fast, precise, rowwise")
-    p.add_argument("--variants", default="", help=f"extra schedules of ours in fast mode: {', '.join(VARIANTS)}")
+    in_modes = ", ".join(f"{k} in {'/'.join(v)}" for k, v in VARIANT_MODES.items())
+    p.add_argument("--variants", default="",
+                   help=f"extra configs of ours, timed as '<mode>:<variant>' in the fast mode ({in_modes}): "
+                        f"{', '.join(VARIANTS)}")
     p.add_argument("--no-bf16", action="store_true", help="skip the BF16 torch.matmul peer")
     p.add_argument("--scaling", choices=("tensor", "block"), default="tensor",
                    help="tensor: the --modes above; block: 1x128 x 128x128 block scales vs cuBLAS blockwise")
@@ -200,13 +208,25 @@ def run(args) -> int:
         if not args.no_bf16:
             a16, b16 = p.a.to(torch.bfloat16), p.b.to(torch.bfloat16)
             fns["bf16_matmul"] = lambda a16=a16, b16=b16: torch.matmul(a16, b16.T)
-        vcfgs = {}
+        vcfgs = {}  # "<mode>:<variant>" -> config
+        base_cfgs = {"fast": cfg_fast, "precise": cfg_prec, "block": cfg_block}
         for v in variants:
-            vc = variant_config(cfg_fast, v)
-            if vc is None or (vc.warp_specialized and not ws_ok) or vc in vcfgs.values():
-                continue
-            vcfgs[v] = vc
-            fns[f"ours_fast:{v}"] = ours(p, vc, precise=False)
+            for vmode in VARIANT_MODES.get(v, ("fast",)):
+                if vmode not in modes:
+                    continue
+                vc = variant_config(base_cfgs[vmode], v)
+                if vc is None or (vc.warp_specialized and not ws_ok) \
+                        or vc in [c for k, c in vcfgs.items() if k.startswith(vmode + ":")]:
+                    continue
+                vcfgs[f"{vmode}:{v}"] = vc
+                if vmode == "fast":
+                    fns[f"ours_fast:{v}"] = ours(p, vc, precise=False)
+                elif vmode == "precise":
+                    fns[f"ours_precise:{v}"] = (lambda p=p, vc=vc: gemm(p.a, p.b, p.sa, p.sb, accumulate="precise",
+                                                                        out=p.out, config=vc))
+                else:
+                    fns[f"ours_block:{v}"] = lambda p=p, bs=bs, vc=vc: gemm(p.a, p.b, bs.sa, bs.sb, out=p.out,
+                                                                           config=vc)
         # Errors (each output once, against the fp64 product of the dequantized inputs).
         errs = {}
         for name, fn in fns.items():
@@ -221,7 +241,7 @@ def run(args) -> int:
                 ref = p.a.double() @ p.b.double().T
                 errs[name] = rel_error_gpu(out, ref)
                 del ref
-            elif name.endswith("_block"):
+            elif name.split(":")[0].endswith("_block"):
                 ref = bs.ref()
                 errs[name] = rel_error_gpu(out, ref)
                 del ref
@@ -236,11 +256,11 @@ def run(args) -> int:
             if ours_key not in med or peer_key not in med:
                 return
             cmp = H.compare(times[ours_key], times[peer_key])
-            acc = "precise" if mode in ("precise", "block") else "fast"
+            acc = "precise" if mode.split(":")[0] in ("precise", "block") else "fast"
             bound = error_bound(torch.bfloat16, K, acc, tensor_core=True)
             r = {
                 "shape": f"{M}x{N}x{K}", "M": M, "N": N, "K": K, "mode": mode, "ours": ours_key, "peer": peer_key,
-                "config": cfg.short() if cfg else None, "config_source": src if mode != "variant" else "variant",
+                "config": cfg.short() if cfg else None, "config_source": "variant" if ":" in mode else src,
                 "ours_ms": med[ours_key], "peer_ms": med[peer_key], "ours_tflops": tf[ours_key],
                 "peer_tflops": tf[peer_key], "ratio": cmp.ratio, "lo": cmp.lo, "hi": cmp.hi, "verdict": cmp.verdict,
                 "pct_peak": H.pct(tf[ours_key], peak), "err": errs.get(ours_key), "peer_err": errs.get(peer_key),
@@ -248,6 +268,11 @@ def run(args) -> int:
             }
             if r["peer_err"]:
                 r["err_vs_peer"] = r["err"] / r["peer_err"]
+            default_key = ours_key.split(":")[0]
+            if default_key != ours_key and default_key in times:
+                # The variant against the library's default of the same mode, same interleaved rounds (> 1: faster).
+                vs = H.compare(times[ours_key], times[default_key])
+                r.update(vs_default=vs.ratio, vs_default_lo=vs.lo, vs_default_hi=vs.hi, vs_default_verdict=vs.verdict)
             if M <= 64:
                 r["ours_gbps"] = H.gbps(p.bytes, med[ours_key])
                 r["peer_gbps"] = H.gbps(p.bytes, med[peer_key])
@@ -263,21 +288,22 @@ def run(args) -> int:
         row("precise", "ours_precise", "cublas_exact", cfg_prec)
         row("rowwise", "ours_rowwise", "cublas_rowwise", cfg_fast)
         row("block", "ours_block", "cublas_block", cfg_block)
-        for v, vc in vcfgs.items():
-            row(f"fast:{v}", f"ours_fast:{v}", "cublas_fast", vc)
+        peers = {"fast": "cublas_fast", "precise": "cublas_exact", "block": "cublas_block"}
+        for key, vc in vcfgs.items():
+            row(key, f"ours_{key}", peers[key.split(":")[0]], vc)
         del p
         if on_gpu:
             torch.cuda.empty_cache()
 
     cols = [H.Column("shape", justify="left"), H.Column("mode", justify="left"), H.Column("config", justify="left"),
             H.Column("ours_tflops", "ours TFLOPS", "{:.0f}"), H.Column("peer_tflops", "cuBLAS TFLOPS", "{:.0f}"),
-            H.Column("ratio", "ratio", "{:.3f}"), H.Column("verdict"), H.Column("pct_peak", "% peak", "{:.0f}"),
+            H.Column("ratio", "ratio", "{:.3f}"), H.Column("verdict"), H.Column("vs_default", "vs default", "{:.3f}"), H.Column("pct_peak", "% peak", "{:.0f}"),
             H.Column("err", "err", "{:.2e}"), H.Column("peer_err", "cuBLAS err", "{:.2e}"),
             H.Column("ours_gbps", "GB/s", "{:.0f}"), H.Column("bf16_tflops", "bf16 TFLOPS", "{:.0f}")]
     H.print_table(rows, cols, title=f"bench gemm on {gpu} (ratio = cuBLAS ms / ours ms; > 1: ours faster)",
                   console=console)
     summary = []
-    for mode in [*modes, *[f"fast:{v}" for v in variants]]:
+    for mode in [*modes, *[f"{m}:{v}" for v in variants for m in VARIANT_MODES.get(v, ("fast",)) if m in modes]]:
         rs = [r for r in rows if r["mode"] == mode]
         if not rs:
             continue
@@ -285,13 +311,15 @@ def run(args) -> int:
         s = {"mode": mode, "shapes": len(rs), "geomean_ratio": _geomean([r["ratio"] for r in rs]),
              "min_ratio": min(r["ratio"] for r in rs), "below_0.95": sum(r["ratio"] < 0.95 for r in rs),
              "geomean_ratio_m_le_64": _geomean([r["ratio"] for r in small]),
-             "max_err_vs_peer": max((r.get("err_vs_peer") or 0) for r in rs)}
+             "max_err_vs_peer": max((r.get("err_vs_peer") or 0) for r in rs),
+             "geomean_vs_default": _geomean([r.get("vs_default") for r in rs])}
         summary.append(s)
     summary_cols = [
         H.Column("mode", justify="left"), H.Column("shapes"), H.Column("geomean_ratio", "geomean ratio", "{:.3f}"),
         H.Column("min_ratio", "min", "{:.3f}"), H.Column("below_0.95", "< 0.95x"),
         H.Column("geomean_ratio_m_le_64", "M<=64 geomean", "{:.3f}"),
         H.Column("max_err_vs_peer", "max err / cuBLAS err", "{:.2f}"),
+        H.Column("geomean_vs_default", "vs default", "{:.3f}"),
     ]
     H.print_table(summary, summary_cols, title="summary", console=console)
 
