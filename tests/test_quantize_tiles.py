@@ -14,8 +14,10 @@ import pytest
 import torch
 
 from tests.conftest import requires_gpu
+from tests.test_quantize import CASES as CASES_MATRIX
 from tests.test_quantize import _assert_bit_exact
 from tritonfp8 import naming
+from tritonfp8.quantize import quantize
 
 qmod = importlib.import_module("tritonfp8.quantize")
 E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
@@ -45,6 +47,7 @@ CASES = [
     ("g64w4", (1, 32), (5, 100)),  # more groups per program than the row has: capped to pow2(4)
     ("g1w2", (1, 16), (3, 40)),
     ("g2w4", (1, 128), (9, 260)),  # G = 128: partial last group of 4 columns
+    ("g4w4m2", (1, 32), (7, 300)),  # 2 rows per program (m<M>): the last row band half empty
     ("g2w4", (32, 32), (70, 100)),  # blocks: 2 per program along K, partial along M and K
     ("g1w4c8", (32, 32), (70, 100)),  # chunked sweep, 8 rows per step
     ("g2w4c16", (32, 32), (33, 65)),  # chunked, 2 blocks per program, one row in the last block row
@@ -120,6 +123,9 @@ def test_variant_plans_and_names(tiling):
     tiling("g8w8")
     plan = qmod._plan(("group", 128), 8192, 8192, False)
     assert (plan.cast.block_m, plan.cast.block_k, plan.chunk_m) == (8, 1024, 0)  # chunks are for blocks only
+    tiling("g64w16m2")
+    plan = qmod._plan(("group", 128), 8192, 8192, False)
+    assert (plan.cast.block_m, plan.cast.block_k, plan.cast.num_warps) == (2, 8192, 16)
 
 
 @pytest.mark.parametrize("bad", ["g3w8", "g8w3", "narrow", "g8", "g8w8c3", "g8w8r8", ""])
@@ -149,18 +155,21 @@ def test_bench_variants_bookkeeping_on_cpu(tmp_path, monkeypatch, capsys):
     from tritonfp8.bench import harness as H
     from tritonfp8.bench.suites import quant
 
-    fake = {"ours": 1.0, "torch": 4.0, "copy": 0.8, "ours_g2w4": 0.5, "ours_legacy": 2.0}
+    fake = {"ours": 1.0, "torch": 4.0, "copy": 0.8, "ours_g2w4": 0.5, "ours_legacy": 2.0, "ours_atomic": 0.25}
     seen = []
 
     tilings = []  # the tiling each quantize call planned under
     real_launch = qmod._launch
-    monkeypatch.setattr(qmod, "_launch", lambda *a, **k: tilings.append(qmod._TILING) or real_launch(*a, **k))
+    schemes = []  # the two-pass scheme of each call
+    monkeypatch.setattr(qmod, "_launch", lambda *a, **k: tilings.append(qmod._TILING) or schemes.append(
+        qmod._TWO_PASS) or real_launch(*a, **k))  # fmt: skip
 
     def timer(fn, warmup_ms, rep_ms, flush_l2):
         n0 = len(tilings)
         fn()
         name = next(n for n, f in current.items() if f is fn)
         seen.extend((name, t) for t in tilings[n0:])
+        seen.extend((name, t) for t in schemes[n0:])
         return fake[name]
 
     current = {}
@@ -176,22 +185,27 @@ def test_bench_variants_bookkeeping_on_cpu(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(H, "bench_interleaved", spy)
     before = qmod._TILING
     args = argparse.Namespace(quick=True, repeats=1, out=str(tmp_path), no_save=False, profile=False,
-                              granularity=[(1, 32), "row"], dtype="e4m3", shape=[(8, 96)], variants="g2w4, legacy")
+                              granularity=[(1, 32), "row", "tensor"], dtype="e4m3", shape=[(8, 96)],
+                              variants="g2w4, legacy,atomic")  # fmt: skip
+    before_two_pass = qmod._TWO_PASS
     assert quant.run(args) == 0
-    assert qmod._TILING == before
+    assert qmod._TILING == before and qmod._TWO_PASS == before_two_pass
     rows = json.loads(next(tmp_path.glob("quant-cpu-*.json")).read_text())["rows"]
     v = rows[0]["variants"]
     assert set(v) == {"g2w4", "legacy"} and v["g2w4"]["exact"] and v["legacy"]["exact"]
     assert v["g2w4"]["vs_ours"] == 2.0 and v["legacy"]["vs_ours"] == 0.5
     assert rows[1]["granularity"] == "row" and rows[1]["variants"] == {}  # tilings are for (1, G) / (G, G) only
+    assert set(rows[2]["variants"]) == {"atomic"} and rows[2]["variants"]["atomic"]["exact"]  # tensor: schemes
+    assert rows[2]["variants"]["atomic"]["vs_ours"] == 4.0 and ("ours_atomic", "atomic") in seen
     assert ("ours_g2w4", "g2w4") in seen and ("ours_legacy", "legacy") in seen  # timed under their tiling
-    assert ("ours", before) in seen and not any(n == "ours" and t != before for n, t in seen)
-    assert "tiling g2w4" in capsys.readouterr().out
+    assert ("ours", before) in seen and not any(n == "ours" and t not in (before, before_two_pass) for n, t in seen)
+    assert "variant g2w4" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="variants"):
         quant._variant_list(argparse.Namespace(variants="g3w4"))
 
 
-GPU_TILINGS = ["legacy", "g64w8", "g8w8", "g16w8", "g1w16", "g1w16c32", "g1w16c64", "g2w16c32", "g1w8c32"]
+GPU_TILINGS = ["legacy", "g64w8", "g8w8", "g16w8", "g1w16", "g1w16c32", "g1w16c64", "g2w16c32", "g1w8c32", "g64w16m2",
+               "g2w16"]
 
 
 @requires_gpu
@@ -207,3 +221,137 @@ def test_gpu_tilings_bit_exact(name, gran, tiling):
         _assert_bit_exact(x, gran, E4M3)
         _, s = qmod.quantize_torch(x, gran, E5M2)
         _assert_bit_exact(x, gran, E5M2, s * 0.5)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tensor/col two-pass schemes (quantize._TWO_PASS): "partials" (default) and "atomic" (atomic-max amax pass)
+
+
+@pytest.fixture
+def two_pass():
+    """Set a two-pass scheme for one test; the previous one comes back afterwards."""
+    prev = qmod._TWO_PASS
+    yield qmod._set_two_pass
+    qmod._set_two_pass(prev)
+
+
+TWO_PASS_CASES = [c for c in CASES_MATRIX if c.gran in ("tensor", "col")]
+
+
+@pytest.mark.parametrize("case", TWO_PASS_CASES, ids=str)
+def test_atomic_two_pass_bit_exact(case, device, two_pass, monkeypatch):
+    """The whole tensor/col case matrix of test_quantize (odd sizes, beyond +-fmax, NaN, e4m3/e5m2, transposed and
+    sliced inputs) through the atomic scheme; a lowered one-pass limit sends these short columns through it too."""
+    two_pass("atomic")
+    monkeypatch.setattr(qmod, "_ONE_PASS_MAX_ELEMS", 8)
+    x = case.make(device)
+    m, k = qmod._as_2d_shape(x.shape)
+    assert qmod._plan(qmod._normalize_granularity(case.gran), m, k, False).source == "absmax"
+    _assert_bit_exact(x, case.gran, case.dtype)
+
+
+@pytest.mark.parametrize("scheme", ["atomic", "atomicwide", "atomicp3"])
+@pytest.mark.parametrize("kind", ["tensor", "col"])
+def test_atomic_two_pass_several_programs(scheme, kind, device, two_pass, monkeypatch):
+    """Small amax tiles, so several programs each fold several tiles into the atomic max; the amax sits in the last
+    row (last band) and NaN / all-zero columns are in the input."""
+    two_pass(scheme)
+    monkeypatch.setattr(qmod, "_ONE_PASS_MAX_ELEMS", 64)  # col: two passes from M = 5 on
+    monkeypatch.setattr(qmod, "_AMAX_ELEMS", 256)
+    for shape, in_dtype, out_dtype in [((300, 40), torch.bfloat16, E4M3), ((77, 300), torch.float32, E5M2)]:
+        plan = qmod._plan(qmod._normalize_granularity(kind), *shape, False, interpreter=device != "cuda")
+        assert plan.source == "absmax" and plan.reduce == f"atomic_{'col' if kind == 'col' else 'all'}"
+        if device != "cuda":
+            assert plan.progs_m * plan.progs_k > 1 and qmod._cdiv(shape[0], plan.amax.block_m) > plan.progs_m
+        x = _input(*shape, in_dtype, device)
+        x[:, 5] = 0  # an all-zero column: the floor scale
+        _assert_bit_exact(x, kind, out_dtype)
+        _, s = qmod.quantize_torch(x, kind, out_dtype)
+        _assert_bit_exact(x, kind, out_dtype, s * 2)  # static scales do not take the two-pass path
+
+
+def test_atomic_plans_and_names(two_pass):
+    """8192 x 8192 on 132 SMs: a resident amax grid (2 per SM, a power of two of row bands: 32 x 8 tiles of
+    16 x 1024), the cast tiles, kernel names that tell the scheme apart from the default."""
+    default = {g: qmod._plan((g,), 8192, 8192, False) for g in ("tensor", "col")}
+    assert all(p.source == "amax" for p in default.values())  # default: partials
+    two_pass("atomic")
+    for g, cast in (("tensor", (8, 1024)), ("col", (32, 256))):
+        p = qmod._plan((g,), 8192, 8192, False, sms=132)
+        assert (p.source, p.progs_m, p.progs_k, p.amax.block_m, p.amax.block_k, p.amax.num_warps) == (
+            "absmax", 32, 8, 16, 1024, 8)
+        assert (p.cast.block_m, p.cast.block_k) == cast
+        assert p.partial_shape(8192, 8192) == ((1,) if g == "tensor" else (8192,))
+        for name in (p.cast_name(torch.bfloat16, E4M3), p.amax_name(torch.bfloat16)):
+            built = name.build("cutlass")
+            assert naming.parse_kernel_name(built)["rest"][-2:] == ("atomic", "p2")
+        assert p.cast_name(torch.bfloat16, E4M3).build("cutlass") != default[g].cast_name(torch.bfloat16, E4M3).build(
+            "cutlass")
+    two_pass("atomicp4wide")
+    p = qmod._plan(("col",), 8192, 8192, False, sms=132)
+    assert (p.progs_m, p.cast.block_m, p.cast.block_k) == (64, 8, 1024)
+
+
+@pytest.mark.parametrize("bad", ["atomicp0", "atomicp17", "atomics", "atomic2", "partial"])
+def test_bad_two_pass_names_raise(bad):
+    with pytest.raises(ValueError, match="two-pass"):
+        qmod._set_two_pass(bad)
+
+
+def test_variant_dispatch():
+    assert qmod._variant_applies("atomic", "tensor") and qmod._variant_applies("partials", "col")
+    assert not qmod._variant_applies("atomic", "group") and not qmod._variant_applies("atomic", "row")
+    assert qmod._variant_applies("g64w8", "group") and not qmod._variant_applies("g64w8", "tensor")
+    assert not qmod._variant_applies("g64w8", "block") and qmod._variant_applies("g2w16", "block")
+    assert not qmod._variant_applies("g64w16m2", "block") and not qmod._variant_applies("wide", "block")
+    assert not qmod._variant_applies("g1w16c32", "group") and qmod._variant_applies("legacy", "block")
+    with pytest.raises(ValueError, match="tiling"):
+        qmod._set_variant("atomc")
+
+
+def test_atomic_launches_fill_amax_cast(device, monkeypatch, two_pass):
+    """The atomic scheme: a zeroed int32 amax buffer ((1,) or (K,)), the amax pass, the cast (reading it)."""
+    from tritonfp8._kernels import quantize as kq
+
+    two_pass("atomic")
+    monkeypatch.setattr(qmod, "_ONE_PASS_MAX_ELEMS", 64)
+    launches = []
+
+    class Recorder:
+        def __init__(self, name):
+            self.name = name
+
+        def __getitem__(self, grid):
+            def launch(x, part, *args, **kwargs):
+                if self.name == "amax":
+                    launches.append(("amax", part.dtype, tuple(part.shape), int(part.abs().sum())))
+                else:
+                    launches.append(("cast", kwargs.get("num_warps")))
+
+            return launch
+
+    monkeypatch.setattr(kq, "amax_kernel", Recorder("amax"))
+    monkeypatch.setattr(kq, "quantize_kernel", Recorder("cast"))
+    x = torch.empty(64, 256, device=device)
+    for gran, shape in (("tensor", (1,)), ("col", (256,))):
+        launches.clear()
+        quantize(x, gran)
+        assert [n[0] for n in launches] == ["amax", "cast"]
+        assert launches[0][1:] == (torch.int32, shape, 0)
+    launches.clear()
+    quantize(x, (1, 128))
+    assert [n[0] for n in launches] == ["cast"]
+
+
+@requires_gpu
+@pytest.mark.parametrize("scheme", ["atomic", "atomicwide", "atomicp3"])
+@pytest.mark.parametrize("gran", ["tensor", "col"])
+def test_gpu_atomic_two_pass_bit_exact(scheme, gran, two_pass):
+    """The atomic scheme compiled, at the benchmark shape and an odd tall one, NaN and a huge value included."""
+    two_pass(scheme)
+    for m, k in ((8192, 8192), (3001, 7000)):
+        x = _input(m, k, torch.bfloat16, "cuda")
+        x[:, 7] = 0
+        x[m - 5, 1000] = -1e30
+        _assert_bit_exact(x, gran, E4M3)
+        _assert_bit_exact(x, gran, E5M2)

@@ -244,14 +244,17 @@ class _Plan:
     groups: int = 1
     maxnreg: int = 0  # register cap per thread of the cast kernel (0: the compiler's choice)
     chunk_m: int = 0  # "groups" kernel: rows per step (0: the whole tile at once)
+    extras: tuple[str, ...] = ()  # kernel-name tokens of a non-default two-pass scheme ("atomic", "p<P>")
 
     @property
     def block_p(self) -> int:
         return _pow2(self.npart)
 
     def partial_shape(self, m: int, k: int) -> tuple[int, ...]:
-        """Shape of the fp32 partial-amax buffer (see ``amax_kernel``)."""
-        return {"all": (self.progs_m * self.progs_k,), "col": (self.progs_m, k), "row": (m, self.progs_k)}[self.reduce]
+        """Shape of the partial-amax buffer (see ``amax_kernel``): fp32 partials, or the zeroed int32 amax of the
+        atomic reductions."""
+        return {"all": (self.progs_m * self.progs_k,), "col": (self.progs_m, k), "row": (m, self.progs_k),
+                "atomic_all": (1,), "atomic_col": (k,)}[self.reduce]  # fmt: skip
 
     def cast_constexprs(self, out_dtype: torch.dtype) -> dict:
         from tritonfp8._kernels.fp8cast import triton_fp8_dtype
@@ -285,7 +288,7 @@ class _Plan:
     def cast_name(self, in_dtype: torch.dtype, out_dtype: torch.dtype):
         from tritonfp8.naming import KernelName
 
-        schedule = {"tile": "ptr", "amax": "twopass", "given": "static"}[self.source]
+        schedule = {"tile": "ptr", "amax": "twopass", "absmax": "twopass", "given": "static"}[self.source]
         return KernelName(
             arch=self.arch,
             op="fp8quant",
@@ -303,7 +306,7 @@ class _Plan:
         # group per program: "g1" then. "c<C>" / "r<R>": chunked (G, G) sweep, register cap. The default plans'
         # names end with the scaling token, as before.
         if self.kernel != "groups":
-            return ()
+            return self.extras
         toks = ("g1",) if self.groups == 1 else ()
         return toks + tuple(f"{p}{v}" for p, v in (("c", self.chunk_m), ("r", self.maxnreg)) if v)
 
@@ -319,6 +322,7 @@ class _Plan:
             stages=1,
             schedule="ptr",
             scaling=self.scaling,
+            extras=self.extras,
         )
 
 
@@ -363,11 +367,13 @@ _COL_STRIP = 128  # two-pass col: 128 columns = 256 B of bf16 per row, 16 thread
 #   256 B of bf16 per program and 64 scattered 4-byte scale stores; (G, G): one block per program, 16 warps.
 # - "g<N>w<W>" (e.g. "g64w8"): quantize_groups_kernel, N groups (blocks) side by side along K per program, W warps.
 #   (1, G): 8192 // (N * G) rows per program, so g64 at G = 128 is one 16 KB bf16 row per program, the row
-#   kernel's pattern; (G, G): G rows x N blocks.
+#   kernel's pattern; (G, G): G rows x N blocks. "m<M>" ((1, G)): M rows per program instead, e.g. g64w16m2: two
+#   16 KB rows, 32 KB of loads in flight per program.
 # - "auto" (default): see _group_plan.
 TILINGS_HELP = (
-    "auto, legacy, wide (1 x G only: long row segments per program) or g<N>w<W>[c<C>][r<R>] (N groups/blocks along K per program, W warps, (G, G) only: C rows per "
-    "step, read twice; R registers cap), e.g. g64w8, g1w16c32"
+    "auto, legacy, wide (1 x G only: long row segments per program) or g<N>w<W>[m<M>][c<C>][r<R>] (N groups/blocks "
+    "along K per program, W warps, (1, G) only: M rows per program instead of 8192 // (N * G), (G, G) only: C rows "
+    "per step, read twice; R registers cap), e.g. g64w8, g64w16m2, g1w16c32"
 )
 _TILING = os.environ.get("TRITONFP8_QUANT_TILING", "auto").strip().lower() or "auto"
 # (1, G) inputs with fewer elements than this keep the legacy tiling: with 16 KB row segments per program they
@@ -377,16 +383,16 @@ _WIDE_MIN_ELEMS = 1 << 21
 _WIDE_BY_DEFAULT = False
 
 
-def _parse_tiling(name: str) -> tuple[str, int, int, int, int]:
-    """("auto"|"legacy"|"wide", 0, 0, 0, 0) or ("groups", N, W, C, R); ValueError naming the tiling."""
+def _parse_tiling(name: str) -> tuple[str, int, int, int, int, int]:
+    """("auto"|"legacy"|"wide", 0, 0, 0, 0, 0) or ("groups", N, W, C, R, M); ValueError naming the tiling."""
     if name in ("auto", "legacy", "wide"):
-        return name, 0, 0, 0, 0
-    mt = re.fullmatch(r"g(\d+)w(\d+)(?:c(\d+))?(?:r(\d+))?", name)
+        return name, 0, 0, 0, 0, 0
+    mt = re.fullmatch(r"g(\d+)w(\d+)(?:m(\d+))?(?:c(\d+))?(?:r(\d+))?", name)
     if mt:
-        n, w, c, r = (int(v or 0) for v in mt.groups())
-        pow2 = all(v >= 1 and v & (v - 1) == 0 for v in (n, c or 1))
+        n, w, rows, c, r = (int(v or 0) for v in mt.groups())
+        pow2 = all(v >= 1 and v & (v - 1) == 0 for v in (n, c or 1, rows or 1))
         if pow2 and w in (1, 2, 4, 8, 16, 32) and (r == 0 or 24 <= r <= 255):
-            return "groups", n, w, c, r
+            return "groups", n, w, c, r, rows
     raise ValueError(
         f"quantize tiling: expected {TILINGS_HELP} (N, C powers of two, W in 1..32, R in 24..255), got {name!r}"
     )
@@ -398,6 +404,75 @@ def _set_tiling(name: str) -> str:
     _parse_tiling(name)
     prev, _TILING = _TILING, name
     return prev
+
+
+# Two-pass (tensor, col) scheme, selectable like the tiling (``bench quant --variants``, TRITONFP8_QUANT_TWO_PASS):
+#
+# - "partials" (default, measured on the H200: tensor 47.7%, col 30.8% of copy at 8192 x 8192): the amax pass
+#   writes partials without atomics (no fill kernel); every cast program reduces the partials of its scale entries
+#   again (tensor: 512 words per 16 KB tile; col: 16 x 128 words = 8 KB per 16 KB tile: half the input re-read
+#   from L2 in all).
+# - "atomic[p<P>][wide]": the amax pass keeps its running max in x's dtype and folds it into a zeroed int32 buffer
+#   with atomic max (one per program for the tensor, one per column of its K tile for col), on a grid of P
+#   programs per SM (default 2) that is resident at once, so the sweep runs top to bottom in time and the cast,
+#   walking the tiles in reverse, starts on rows still in L2. The cast reads the finished amax: one word per tile
+#   (tensor), BLOCK_K words (col: 32 x 256 tiles, 512 B rows, 1 KB of amax per 16 KB tile; "wide": 8 x 1024 tiles).
+#   Costs a 4-byte (tensor) / 4K-byte (col) zero fill before the amax pass.
+#
+# Ceiling of any two-pass scheme at 8192 x 8192 bf16 (128 MiB in, 64 MiB out): DRAM moves 2 x 128 + 64 = 320 MiB
+# against the copy's 192 MiB: 60% of copy. Walking the cast in reverse saves what the amax pass left in the 50 MB
+# L2 (at most ~40 MB of x, less when the two L2 halves hold copies of the same lines, and the cast's FP8 writes
+# evict it as it goes): about 64-68% of copy at best. More needs x kept on chip across a grid-wide barrier (a
+# resident persistent kernel: ~132 x 200 KB of shared memory and registers plus L2 is still short of 128 MiB);
+# a delayed (static) scale is one pass, as fast as the static path.
+TWO_PASS_HELP = "partials (default) or atomic[p<P>][wide] (tensor/col: atomic-max amax pass, P programs per SM)"
+_TWO_PASS = os.environ.get("TRITONFP8_QUANT_TWO_PASS", "partials").strip().lower() or "partials"
+_AMAX_ELEMS = 16384  # elements per amax-pass tile of the atomic scheme: 32 KB of bf16 per load, 8 warps
+
+
+def _parse_two_pass(name: str) -> tuple[str, int, bool]:
+    """("partials", 0, False) or ("atomic", programs per SM, wide col tile); ValueError naming the scheme."""
+    if name == "partials":
+        return "partials", 0, False
+    mt = re.fullmatch(r"atomic(?:p(\d+))?(wide)?", name)
+    if mt and 1 <= int(mt.group(1) or 2) <= 16:
+        return "atomic", int(mt.group(1) or 2), mt.group(2) is not None
+    raise ValueError(f"quantize two-pass scheme: expected {TWO_PASS_HELP} (P in 1..16), got {name!r}")
+
+
+def _set_two_pass(name: str) -> str:
+    """Select the tensor/col two-pass scheme (see _TWO_PASS); returns the previous one. For benchmarks and tests."""
+    global _TWO_PASS
+    _parse_two_pass(name)
+    prev, _TWO_PASS = _TWO_PASS, name
+    return prev
+
+
+def _is_two_pass_name(name: str) -> bool:
+    return name == "partials" or name.startswith("atomic")
+
+
+def _set_variant(name: str) -> str:
+    """A benchmark variant: a two-pass scheme (tensor/col) or a (1, G) / (G, G) tiling; returns the previous
+    setting of the same knob (give it back to _set_variant to restore). ValueError on unknown names."""
+    return _set_two_pass(name) if _is_two_pass_name(name) else _set_tiling(name)
+
+
+def _variant_applies(name: str, kind: str) -> bool:
+    """Whether the benchmark should time variant ``name`` on granularity ``kind`` ("tensor", "row", "col", "group",
+    "block"): two-pass schemes on tensor/col; tilings on (1, G) / (G, G), except those meant for the other one
+    ("wide" and m<M> are (1, G) tilings, c<C> a (G, G) one) and (G, G) tiles of more than 2 blocks (64 KB+ of
+    bf16 per program: spills)."""
+    if _is_two_pass_name(name):
+        return kind in ("tensor", "col")
+    if kind not in ("group", "block"):
+        return False
+    mode, n, _, c, _, rows = _parse_tiling(name)
+    if mode == "wide" or rows:
+        return kind == "group"
+    if c:
+        return kind == "block"
+    return kind == "group" or n <= 2
 
 
 def _wide_groups(n_groups: int) -> int:
@@ -415,7 +490,7 @@ def _wide_groups(n_groups: int) -> int:
 def _group_plan(base: dict, kind: str, group: int, m: int, k: int, static: bool, tiling: str,
                 k_contiguous: bool = True) -> _Plan:  # fmt: skip
     source = "given" if static else "tile"
-    mode, n, w, c, r = _parse_tiling(tiling)
+    mode, n, w, c, r, rows = _parse_tiling(tiling)
     if mode == "auto":
         # The default stays on the tiling measured on the H200 (1x128 at 8192^2: 79.6% of copy,
         # benchmarks/results/quant-nvidia-h200-20261129-094659.json) until the wide one has been timed against it.
@@ -434,14 +509,33 @@ def _group_plan(base: dict, kind: str, group: int, m: int, k: int, static: bool,
         axis = "row" if kind == "group" else "tile"
         return _Plan(**base, source=source, scale_axis=axis, cast=_tile(block_m, group))
     n = max(1, min(n, _pow2(_cdiv(k, group))))
-    block_m = group if kind == "block" else max(1, min(_pow2(m), _TILE_ELEMS // (n * group)))
+    block_m = group if kind == "block" else max(1, min(_pow2(m), rows or _TILE_ELEMS // (n * group)))
     return _Plan(**base, source=source, scale_axis="row" if kind == "group" else "tile",
                  cast=_Tile(block_m, n * group, w), kernel="groups", groups=n, maxnreg=r,
                  chunk_m=c if kind == "block" and c < group else 0)  # fmt: skip
 
 
+def _atomic_plan(base: dict, kind: str, m: int, k: int, interpreter: bool, sms: int) -> _Plan:
+    """Two-pass tensor/col plan of the "atomic" scheme (see _TWO_PASS)."""
+    _, per_sm, wide = _parse_two_pass(_TWO_PASS)
+    block_k = min(max(_pow2(k), 16), 1024)
+    block_m = max(1, min(_pow2(m), _AMAX_ELEMS // block_k))
+    amax = _Tile(block_m, block_k, min(8, _warps(block_m * block_k)))
+    tiles_m, tiles_k = _cdiv(m, amax.block_m), _cdiv(k, amax.block_k)
+    # A power of two of row bands: at power-of-two M tiles every program reads the same number of tiles.
+    progs = 4 if interpreter else per_sm * sms
+    progs_m = min(tiles_m, 1 << max(0, (progs // tiles_k).bit_length() - 1))
+    if kind == "col" and not wide:
+        cast = _tile(max(1, min(_pow2(m), _TILE_ELEMS // 256)), min(max(_pow2(k), 16), 256))
+    else:
+        cast = _elementwise_tile(m, k)
+    return _Plan(**base, source="absmax", scale_axis="col" if kind == "col" else "tile", cast=cast, amax=amax,
+                 reduce="atomic_col" if kind == "col" else "atomic_all", progs_m=progs_m, progs_k=tiles_k,
+                 extras=("atomic", f"p{per_sm}"))  # fmt: skip
+
+
 def _plan(g: tuple, m: int, k: int, static: bool, arch: int = 90, interpreter: bool = False,
-          k_contiguous: bool = True) -> _Plan:  # fmt: skip
+          k_contiguous: bool = True, sms: int = 132) -> _Plan:  # fmt: skip
     kind = g[0]
     group = g[1] if len(g) > 1 else 0
     scaling = {
@@ -466,6 +560,8 @@ def _plan(g: tuple, m: int, k: int, static: bool, arch: int = 90, interpreter: b
         block_m = _pow2(m)
         block_k = max(16, min(_pow2(k), _TILE_ELEMS // block_m))
         return _Plan(**base, source="tile", scale_axis="col", cast=_tile(block_m, block_k))
+    if kind in ("col", "tensor") and _TWO_PASS != "partials":
+        return _atomic_plan(base, kind, m, k, interpreter, sms)
     # Two passes: amax kernel writing partials, then the cast reducing them.
     if kind == "col":
         # Column strips of _COL_STRIP columns; the amax pass splits M into at most _MAX_PARTIALS_COL row chunks,
@@ -507,22 +603,23 @@ class _Launch:
     amax_tail: tuple | None  # PROGS_M, PROGS_K, then the constexprs, in amax_kernel's order
     amax_warps: int
     partial_shape: tuple[int, ...] | None
+    partial_zeroed: bool = False  # atomic scheme: the amax buffer is int32 zeros (torch.zeros: a fill kernel)
 
 
 _LAUNCHES: dict[tuple, _Launch] = {}
 
 
 def _launch(g: tuple, m: int, k: int, static: bool, in_dtype, out_dtype, arch: int, interpreter: bool,
-            k_contiguous: bool = True) -> _Launch:  # fmt: skip
+            k_contiguous: bool = True, sms: int = 132) -> _Launch:  # fmt: skip
     from tritonfp8.naming import naming_mode
 
     mode = naming_mode()
     key = (g, m, k, static, in_dtype, out_dtype, arch, interpreter, mode, _ONE_PASS_MAX_ELEMS, _TILE_ELEMS, _TILING,
-           k_contiguous)  # fmt: skip
+           k_contiguous, _TWO_PASS, sms)  # fmt: skip
     hit = _LAUNCHES.get(key)
     if hit is not None:
         return hit
-    plan = _plan(g, m, k, static, arch=arch, interpreter=interpreter, k_contiguous=k_contiguous)
+    plan = _plan(g, m, k, static, arch=arch, interpreter=interpreter, k_contiguous=k_contiguous, sms=sms)
     tiles_k = _cdiv(k, plan.cast.block_k)
     cx = plan.cast_constexprs(out_dtype)
     name = plan.cast_name(in_dtype, out_dtype).build(mode)
@@ -531,7 +628,7 @@ def _launch(g: tuple, m: int, k: int, static: bool, in_dtype, out_dtype, arch: i
     else:
         cast_tail = (tiles_k, plan.npart, *cx.values(), name)
     amax_grid = amax_tail = partial_shape = None
-    if plan.source == "amax":
+    if plan.amax is not None:
         amax_grid = (plan.progs_m * plan.progs_k,)
         ax = plan.amax_constexprs()
         amax_tail = (plan.progs_m, plan.progs_k, *ax.values(), plan.amax_name(in_dtype).build(mode))
@@ -546,6 +643,7 @@ def _launch(g: tuple, m: int, k: int, static: bool, in_dtype, out_dtype, arch: i
         amax_tail=amax_tail,
         amax_warps=plan.amax.num_warps if plan.amax is not None else 0,
         partial_shape=partial_shape,
+        partial_zeroed=plan.source == "absmax",
     )
     if len(_LAUNCHES) >= 4096:  # many distinct shapes (e.g. varying token counts): start over, never grow unbounded
         _LAUNCHES.clear()
@@ -606,6 +704,19 @@ def _device_arch(device: torch.device) -> int | None:
         if device.type == "cuda":  # the interpreter's answer depends on TRITON_INTERPRET: not cached
             _ARCH[device] = arch
     return arch
+
+
+_SMS: dict = {}  # torch.device -> SM count (CUDA), sizes the resident amax grid of the atomic two-pass scheme
+
+
+def _sm_count(device: torch.device) -> int:
+    n = _SMS.get(device)
+    if n is None:
+        if device.type != "cuda":
+            return 1  # interpreter: the plans use a fixed small grid
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        n = _SMS[device] = torch.cuda.get_device_properties(index).multi_processor_count
+    return n
 
 
 def _scale_shape_2d(kind: str, g: tuple, m: int, k: int) -> tuple[int, ...]:
@@ -677,7 +788,8 @@ def quantize(
     else:
         m, k = _as_2d_shape(x.shape)
         x2 = x.reshape(m, k)
-    lc = _launch(g, m, k, scale is not None, x.dtype, dtype, arch, device.type != "cuda", x2.stride(1) == 1)
+    lc = _launch(g, m, k, scale is not None, x.dtype, dtype, arch, device.type != "cuda", x2.stride(1) == 1,
+                 _sm_count(device))  # fmt: skip
     xq = torch.empty((m, k), dtype=dtype, device=device)
     if scale is not None:
         s = scale.reshape(shape)
@@ -695,8 +807,12 @@ def quantize(
     from tritonfp8._kernels import quantize as kq
 
     if lc.amax_grid is not None:
-        # Partials are written by every amax program before the cast reads them: torch.empty, no fill kernel.
-        part = torch.empty(lc.partial_shape, dtype=torch.float32, device=device)
+        # Partials are written by every amax program before the cast reads them: torch.empty, no fill kernel. The
+        # atomic scheme max-reduces into int32 zeros instead.
+        if lc.partial_zeroed:
+            part = torch.zeros(lc.partial_shape, dtype=torch.int32, device=device)
+        else:
+            part = torch.empty(lc.partial_shape, dtype=torch.float32, device=device)
         kq.amax_kernel[lc.amax_grid](
             x2, part, m, k, stride_xm, stride_xk, *lc.amax_tail, num_warps=lc.amax_warps, num_stages=1
         )

@@ -28,6 +28,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from tritonfp8._kernels.fp8cast import _EXPLICIT_ROUNDING as _INTERPRETING
 from tritonfp8._kernels.fp8cast import cast_to_fp8
 from tritonfp8.codegen import CodegenSpec
 from tritonfp8.naming import named_jit
@@ -39,6 +40,18 @@ def _abs_no_nan(x):
     all-NaN group would give NaN on both; with NaN -> 0 every path and the reference agree (all-NaN: floor scale)."""
     a = tl.abs(x.to(tl.float32))
     return tl.where(a == a, a, 0.0)
+
+
+@triton.jit
+def _max_abs_native(acc, x):
+    """``max(acc, |x|)`` in x's own dtype with NaN elements of x ignored (acc >= 0, no NaN). bf16/fp16 stay 16-bit:
+    half the registers of an fp32 running max, paired HMNMX2 on sm_90; exact, the max is one of the inputs.
+    Compiled, the max is maxNum (HMNMX2/FMNMX return the non-NaN operand), so no select is needed; the
+    interpreter's numpy maximum propagates NaN, so there NaN becomes 0 first."""
+    a = tl.abs(x)
+    if _INTERPRETING:
+        a = tl.where(a == a, a, tl.zeros_like(a))
+    return tl.maximum(acc, a).to(acc.dtype)
 
 
 @named_jit
@@ -53,10 +66,10 @@ def amax_kernel(
     PROGS_K,
     BLOCK_M: tl.constexpr,
     BLOCK_K: tl.constexpr,
-    REDUCE: tl.constexpr,  # "all" | "col" | "row"
+    REDUCE: tl.constexpr,  # "all" | "col" | "row" (partials) | "atomic_all" | "atomic_col" (see below)
     KERNEL_NAME: tl.constexpr,
 ):
-    """First pass of tensor/col/long-row quantization: partial max |x| per program, plain stores, no atomics.
+    """First pass of tensor/col/long-row quantization: partial max |x| per program.
 
     Program (pm, pk) of a PROGS_M x PROGS_K grid visits M tiles pm, pm + PROGS_M, ... and K tiles pk, pk + PROGS_K,
     ..., keeps an elementwise running max and reduces it once. Partials (fp32, >= 0, NaN already dropped):
@@ -67,6 +80,14 @@ def amax_kernel(
 
     The cast pass reduces the partials of its scale entries (PROGS_M, PROGS_K or all of them); no buffer has to be
     zeroed beforehand, so the host issues no fill kernel.
+
+    ``"atomic_all"`` / ``"atomic_col"`` (two-pass variant "atomic", see quantize._TWO_PASS): the running max stays in
+    x's dtype and the program folds its result into a zeroed int32 buffer with one atomic max (tensor: ``part[0]``)
+    or one per column of its K tile (col: ``part[k]``, PROGS_K == K tiles), so the cast reads the finished amax: 1
+    word per program (tensor) or BLOCK_K words (col) instead of NPART partials. Amax values are >= 0 with NaN
+    dropped, where the int32 order of the fp32 bit patterns is the float order: the result is exact and
+    independent of the order of the atomics. The grid is sized to be resident at once (a few programs per SM), so
+    the programs sweep x top to bottom together and the cast, walking the tiles in reverse, finds the last rows in L2.
     """
     pid = tl.program_id(0)  # int32 loop bounds; offsets below are int64
     pm = pid // PROGS_K
@@ -75,21 +96,35 @@ def amax_kernel(
     tiles_k = tl.cdiv(K, BLOCK_K)
     rm = tl.arange(0, BLOCK_M)
     rk = tl.arange(0, BLOCK_K)
-    acc = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float32)
+    ATOMIC: tl.constexpr = REDUCE == "atomic_all" or REDUCE == "atomic_col"
+    if ATOMIC:
+        acc = tl.zeros((BLOCK_M, BLOCK_K), dtype=x_ptr.dtype.element_ty)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float32)
     for tm in range(pm, tiles_m, PROGS_M):
         offs_m = (tm * BLOCK_M + rm).to(tl.int64)
         for tk in range(pk, tiles_k, PROGS_K):
             offs_k = (tk * BLOCK_K + rk).to(tl.int64)
             mask = (offs_m[:, None] < M) & (offs_k[None, :] < K)
             x = tl.load(x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :] * stride_xk, mask=mask, other=0.0)
-            acc = tl.maximum(acc, _abs_no_nan(x))
-    if REDUCE == "all":
+            if ATOMIC:
+                acc = _max_abs_native(acc, x)
+            else:
+                acc = tl.maximum(acc, _abs_no_nan(x))
+    if REDUCE == "atomic_all":
+        amax = tl.max(tl.max(acc, axis=1), axis=0).to(tl.float32)
+        tl.atomic_max(part_ptr, amax.to(tl.int32, bitcast=True), sem="relaxed")
+    elif REDUCE == "atomic_col":
+        offs_k = (pk * BLOCK_K + rk).to(tl.int64)
+        amax = tl.max(acc, axis=0).to(tl.float32)
+        tl.atomic_max(part_ptr + offs_k, amax.to(tl.int32, bitcast=True), mask=offs_k < K, sem="relaxed")
+    elif REDUCE == "all":
         tl.store(part_ptr + pid, tl.max(tl.max(acc, axis=1), axis=0))
     elif REDUCE == "col":
         offs_k = (pk * BLOCK_K + rk).to(tl.int64)
         tl.store(part_ptr + pm.to(tl.int64) * K + offs_k, tl.max(acc, axis=0), mask=offs_k < K)
     else:
-        tl.static_assert(REDUCE == "row", "REDUCE must be 'all', 'col' or 'row'")
+        tl.static_assert(REDUCE == "row", "REDUCE must be 'all', 'col', 'row', 'atomic_all' or 'atomic_col'")
         offs_m = (pm * BLOCK_M + rm).to(tl.int64)
         tl.store(part_ptr + offs_m * PROGS_K + pk, tl.max(acc, axis=1), mask=offs_m < M)
 
@@ -99,7 +134,7 @@ def quantize_kernel(
     x_ptr,
     q_ptr,  # contiguous (M, K) FP8
     s_ptr,  # fp32 scales: written (SCALE_SRC "tile"/"amax") or read ("given")
-    part_ptr,  # fp32 partial amax of amax_kernel (SCALE_SRC "amax"); unused otherwise
+    part_ptr,  # fp32 partial amax (SCALE_SRC "amax") or int32-coded finished amax ("absmax") of amax_kernel
     M,
     K,
     stride_xm,
@@ -112,7 +147,7 @@ def quantize_kernel(
     BLOCK_K: tl.constexpr,
     BLOCK_P: tl.constexpr,  # power of two >= NPART
     SCALE_AXIS: tl.constexpr,  # "row" | "col" | "tile"
-    SCALE_SRC: tl.constexpr,  # "tile" | "amax" | "given"
+    SCALE_SRC: tl.constexpr,  # "tile" | "amax" | "absmax" | "given"
     OUT_DTYPE: tl.constexpr,  # tl.float8e4nv | tl.float8e5
     FMAX: tl.constexpr,
     AMAX_FLOOR: tl.constexpr,
@@ -120,12 +155,15 @@ def quantize_kernel(
 ):
     """Scale and cast one (BLOCK_M, BLOCK_K) tile of x to FP8; write its scales when it owns them.
 
+    SCALE_SRC "absmax" (second pass after an "atomic_*" amax pass): the amax is final, one int32-coded fp32 word
+    per scale entry in part_ptr (tensor: part[0], col: part[k]); no partials to reduce.
+
     1-D grid over tiles, K fastest (consecutive programs read consecutive memory of row-major x). Bandwidth-bound:
     on sm_90 about 17 instructions per element execute, 10 of them the IEEE division (div_rn: MUFU.RCP, 5 FFMA,
     FCHK and a branch to the slow path, not hoisted out of the group).
     """
     pid = tl.program_id(0).to(tl.int64)
-    if SCALE_SRC == "amax":
+    if SCALE_SRC == "amax" or SCALE_SRC == "absmax":
         # Second pass: start where the amax pass ended (its sweep runs top to bottom), so the first tiles read are
         # still in L2 (50 MB on H100/H200) instead of DRAM.
         pid = tl.num_programs(0) - 1 - pid
@@ -166,8 +204,16 @@ def quantize_kernel(
             amax = tl.max(tl.max(a, axis=1), axis=0)
         scale = tl.math.div_rn(tl.maximum(amax, AMAX_FLOOR), FMAX)
         tl.store(s_ptr + s_offs, scale, mask=s_mask)
+    elif SCALE_SRC == "absmax":
+        tl.static_assert(SCALE_AXIS != "row", "SCALE_SRC 'absmax' is for col and tensor scales")
+        if SCALE_AXIS == "col":
+            amax = tl.load(part_ptr + offs_k, mask=mask_k, other=0)
+        else:
+            amax = tl.load(part_ptr)
+        scale = tl.math.div_rn(tl.maximum(amax.to(tl.float32, bitcast=True), AMAX_FLOOR), FMAX)
+        tl.store(s_ptr + s_offs, scale, mask=s_mask & own)
     else:
-        tl.static_assert(SCALE_SRC == "amax", "SCALE_SRC must be 'tile', 'amax' or 'given'")
+        tl.static_assert(SCALE_SRC == "amax", "SCALE_SRC must be 'tile', 'amax', 'absmax' or 'given'")
         # Reduce this tile's partials (L2-resident: the amax pass just wrote them). Partials are >= 0, so the
         # masked-off 0 is neutral.
         rp = tl.arange(0, BLOCK_P)
@@ -326,7 +372,8 @@ def codegen_specs() -> dict[str, CodegenSpec]:
     bf16, f16, f32 = torch.bfloat16, torch.float16, torch.float32
     e4m3, e5m2 = torch.float8_e4m3fn, torch.float8_e5m2
     specs: dict[str, CodegenSpec] = {}
-    # (granularity, static scale, input, output, (1, G)/(G, G) tiling: None = the default, see quantize._TILING)
+    # (granularity, static scale, input, output, variant: None = the default, else a (1, G)/(G, G) tiling (see
+    # quantize._TILING) or a tensor/col two-pass scheme (quantize._TWO_PASS))
     cast_cases = {
         "quant_row_bf16_e4m3": ("row", False, bf16, e4m3, None),
         "quant_group_bf16_e4m3": ((1, 128), False, bf16, e4m3, None),
@@ -344,14 +391,25 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         "quant_block_g1w16c64_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g1w16c64"),
         "quant_block_g2w16c32_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g2w16c32"),
         "quant_block_g1w8c32_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g1w8c32"),
+        "quant_group_g64w8_bf16_e4m3": ((1, 128), False, bf16, e4m3, "g64w8"),
+        "quant_group_g64w16m2_bf16_e4m3": ((1, 128), False, bf16, e4m3, "g64w16m2"),
+        "quant_block_g2w16_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g2w16"),
+        # Atomic two-pass scheme (bench quant --variants atomic,...): cast passes reading the finished amax.
+        "quant_col_atomic_bf16_e4m3": ("col", False, bf16, e4m3, "atomic"),
+        "quant_col_atomicwide_bf16_e4m3": ("col", False, bf16, e4m3, "atomicwide"),
+        "quant_tensor_atomic_bf16_e4m3": ("tensor", False, bf16, e4m3, "atomic"),
     }
-    for key, (gran, static, xdt, qdt, tiling) in cast_cases.items():
-        prev = q._set_tiling(tiling) if tiling else None
+
+    def plan_of(gran, static, variant):
+        prev = q._set_variant(variant) if variant else None
         try:
-            plan = q._plan(q._normalize_granularity(gran), 8192, 8192, static, arch=90)
+            return q._plan(q._normalize_granularity(gran), 8192, 8192, static, arch=90)
         finally:
             if prev is not None:
-                q._set_tiling(prev)
+                q._set_variant(prev)
+
+    for key, (gran, static, xdt, qdt, variant) in cast_cases.items():
+        plan = plan_of(gran, static, variant)
         cx = plan.cast_constexprs(qdt)
         if plan.kernel == "groups":
             specs[key] = CodegenSpec(
@@ -387,7 +445,7 @@ def codegen_specs() -> dict[str, CodegenSpec]:
                 "x_ptr": f"*{triton_sig(xdt)}",
                 "q_ptr": f"*{triton_sig(qdt)}",
                 "s_ptr": "*fp32",
-                "part_ptr": "*fp32",
+                "part_ptr": "*i32" if plan.source == "absmax" else "*fp32",
                 "M": "i32",
                 "K": "i32",
                 "stride_xm": "i32",
@@ -406,14 +464,20 @@ def codegen_specs() -> dict[str, CodegenSpec]:
             min_arch=89,
             divisible=("x_ptr", "q_ptr", "s_ptr", "part_ptr", "M", "K", "stride_xm"),
         )
-    for key, (gran, xdt) in {"quant_amax_tensor_bf16": ("tensor", bf16), "quant_amax_col_bf16": ("col", bf16)}.items():
-        plan = q._plan(q._normalize_granularity(gran), 8192, 8192, False, arch=90)
+    amax_cases = {
+        "quant_amax_tensor_bf16": ("tensor", bf16, None),
+        "quant_amax_col_bf16": ("col", bf16, None),
+        "quant_amax_atomic_tensor_bf16": ("tensor", bf16, "atomic"),
+        "quant_amax_atomic_col_bf16": ("col", bf16, "atomic"),
+    }
+    for key, (gran, xdt, variant) in amax_cases.items():
+        plan = plan_of(gran, False, variant)
         ax = plan.amax_constexprs()
         specs[key] = CodegenSpec(
             fn=amax_kernel,
             signature={
                 "x_ptr": f"*{triton_sig(xdt)}",
-                "part_ptr": "*fp32",
+                "part_ptr": "*i32" if plan.source == "absmax" else "*fp32",
                 "M": "i32",
                 "K": "i32",
                 "stride_xm": "i32",

@@ -12,9 +12,10 @@ GB/s counts those useful bytes once (bytes read + written / median time), whatev
 (tensor and col scales read x twice: an amax pass, then the cast). Target: >= 80% of the copy bandwidth at
 8192x8192. Before timing, our output is checked bit-exact against the reference; a mismatch fails the suite.
 
-``--variants legacy,g64w8,g1w16c32,...`` also times other tilings of the (1, G) / (G, G) kernels (see
-``tritonfp8.quantize.TILINGS_HELP``) in the same interleaved rounds, as ``ours_<variant>`` (bit-exact check too);
-each row then carries ``variants``: {name: {ms, gbps, pct_of_copy, vs_ours, exact}}.
+``--variants legacy,g64w8,g1w16c32,atomic,...`` also times other tilings of the (1, G) / (G, G) kernels (see
+``tritonfp8.quantize.TILINGS_HELP``) and other tensor/col two-pass schemes (``TWO_PASS_HELP``) in the same
+interleaved rounds, as ``ours_<variant>`` (bit-exact check too), each on the granularities it applies to; each row
+then carries ``variants``: {name: {ms, gbps, pct_of_copy, vs_ours, exact}}.
 """
 
 from __future__ import annotations
@@ -70,9 +71,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", choices=["e4m3", "e5m2", "both"], default="e4m3", help="FP8 output format")
     p.add_argument("--shape", type=_parse_shape, action="append", default=None,
                    help="MxK of the bf16 input (repeatable; default: 8192x8192, or a sweep without --quick)")
+    qmod = importlib.import_module("tritonfp8.quantize")
     p.add_argument("--variants", default="",
-                   help="comma list of (1, G)/(G, G) tilings to time besides the default: "
-                   + importlib.import_module("tritonfp8.quantize").TILINGS_HELP)
+                   help="comma list of variants to time besides the default: (1, G)/(G, G) tilings: "
+                   + qmod.TILINGS_HELP + "; tensor/col two-pass schemes: " + qmod.TWO_PASS_HELP)
 
 
 def _variant_list(args: argparse.Namespace) -> list[str]:
@@ -82,22 +84,23 @@ def _variant_list(args: argparse.Namespace) -> list[str]:
         v = v.strip().lower()
         if v and v not in out:
             try:
-                qmod._parse_tiling(v)
+                prev = qmod._set_variant(v)  # ValueError on unknown names
+                qmod._set_variant(prev)
             except ValueError as e:
                 raise SystemExit(f"--variants: {e}") from None
             out.append(v)
     return out
 
 
-def _with_tiling(qmod, tiling: str, fn):
-    """``fn`` run under the (1, G) / (G, G) tiling ``tiling`` (restored afterwards; the launch cache keys on it)."""
+def _with_variant(qmod, variant: str, fn):
+    """``fn`` run under the tiling / two-pass scheme ``variant`` (restored afterwards; the launch cache keys on it)."""
 
     def call():
-        prev = qmod._set_tiling(tiling)
+        prev = qmod._set_variant(variant)
         try:
             return fn()
         finally:
-            qmod._set_tiling(prev)
+            qmod._set_variant(prev)
 
     return call
 
@@ -160,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     mismatches = 0
     variants = _variant_list(args)
     if variants:
-        console.print(f"(1, G) / (G, G) tiling variants: {', '.join(variants)} (default: {qmod._TILING})")
+        console.print(f"variants: {', '.join(variants)} (defaults: tiling {qmod._TILING}, two-pass {qmod._TWO_PASS})")
     for (m, k), g, dtype in _cases(args):
         torch.manual_seed(0)
         x = torch.randn(m, k, device=_DEVICE, dtype=torch.bfloat16)
@@ -177,9 +180,10 @@ def run(args: argparse.Namespace) -> int:
             "copy": copy_fn,
         }
         var_exact = {}
-        if not isinstance(g, str):  # tilings apply to (1, G) and (G, G) only
-            for v in variants:
-                fn = _with_tiling(qmod, v, lambda: quantize(x, g, dtype=dtype))
+        kind = qmod._normalize_granularity(g)[0]
+        for v in variants:
+            if qmod._variant_applies(v, kind):  # tilings: (1, G) and (G, G); two-pass schemes: tensor and col
+                fn = _with_variant(qmod, v, lambda: quantize(x, g, dtype=dtype))
                 var_exact[v] = _exact(fn(), quantize_torch(x, g, dtype=dtype))
                 mismatches += not var_exact[v]
                 fns[f"ours_{v}"] = fn
@@ -259,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
                       f"({r['ours_gbps']:.0f} of {r['copy_gbps']:.0f} GB/s) {status} the {TARGET_PCT_OF_COPY:.0f}% target")
     for r in rows:
         for v, d in r["variants"].items():
-            console.print(f"  {r['shape']} {r['granularity']} {r['dtype']} tiling {v}: {d['ms']:.4f} ms, "
+            console.print(f"  {r['shape']} {r['granularity']} {r['dtype']} variant {v}: {d['ms']:.4f} ms, "
                           f"{d['pct_of_copy']:.1f}% of copy, {d['vs_ours']:.3f}x default"
                           + ("" if d["exact"] else " [bold red]NOT EXACT[/]"))
     if mismatches:
@@ -275,6 +279,7 @@ def run(args: argparse.Namespace) -> int:
                 "timing": "do_bench median, L2 flushed, interleaved rounds",
                 "target_pct_of_copy": TARGET_PCT_OF_COPY,
                 "tiling": qmod._TILING,
+                "two_pass": qmod._TWO_PASS,
                 "variants": variants,
             },
         )
