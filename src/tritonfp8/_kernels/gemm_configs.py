@@ -274,6 +274,15 @@ def block_config(M: int, N: int, K: int, *, arch: int = 90, num_sms: int = 132, 
     return cfg
 
 
+def qkv_config(out_size: int = 2) -> GemmConfig:
+    """The fused QKV projection's config on sm_90 where the GEMM's own choice is swap-AB or split-K (M <= 64): the
+    quantizing epilogue writes q/k/v by rows of D (tokens), so it needs the normal orientation and one K slice.
+    64-row tiles (one wgmma M), 128 columns, block_k 128 (which block scales need too), as deep a pipeline as fits.
+    (Ada's heuristic configs are never swap-AB.)"""
+    cfg = GemmConfig(64, 128, 128, group_m=1, num_warps=4, num_stages=4, schedule="tma")
+    return with_max_stages(cfg, out_size, cap=6)
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # Tuned tables
 
