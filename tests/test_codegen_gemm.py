@@ -166,3 +166,20 @@ print(json.dumps(out))
         assert lag["qgmma"] > 0 and lag["spill_stores"] == 0 and lag["spill_loads"] == 0 and lag["stack_bytes"] == 0
         assert lag["dots"] > 0 and lag["fresh"] == lag["dots"], lag
         assert lag["registers"] > sync["registers"] and lag["shared_bytes"] <= SMEM_LIMIT_SM90
+
+
+def test_fused_qkv_epilogue_qgmma_no_spills():
+    """The fused QKV epilogue (E4M3 q/k/v stores with per-head scales) on the prefill and small-M tiles."""
+    names = ["gemm_qkv_hd128", "gemm_qkv_hd64_bias_c", "gemm_qkv_small_m"]
+    code = f"""
+import json
+from tritonfp8 import codegen
+print(json.dumps({{k: codegen.inspect_kernel(k, arch=90, compare_names=False).as_dict() for k in {names!r}}}))
+"""
+    reports = json.loads(_run(code).strip().splitlines()[-1])
+    for k in names:
+        r = reports[k]
+        assert "_e4m3_" in r["name"] and "_qkv_hd" in r["name"], r["name"]
+        assert r["qgmma"] > 0, k
+        assert r["spill_stores"] == 0 and r["spill_loads"] == 0 and r["stack_bytes"] == 0, (k, r)
+        assert r["registers"] <= 255 and r["shared_bytes"] <= SMEM_LIMIT_SM90, (k, r)

@@ -322,6 +322,34 @@ def test_fp8_model_compiles_fullgraph(device):
     assert torch.equal(eager, compiled)
 
 
+def test_compiled_layer_shared_by_named_layers_compiles_once(device):
+    """Identical blocks compiled one at a time (as a compiled decoder layer is reused by every layer) share one
+    graph: nothing per-layer (the layer name in stats()) may be guarded on (else one recompile per layer, and
+    fullgraph=True fails at Dynamo's recompile limit)."""
+    _need_gemm()
+    import torch._dynamo.testing
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.up = _linear(64, 64)
+
+        def forward(self, x):
+            return x + self.up(x)
+
+    blocks = nn.ModuleList([Block() for _ in range(3)]).to(device)
+    convert_model(blocks, recipe="row")
+    assert len({b.up.layer_name for b in blocks}) == 3
+    x = torch.randn(2, 64, device=device, dtype=torch.bfloat16)
+    torch._dynamo.reset()
+    cnt = torch._dynamo.testing.CompileCounterWithBackend("aot_eager")
+    with torch.no_grad():
+        for b in blocks:
+            eager = b(x)
+            assert torch.equal(torch.compile(b, fullgraph=True, backend=cnt)(x), eager)
+    assert cnt.frame_count == 1
+
+
 @requires_gpu
 @pytest.mark.parametrize("name", ["tensor", "row", "block"])
 def test_fp8_linear_gpu_large(name):

@@ -213,6 +213,10 @@ GPU_TILINGS = ["legacy", "g64w8", "g8w8", "g16w8", "g1w16", "g1w16c32", "g1w16c6
 @pytest.mark.parametrize("gran", [(1, 128), (128, 128)])
 def test_gpu_tilings_bit_exact(name, gran, tiling):
     """Every tiling the benchmark compares, compiled, at the benchmark shape and at K = 7168 (56 groups)."""
+    if not qmod._variant_applies(name, "group" if gran[0] == 1 else "block"):
+        # e.g. g64w8 on 128x128 blocks: 64 blocks (2 MB of bf16) per program; the benchmark never times it (on
+        # the H200 this combination failed and stalled the GPU test run, 2026-11-29).
+        pytest.skip(f"tiling {name} is not one the benchmark uses for {gran}")
     tiling(name)
     for m, k in ((8192, 8192), (1000, 7168)):
         x = _input(m, k, torch.bfloat16, "cuda")

@@ -22,6 +22,8 @@ from tritonfp8.grouped import (  # noqa: E402
 from tritonfp8.attention import AttnConfig, attention, attention_torch  # noqa: E402
 # --- decode ---
 from tritonfp8.decode import DecodeConfig, decode_attention, decode_attention_torch, write_kv_cache  # noqa: E402
+# --- fused QKV projection (issue 7 item 3) ---
+from tritonfp8.qkv import FP8QKV, QKVProjection, qkv_projection, qkv_projection_torch  # noqa: E402
 # --- integration (issue 7: custom ops, FP8Linear, precision guard) ---
 from tritonfp8 import guard, nn, ops  # noqa: E402
 from tritonfp8.guard import reset_stats, stats  # noqa: E402
@@ -34,5 +36,6 @@ ops._import_implementations()
 from tritonfp8.ops import attention, decode_attention, dequantize, gemm, quantize, write_kv_cache  # noqa: E402
 # grouped gemm: the traceable wrappers (eager calls go straight to tritonfp8.grouped)
 from tritonfp8.ops import grouped_gemm, grouped_gemm_masked  # noqa: E402
+from tritonfp8.ops import qkv_projection  # noqa: E402,F811
 
 __version__ = "0.1.0"

@@ -42,7 +42,7 @@ import torch
 
 from tritonfp8 import _backend
 from tritonfp8._formats import FP8_FORMATS
-from tritonfp8._kernels.gemm_configs import GemmConfig, fit_stages, pinned_config, select_config
+from tritonfp8._kernels.gemm_configs import GemmConfig, fit_stages, pinned_config, qkv_config, select_config
 
 __all__ = ["gemm", "gemm_torch", "error_bound", "GemmConfig", "pinned_config", "demo_cases", "ACTIVATIONS",
            "OUT_DTYPES", "SCALE_BLOCK"]
@@ -247,6 +247,15 @@ def gemm(
     (tests, tuning); normally chosen from the tuned table of this GPU or the heuristics.
     Returns a (..., N) tensor of ``out_dtype``.
     """
+    return _gemm(a, b, scale_a, scale_b, out_dtype=out_dtype, bias=bias, activation=activation,
+                 accumulate=accumulate, out=out, config=config)
+
+
+def _gemm(a, b, scale_a, scale_b, *, out_dtype, bias, activation, accumulate, out, config, qkv=None):
+    """:func:`gemm`, and the fused QKV projection (``qkv``: a ``_kernels.gemm.QkvTargets``, see
+    :mod:`tritonfp8.qkv`): then ``out`` is written only when ``qkv.store_c`` (else None: no (M, N) output is
+    allocated), the caller has ruled out K = 0 and GPUs without FP8 tensor cores, and a swap-AB / split-K config
+    choice is replaced by :func:`~tritonfp8._kernels.gemm_configs.qkv_config`."""
     for name, t in (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b)):
         _check_tensor(name, t)
     if a.dtype not in FP8_FORMATS:
@@ -308,11 +317,12 @@ def gemm(
         "gemm", (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias), ("out", out))
     )
 
+    c_only_qkv = qkv is not None and not qkv.store_c
     if out is None:
-        out = torch.empty(lead + (N,), device=device, dtype=out_dtype)
+        out = torch.empty((0,) if c_only_qkv else lead + (N,), device=device, dtype=out_dtype)
     if M == 0 or N == 0:
         return out
-    out2 = out.view(M, N)
+    out2 = out if c_only_qkv else out.view(M, N)
     if block:
         # 2-D (M, Kb) and (Nb or N, Kb) views with any strides: the kernel reads them in place.
         sa = scale_a.reshape(M, -1)
@@ -322,6 +332,8 @@ def gemm(
         sb = scale_b.reshape(-1).contiguous()
     if bias is not None:
         bias = bias.contiguous()
+    if qkv is not None and (K == 0 or (device.type == "cuda" and not _backend.has_fp8_tensor_cores(device))):
+        raise RuntimeError("gemm: internal: the fused QKV epilogue needs K > 0 and FP8 tensor cores")
     if K == 0:
         c = torch.zeros((M, N), device=device, dtype=torch.float32)
         if bias is not None:
@@ -355,6 +367,7 @@ def gemm(
     else:
         sms, gpu_name = kernels.INTERPRETER_SMS, None
     precise = accumulate == "precise" or block
+    source = "pinned"
     if config is None:
         config, source = select_config(
             M, N, K, precise=precise, arch=arch, num_sms=sms, out_size=out.element_size(), gpu_name=gpu_name,
@@ -363,6 +376,8 @@ def gemm(
         if source == "table" and arch >= 90:
             # Tables are tuned with bf16 output; a wider output needs a bigger staging buffer: refit the stages.
             config = fit_stages(config, out.element_size())
+    if qkv is not None and source != "pinned" and (config.swap_ab or config.split_k > 1):
+        config = qkv_config(out.element_size())
     if arch < 90 and config.uses_tma:
         raise ValueError(f"config: schedule {config.schedule!r} needs TMA (sm_90+); this device is sm_{arch}")
     if block and config.block_k != SCALE_BLOCK:
@@ -370,10 +385,10 @@ def gemm(
             f"config: block scales need block_k = {SCALE_BLOCK} (one scale column per K step), got {config.block_k}"
         )
     # TMA stores need a 16-byte aligned base (a contiguous `out` may still start at an odd offset of its storage).
-    dst = out2 if out2.data_ptr() % 16 == 0 else torch.empty((M, N), device=device, dtype=out_dtype)
+    dst = out2 if out2.data_ptr() % 16 == 0 or c_only_qkv else torch.empty((M, N), device=device, dtype=out_dtype)
     kernels.launch_gemm(
         a2, b2, sa, sb, bias, activation, dst, config,
-        a_vec=a_vec, b_vec=b_vec, precise=precise, arch=arch, sms=sms, b_block_rows=b_group,
+        a_vec=a_vec, b_vec=b_vec, precise=precise, arch=arch, sms=sms, b_block_rows=b_group, qkv=qkv,
     )
     if dst is not out2:
         out2.copy_(dst)

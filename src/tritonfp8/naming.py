@@ -30,6 +30,7 @@ two separately compiled (and cached) kernels.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -99,12 +100,7 @@ class KernelName:
             raise ValueError(f"tile: expected (M, N, K), got {self.tile}")
 
     def build(self, mode: str | None = None) -> str:
-        prefix = "cutlass" if (mode or naming_mode()) == "cutlass" else "tfp8"
-        m, n, k = self.tile
-        parts = [prefix, f"sm{self.arch}", self.op, *self.types, f"{m}x{n}x{k}", f"w{self.warps}s{self.stages}"]
-        parts += [x for x in (self.schedule, self.scaling) if x]
-        parts += list(self.extras)
-        return "_".join(parts)
+        return _build_name(self, "cutlass" if (mode or naming_mode()) == "cutlass" else "tfp8")
 
     def __str__(self) -> str:
         return self.build()
@@ -156,3 +152,13 @@ def named_jit(fn=None, **kwargs):
     if fn is None:
         return lambda f: named_jit(f, **kwargs)
     return triton.jit(fn, repr=_repr_from_constexpr, **kwargs)
+
+
+@functools.lru_cache(maxsize=4096)
+def _build_name(k: KernelName, prefix: str) -> str:
+    """The symbol of ``k`` (cached: launchers build names on every call)."""
+    m, n, kk = k.tile
+    parts = [prefix, f"sm{k.arch}", k.op, *k.types, f"{m}x{n}x{kk}", f"w{k.warps}s{k.stages}"]
+    parts += [x for x in (k.schedule, k.scaling) if x]
+    parts += list(k.extras)
+    return "_".join(parts)

@@ -319,8 +319,12 @@ class FP8Linear(nn.Module):
             _backend.warn_once("no-fp8", "tritonfp8: this GPU has no FP8 tensor cores (needs sm_89 or newer); "
                                          "FP8Linear layers compute in BF16 (counted in tritonfp8.stats())")
             return self._forward_bf16(x)
+        # The layer name only labels eager fallbacks in stats(); compiled calls count on the device (counters), and
+        # reading a per-layer string there would make Dynamo guard on it: one recompile per layer (the H200 model
+        # bench hit the recompile limit at 8 layers, 2026-11-29).
+        layer = "" if torch.compiler.is_compiling() else self.layer_name
         return guard.guarded_call(
-            self.layer_name, x, self._forward_fp8, self._forward_bf16,
+            layer, x, self._forward_fp8, self._forward_bf16,
             scale=self.input_scale, fmax=self.recipe.fmax, counters=self._guard_counts,
         )
 

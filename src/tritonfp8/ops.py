@@ -21,6 +21,10 @@ whose signature is the public op's:
 ``grouped_gemm``                  ``(a, b, scale_a, scale_b, group_offsets, m_sizes, out_dtype, bias, activation,
                                   accumulate) -> c`` (MoE, contiguous groups; exactly one of offsets / sizes)
 ``grouped_gemm_masked``           ``(a, b, scale_a, scale_b, masked_m, out_dtype, bias, activation, accumulate) -> c``
+``qkv_projection``                ``(x, w_qkv, x_scale, w_scale, q_scale, k_scale, v_scale, num_heads, num_kv_heads,
+                                  head_dim, bias, accumulate, unquantized_dtype) -> (q, k, v, unquantized)`` (fused
+                                  QKV GEMM + E4M3 epilogue; ``unquantized`` empty unless asked; the wrapper adds the
+                                  attention descales, plain torch ops)
 ================================  =======================================================================
 
 Granularity travels through the schema as a string: ``"tensor"``, ``"row"``, ``"col"`` or ``"<G>x<H>"`` for a
@@ -53,6 +57,7 @@ __all__ = [
     "decode_attention",
     "grouped_gemm",
     "grouped_gemm_masked",
+    "qkv_projection",
     "granularity_to_str",
     "granularity_from_str",
     "quantize_scale_shape",
@@ -61,7 +66,7 @@ __all__ = [
 
 # Names of the registered ops: torch.ops.tritonfp8.<name>.
 OPS = ("quantize", "dequantize", "gemm", "gemm_out", "attention", "write_kv_cache", "decode_attention",
-       "grouped_gemm", "grouped_gemm_masked")
+       "grouped_gemm", "grouped_gemm_masked", "qkv_projection")
 
 
 _FNS: dict = {}
@@ -87,7 +92,7 @@ def _impl(module: str, name: str):
     return fn
 
 
-_IMPL_MODULES = ("quantize", "gemm", "attention", "decode", "grouped")
+_IMPL_MODULES = ("quantize", "gemm", "attention", "decode", "grouped", "qkv")
 
 
 def _import_implementations() -> None:
@@ -573,3 +578,81 @@ def decode_attention(
         )
     _reject_eager_only("decode_attention", extra)
     return torch.ops.tritonfp8.decode_attention(*args)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# fused QKV projection
+
+
+@custom_op("tritonfp8::qkv_projection", mutates_args=())
+def _qkv_projection_op(
+    x: torch.Tensor, w_qkv: torch.Tensor, x_scale: torch.Tensor, w_scale: torch.Tensor, q_scale: torch.Tensor,
+    k_scale: torch.Tensor, v_scale: torch.Tensor, num_heads: int, num_kv_heads: int, head_dim: int,
+    bias: torch.Tensor | None, accumulate: str, unquantized_dtype: torch.dtype | None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    r = _impl("qkv", "qkv_projection")(
+        x, w_qkv, x_scale, w_scale, num_heads=num_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
+        q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, bias=bias, accumulate=accumulate,
+        unquantized_dtype=unquantized_dtype, num_seqs=1 if x.dim() == 2 else None,
+    )
+    unq = r.unquantized if r.unquantized is not None else x.new_empty((0,), dtype=torch.float32)
+    return r.q, r.k, r.v, unq
+
+
+@_qkv_projection_op.register_fake
+def _(x, w_qkv, x_scale, w_scale, q_scale, k_scale, v_scale, num_heads, num_kv_heads, head_dim, bias, accumulate,
+      unquantized_dtype):
+    n = (num_heads + 2 * num_kv_heads) * head_dim
+    if w_qkv.dim() != 2 or w_qkv.shape[0] != n or w_qkv.shape[1] != x.shape[-1]:
+        raise ValueError(f"qkv_projection: w_qkv must be (N, K) with N = (Hq + 2*Hkv) * D = {n} and K = "
+                         f"{x.shape[-1]}, got shape {tuple(w_qkv.shape)}")
+    lead = tuple(x.shape[:-1])
+    e4 = torch.float8_e4m3fn
+    q = x.new_empty((*lead, num_heads, head_dim), dtype=e4)
+    k = x.new_empty((*lead, num_kv_heads, head_dim), dtype=e4)
+    v = x.new_empty((*lead, num_kv_heads, head_dim), dtype=e4)
+    if unquantized_dtype is None:
+        unq = x.new_empty((0,), dtype=torch.float32)
+    else:
+        unq = x.new_empty((*lead, n), dtype=unquantized_dtype)
+    return q, k, v, unq
+
+
+def qkv_projection(
+    x: torch.Tensor,
+    w_qkv: torch.Tensor,
+    x_scale: torch.Tensor,
+    w_scale: torch.Tensor,
+    *,
+    num_heads: int,
+    num_kv_heads: int,
+    head_dim: int,
+    q_scale: torch.Tensor,
+    k_scale: torch.Tensor,
+    v_scale: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    accumulate: str = "fast",
+    unquantized_dtype: torch.dtype | None = None,
+    num_seqs: int | None = None,
+    **eager_only,
+):
+    """:func:`tritonfp8.qkv_projection` as a traceable op: ``QKVProjection(q, k, v, q_descale, k_descale,
+    v_descale, unquantized)``, E4M3 q/k/v for :func:`tritonfp8.attention`. ``config=`` in eager calls only."""
+    extra = _eager_only("qkv_projection", eager_only)
+    if _direct(x, w_qkv, x_scale, w_scale, q_scale, k_scale, v_scale, bias):
+        return _impl("qkv", "qkv_projection")(
+            x, w_qkv, x_scale, w_scale, num_heads=num_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
+            q_scale=q_scale, k_scale=k_scale, v_scale=v_scale, bias=bias, accumulate=accumulate,
+            unquantized_dtype=unquantized_dtype, num_seqs=num_seqs, **extra,
+        )
+    _reject_eager_only("qkv_projection", extra)
+    from tritonfp8 import qkv  # a plain import: Dynamo traces it (importlib.import_module it skips)
+    # Host-side checks (shapes and dtypes only) before the op, so tracing reports bad input as eager calls do.
+    batch = qkv._validate(x, w_qkv, num_heads, num_kv_heads, head_dim, q_scale, k_scale, v_scale,
+                          unquantized_dtype, num_seqs)
+    q, k, v, unq = torch.ops.tritonfp8.qkv_projection(
+        x, w_qkv, x_scale, w_scale, q_scale, k_scale, v_scale, num_heads, num_kv_heads, head_dim, bias, accumulate,
+        unquantized_dtype,
+    )
+    descales = [qkv.attention_descales(s, batch) for s in (q_scale, k_scale, v_scale)]
+    return qkv.QKVProjection(q, k, v, *descales, unq if unquantized_dtype is not None else None)

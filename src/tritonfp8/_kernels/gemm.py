@@ -47,6 +47,8 @@ import os
 import triton
 import triton.language as tl
 
+from tritonfp8._kernels.fp8cast import cast_to_fp8
+from tritonfp8 import _launch as _fast
 from tritonfp8.naming import named_jit
 
 # The interpreter's fp32 -> bf16 cast keeps the top 16 bits (truncation; measured: half the elements differ from
@@ -183,7 +185,8 @@ def _gemm_tile(
     X_SCALE_VEC: tl.constexpr, Y_SCALE_VEC: tl.constexpr, K_SCALED: tl.constexpr,
     X_SCALE_GROUP: tl.constexpr, Y_SCALE_GROUP: tl.constexpr,
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, OUT_DTYPE: tl.constexpr, WS_KLOOP: tl.constexpr,
-    TMA_STORE: tl.constexpr, GROUPED: tl.constexpr, PROMOTE_LAG: tl.constexpr,
+    TMA_STORE: tl.constexpr, GROUPED: tl.constexpr, PROMOTE_LAG: tl.constexpr, qkv, QKV: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
 ):
     """One output tile (and one K slice when SPLIT_K > 1): main loop, then the fused epilogue.
 
@@ -275,14 +278,14 @@ def _gemm_tile(
         acc0, acc1 = tl.split(pieces)
         _epilogue(acc0, c, ws, x_scale, y_scale, bias, R, S, stride_cm, off_r, off_s, split, blk_scale_epi,
                   BLOCK_R, BLOCK_S // 2, SPLIT_K, SWAP_AB, X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, HAS_BIAS,
-                  ACTIVATION, OUT_DTYPE, TMA_STORE)
+                  ACTIVATION, OUT_DTYPE, TMA_STORE, qkv, QKV, HEAD_DIM)
         _epilogue(acc1, c, ws, x_scale, y_scale, bias, R, S, stride_cm, off_r, off_s + BLOCK_S // 2, split,
                   blk_scale_epi, BLOCK_R, BLOCK_S // 2, SPLIT_K, SWAP_AB, X_SCALE_VEC, Y_SCALE_VEC, K_SCALED,
-                  HAS_BIAS, ACTIVATION, OUT_DTYPE, TMA_STORE)
+                  HAS_BIAS, ACTIVATION, OUT_DTYPE, TMA_STORE, qkv, QKV, HEAD_DIM)
     else:
         _epilogue(acc, c, ws, x_scale, y_scale, bias, R, S, stride_cm, off_r, off_s, split, blk_scale_epi,
                   BLOCK_R, BLOCK_S, SPLIT_K, SWAP_AB, X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, HAS_BIAS,
-                  ACTIVATION, OUT_DTYPE, TMA_STORE)
+                  ACTIVATION, OUT_DTYPE, TMA_STORE, qkv, QKV, HEAD_DIM)
 
 
 @triton.jit
@@ -290,10 +293,12 @@ def _epilogue(
     acc, c, ws, x_scale, y_scale, bias, R, S, stride_cm, off_r, off_s, split, scalar_scale,
     BLOCK_R: tl.constexpr, PIECE_S: tl.constexpr, SPLIT_K: tl.constexpr, SWAP_AB: tl.constexpr,
     X_SCALE_VEC: tl.constexpr, Y_SCALE_VEC: tl.constexpr, K_SCALED: tl.constexpr, HAS_BIAS: tl.constexpr,
-    ACTIVATION: tl.constexpr, OUT_DTYPE: tl.constexpr, TMA_STORE: tl.constexpr,
+    ACTIVATION: tl.constexpr, OUT_DTYPE: tl.constexpr, TMA_STORE: tl.constexpr, qkv, QKV: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
 ):
     """Scales, bias, activation, cast and store of one (BLOCK_R, PIECE_S) piece at (off_r, off_s), fp32 until the
-    cast. ``scalar_scale`` is the product of the per-tensor scales (already applied in the K loop when K_SCALED)."""
+    cast. ``scalar_scale`` is the product of the per-tensor scales (already applied in the K loop when K_SCALED).
+    QKV 1: the piece is quantized into q/k/v (:func:`_store_qkv`) instead of stored to c; QKV 2: both."""
     offs_r = off_r.to(tl.int64) + tl.arange(0, BLOCK_R)
     offs_s = off_s.to(tl.int64) + tl.arange(0, PIECE_S)
     if X_SCALE_VEC:
@@ -320,15 +325,49 @@ def _epilogue(
             else:
                 acc = acc + tl.load(bias + offs_s, mask=offs_s < S, other=0.0).to(tl.float32)[None, :]
         acc = _apply_activation(acc, ACTIVATION)
-        out = _to_out_dtype(acc, OUT_DTYPE)
-        if TMA_STORE:
-            c.store([off_r, off_s], out)
+        if QKV > 0:
+            _store_qkv(acc, qkv, offs_r, offs_s, mask, HEAD_DIM)
+        if QKV != 1:
+            _store_c(acc, c, stride_cm, off_r, off_s, offs_r, offs_s, mask, SWAP_AB, OUT_DTYPE, TMA_STORE)
+
+
+@triton.jit
+def _store_c(acc, c, stride_cm, off_r, off_s, offs_r, offs_s, mask, SWAP_AB: tl.constexpr, OUT_DTYPE: tl.constexpr,
+             TMA_STORE: tl.constexpr):
+    """Cast to OUT_DTYPE and store the piece into c (TMA or pointers; in swap-AB the piece is a tile of Cᵀ)."""
+    out = _to_out_dtype(acc, OUT_DTYPE)
+    if TMA_STORE:
+        c.store([off_r, off_s], out)
+    else:
+        if SWAP_AB:
+            c_ptrs = c + offs_s[None, :] * stride_cm + offs_r[:, None]
         else:
-            if SWAP_AB:
-                c_ptrs = c + offs_s[None, :] * stride_cm + offs_r[:, None]
-            else:
-                c_ptrs = c + offs_r[:, None] * stride_cm + offs_s[None, :]
-            tl.store(c_ptrs, out, mask=mask)
+            c_ptrs = c + offs_r[:, None] * stride_cm + offs_s[None, :]
+        tl.store(c_ptrs, out, mask=mask)
+
+
+@triton.jit
+def _store_qkv(acc, qkv, offs_r, offs_s, mask, HEAD_DIM: tl.constexpr):
+    """Quantize a piece of the fused QKV projection into the three E4M3 tensors the attention kernel reads.
+
+    Columns of D are heads of HEAD_DIM: [0, q_cols) the query heads, then the key heads, then the value heads
+    (q_cols = Hq*D, kv_cols = Hkv*D, runtime ints); q, k, v are (rows, Hq*D), (rows, Hkv*D), (rows, Hkv*D)
+    row-major (the (tokens, H, D) layout). ``head_scale`` holds one fp32 dequantization factor per head of D
+    (Hq + 2*Hkv; a query head carries its KV group's scale), so the column's scale is one gather at col // D.
+    Quantization is the library's rule: IEEE division (div_rn), saturate to +-448, round to nearest even.
+    A piece may straddle the q/k/v boundaries (any head counts): the destination is chosen per column.
+    """
+    q_out, k_out, v_out, head_scale, q_cols, kv_cols = qkv
+    scale = tl.load(head_scale + offs_s // HEAD_DIM, mask=offs_s < q_cols + 2 * kv_cols, other=1.0)
+    y = cast_to_fp8(tl.math.div_rn(acc, scale[None, :]), tl.float8e4nv)
+    is_q = (offs_s < q_cols)[None, :]
+    is_k = (offs_s < q_cols + kv_cols)[None, :]
+    row_q = (offs_r * q_cols)[:, None]
+    row_kv = (offs_r * kv_cols)[:, None]
+    ptr = tl.where(is_q, q_out + row_q + offs_s[None, :],
+                   tl.where(is_k, k_out + row_kv + (offs_s - q_cols)[None, :],
+                            v_out + row_kv + (offs_s - q_cols - kv_cols)[None, :]))
+    tl.store(ptr, y, mask=mask)
 
 
 # num_programs (the persistent grid size) is not specialized: 132 SMs and a small test grid share one compile.
@@ -351,6 +390,8 @@ def fp8_gemm_kernel(
     X_SCALE_GROUP: tl.constexpr, Y_SCALE_GROUP: tl.constexpr,
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, OUT_DTYPE: tl.constexpr, TMA_STORE: tl.constexpr,
     GROUPED: tl.constexpr, G_PAD: tl.constexpr, PROMOTE_LAG: tl.constexpr,
+    q_out=None, k_out=None, v_out=None, head_scale=None, q_cols=0, kv_cols=0,
+    QKV: tl.constexpr = 0, HEAD_DIM: tl.constexpr = 0,
 ):
     """``D = (X·x_scale)(Y·y_scale)ᵀ`` (+ bias, activation) for one or more output tiles.
 
@@ -381,7 +422,13 @@ def fp8_gemm_kernel(
     Scales: x_scale a vector over x rows (X_SCALE_VEC), or per tensor at x_scale[g * stride_xs_g]; y_scale of group g
     starts at y_scale + g * stride_ys_g ((G,) per tensor: 1; (G, S) rows: S; block (G, ceil(S/128), Kb): its dim-0
     stride); bias (G, S).
+
+    Fused QKV projection (QKV 1: q/k/v only; 2: q/k/v and c; not swap-AB, split-K or grouped; pointer stores):
+    y is the concatenated weight [Wq; Wk; Wv] (S = (Hq + 2*Hkv) * HEAD_DIM rows), and the epilogue writes the fp32
+    result quantized to E4M3 into q_out (R, Hq*D), k_out and v_out (R, Hkv*D) with one static scale per head of
+    ``head_scale`` (see :func:`_store_qkv`); q_cols = Hq*D, kv_cols = Hkv*D.
     """
+    qkv = (q_out, k_out, v_out, head_scale, q_cols, kv_cols)
     pid = tl.program_id(0)
     num_pid_r = tl.cdiv(R, BLOCK_R)  # (unused when GROUPED: each group has its own row-tile count)
     num_pid_s = tl.cdiv(S, BLOCK_S)
@@ -421,7 +468,7 @@ def fp8_gemm_kernel(
                 g_idx, g_lo, g_hi, g_tiles, g_cum, stride_xs_g, stride_ys_g,
                 BLOCK_R, BLOCK_S, BLOCK_K, GROUP_R, SPLIT_K, USE_TMA, SUBTILE, SWAP_AB,
                 X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, X_SCALE_GROUP, Y_SCALE_GROUP, HAS_BIAS, ACTIVATION, OUT_DTYPE,
-                False, TMA_STORE, GROUPED, PROMOTE_LAG,
+                False, TMA_STORE, GROUPED, PROMOTE_LAG, qkv, QKV, HEAD_DIM,
             )
     else:
         _gemm_tile(
@@ -431,7 +478,7 @@ def fp8_gemm_kernel(
             g_idx, g_lo, g_hi, g_tiles, g_cum, stride_xs_g, stride_ys_g,
             BLOCK_R, BLOCK_S, BLOCK_K, GROUP_R, SPLIT_K, USE_TMA, SUBTILE, SWAP_AB,
             X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, X_SCALE_GROUP, Y_SCALE_GROUP, HAS_BIAS, ACTIVATION, OUT_DTYPE,
-            WARP_SPECIALIZE, TMA_STORE, GROUPED, PROMOTE_LAG,
+            WARP_SPECIALIZE, TMA_STORE, GROUPED, PROMOTE_LAG, qkv, QKV, HEAD_DIM,
         )
 
 
@@ -501,6 +548,7 @@ def epilogue_token(has_bias: bool, activation: str | None) -> str | None:
     return tok or None
 
 
+@functools.lru_cache(maxsize=1024)  # pure; launchers call it on every GEMM
 def gemm_kernel_name(
     cfg: GemmConfig, *, arch: int, a_dtype: torch.dtype, b_dtype: torch.dtype, out_dtype: torch.dtype,
     a_vec: bool, b_vec: bool, precise: bool, has_bias: bool, activation: str | None, b_block_rows: int | None = None,
@@ -543,17 +591,53 @@ def num_sms(device_index: int) -> int:
 def _launch(kernel, grid, warmup: bool, *args, **kwargs):
     if warmup:
         return kernel.warmup(*args, grid=grid, **kwargs)
-    return kernel[grid](*args, **kwargs)
+    return _fast.launch(kernel, grid, *args, **kwargs)  # kernel[grid](...) with Triton's dispatch cached
 
 
 # Programs of a persistent grid under the interpreter: a few, so that every program walks several tiles.
 INTERPRETER_SMS = 3
 
 
+@dataclasses.dataclass(frozen=True)
+class QkvTargets:
+    """Destinations of the fused QKV epilogue (see ``_store_qkv``): E4M3 q (M, Hq*D), k and v (M, Hkv*D), all
+    contiguous; ``head_scale`` fp32 (Hq + 2*Hkv,) one dequantization factor per head of the GEMM's columns;
+    ``store_c``: also store the unquantized result into ``out``."""
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    head_scale: torch.Tensor
+    heads_q: int
+    heads_kv: int
+    head_dim: int
+    store_c: bool = False
+
+
+def qkv_kernel_name(base: KernelName, head_dim: int, store_c: bool) -> KernelName:
+    """The GEMM name of a fused-QKV launch: output type e4m3 and extras ``qkv``, ``hd<D>`` (``c`` + the high
+    precision type when the unquantized result is stored too), e.g.
+    ``cutlass_sm90_fp8gemm_e4m3_e4m3_f32_e4m3_128x128x128_w8s4_tma_tensorwise_qkv_hd128``."""
+    types = base.types[:3] + ("e4m3",)
+    extras = base.extras + ("qkv", f"hd{head_dim}") + ((f"c{base.types[3]}",) if store_c else ())
+    return dataclasses.replace(base, types=types, extras=extras)
+
+
+def _qkv_launch_args(qkv: QkvTargets | None, cfg: GemmConfig) -> dict:
+    """Kernel arguments of the fused-QKV epilogue (empty without one)."""
+    if qkv is None:
+        return {}
+    if cfg.swap_ab or cfg.split_k != 1:
+        raise ValueError(f"config: the fused QKV epilogue needs a config without swap-AB or split-K, got {cfg.short()}")
+    return dict(q_out=qkv.q, k_out=qkv.k, v_out=qkv.v, head_scale=qkv.head_scale,
+                q_cols=qkv.heads_q * qkv.head_dim, kv_cols=qkv.heads_kv * qkv.head_dim,
+                QKV=2 if qkv.store_c else 1, HEAD_DIM=qkv.head_dim)
+
+
 def launch_gemm(
     a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, bias: torch.Tensor | None,
     activation: str | None, out: torch.Tensor, cfg: GemmConfig, *, a_vec: bool, b_vec: bool, precise: bool,
-    arch: int, sms: int, warmup: bool = False, b_block_rows: int | None = None,
+    arch: int, sms: int, warmup: bool = False, b_block_rows: int | None = None, qkv: QkvTargets | None = None,
 ) -> torch.Tensor:
     """Launch ``out = act((a·scale_a)(b·scale_b)ᵀ + bias)`` with ``cfg``; inputs already validated.
 
@@ -561,8 +645,11 @@ def launch_gemm(
     ``a_vec`` else (1,), scale_b (N,) when ``b_vec`` else (1,), fp32 contiguous; bias (N,) or None; out (M, N)
     row-major contiguous. Block scales (``b_block_rows`` 128 or 1; ``cfg.block_k`` must be 128): scale_a
     (M, ceil(K/128)) and scale_b (ceil(N/b_block_rows), ceil(K/128)), fp32, any strides (read in place). ``warmup=True`` compiles without launching (``triton.AsyncCompileMode`` can then compile
-    many configs in parallel: see ``tritonfp8.tune``).
+    many configs in parallel: see ``tritonfp8.tune``). ``qkv``: fused QKV epilogue (:class:`QkvTargets`; pointer
+    stores; ``out`` is written only with ``qkv.store_c``).
     """
+    qkv_args = _qkv_launch_args(qkv, cfg)
+    tma_store = cfg.tma_store and qkv is None
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     M, K = a.shape
@@ -587,14 +674,17 @@ def launch_gemm(
         x_arg, y_arg = x, y
     split = cfg.split_k
     ws = torch.empty((split, M, N), device=out.device, dtype=torch.float32) if split > 1 else None
-    if cfg.tma_store:
+    if tma_store:
         c_arg = TensorDescriptor.from_tensor(out, [BR, BS // cfg.epilogue_subtile])
     else:
         c_arg = out
     name = gemm_kernel_name(
         cfg, arch=arch, a_dtype=a.dtype, b_dtype=b.dtype, out_dtype=out.dtype, a_vec=a_vec, b_vec=b_vec,
         precise=precise, has_bias=bias is not None, activation=activation, b_block_rows=b_block_rows,
-    ).build()
+    )
+    if qkv is not None:
+        name = qkv_kernel_name(name, qkv.head_dim, qkv.store_c)
+    name = name.build()
     num_tiles = triton.cdiv(R, BR) * triton.cdiv(S, BS)
     work = num_tiles * split
     grid_size = min(work, sms) if cfg.persistent else work
@@ -609,9 +699,9 @@ def launch_gemm(
         WARP_SPECIALIZE=cfg.warp_specialized, SUBTILE=cfg.epilogue_subtile, SWAP_AB=cfg.swap_ab,
         X_SCALE_VEC=x_vec, Y_SCALE_VEC=y_vec, K_SCALED=precise or b_block_rows is not None,
         X_SCALE_GROUP=x_group, Y_SCALE_GROUP=y_group, HAS_BIAS=bias is not None and split == 1,
-        ACTIVATION=act if split == 1 else ACT_NONE, OUT_DTYPE=_TL_OUT[out.dtype], TMA_STORE=cfg.tma_store,
+        ACTIVATION=act if split == 1 else ACT_NONE, OUT_DTYPE=_TL_OUT[out.dtype], TMA_STORE=tma_store,
         GROUPED=0, G_PAD=1, PROMOTE_LAG=promote_lag(cfg, precise or b_block_rows is not None),
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **qkv_args,
     )
     if split > 1:
         rname = reduce_kernel_name(arch=arch, out_dtype=out.dtype, split_k=split, has_bias=bias is not None,
@@ -715,6 +805,10 @@ def launch_grouped(
     return out
 
 
+# The fused-QKV arguments of a launch without that epilogue (codegen specs name every kernel argument).
+_NO_QKV = dict(q_out=None, k_out=None, v_out=None, head_scale=None, q_cols=0, kv_cols=0, QKV=0, HEAD_DIM=0)
+
+
 def grouped_codegen_spec(
     cfg: GemmConfig, *, mode: int = GROUPED_CONTIGUOUS, G: int = 64, a_vec: bool = False, b_vec: bool = False,
     a_per_group: bool = False, precise: bool = False, b_block_rows: int | None = None,
@@ -741,7 +835,7 @@ def grouped_codegen_spec(
     }
     constexprs = dict(ce, K_SCALED=precise or b_block_rows is not None, HAS_BIAS=has_bias,
                       PROMOTE_LAG=promote_lag(cfg, precise or b_block_rows is not None),
-                      ACTIVATION=ACTIVATIONS[activation], OUT_DTYPE=_TL_OUT[out_dtype], ws=None)
+                      ACTIVATION=ACTIVATIONS[activation], OUT_DTYPE=_TL_OUT[out_dtype], ws=None, **_NO_QKV)
     if not has_bias:
         constexprs["bias"] = None
     if b_block_rows is None:
@@ -816,7 +910,7 @@ def codegen_spec(
         K_SCALED=precise or block, X_SCALE_GROUP=x_group, Y_SCALE_GROUP=y_group, HAS_BIAS=has_bias, ACTIVATION=ACTIVATIONS[activation] if split == 1 else ACT_NONE,
         OUT_DTYPE=_TL_OUT[out_dtype], TMA_STORE=cfg.tma_store, GROUPED=0, G_PAD=1,
         PROMOTE_LAG=promote_lag(cfg, precise or block),
-        group_rows=None, num_groups=1, group_cap=0, stride_xs_g=0, stride_ys_g=0,
+        group_rows=None, num_groups=1, group_cap=0, stride_xs_g=0, stride_ys_g=0, **_NO_QKV,
     )
     if split == 1:
         constexprs["ws"] = None
@@ -840,6 +934,26 @@ def codegen_spec(
         num_stages=cfg.num_stages, description=description or cfg.short(), min_arch=90 if cfg.uses_tma else 89,
         divisible=tuple(divisible),
     )
+
+
+def qkv_codegen_spec(cfg: GemmConfig, *, head_dim: int = 128, store_c: bool = False, a_vec: bool = False,
+                     b_vec: bool = False, precise: bool = False, bias_dtype: torch.dtype | None = None,
+                     b_block_rows: int | None = None, description: str = ""):
+    """Offline spec of a fused-QKV launch (:class:`QkvTargets`): :func:`codegen_spec` of the same GEMM with the
+    quantizing epilogue (pointer stores into q/k/v; c a bf16 pointer, written only with ``store_c``). q_cols and
+    kv_cols are multiples of 16 (heads of 64, 128 or 256)."""
+    spec = codegen_spec(cfg, a_vec=a_vec, b_vec=b_vec, precise=precise, bias_dtype=bias_dtype,
+                        b_block_rows=b_block_rows, description=description)
+    if cfg.swap_ab or cfg.split_k != 1:
+        raise ValueError(f"config: the fused QKV epilogue needs a config without swap-AB or split-K, got {cfg.short()}")
+    sig = dict(spec.signature, c="*bf16", q_out="*fp8e4nv", k_out="*fp8e4nv", v_out="*fp8e4nv", head_scale="*fp32",
+               q_cols="i32", kv_cols="i32")
+    constexprs = {k: v for k, v in spec.constexprs.items() if k not in ("q_out", "k_out", "v_out", "head_scale",
+                                                                      "q_cols", "kv_cols")}
+    constexprs.update(QKV=2 if store_c else 1, HEAD_DIM=head_dim, TMA_STORE=False)
+    name = qkv_kernel_name(spec.name, head_dim, store_c)
+    divisible = spec.divisible + ("q_out", "k_out", "v_out", "head_scale", "q_cols", "kv_cols")
+    return dataclasses.replace(spec, signature=sig, constexprs=constexprs, name=name, divisible=divisible)
 
 
 # Representative configurations, by codegen name (``python -m tritonfp8 codegen NAME --arch 90``).
@@ -900,6 +1014,19 @@ def _specs() -> dict:
             GemmConfig(128, 128, 64, num_warps=8, num_stages=4, schedule="ptr"),
             description="Ada (sm_89): pointer loads, mma.sync"),
     }
+    # Fused QKV projection (tritonfp8.qkv): the quantizing epilogue on the prefill and decode-sized tiles.
+    specs.update({
+        "gemm_qkv_hd128": qkv_codegen_spec(
+            GemmConfig(128, 256, 128, num_warps=8, num_stages=4, schedule="tmapersistent", epilogue_subtile=2),
+            b_vec=True, description="fused QKV: per-channel weight scales, E4M3 q/k/v per-head static scales"),
+        "gemm_qkv_hd64_bias_c": qkv_codegen_spec(
+            GemmConfig(128, 128, 128, num_warps=8, num_stages=4, schedule="tma"), head_dim=64, store_c=True,
+            a_vec=True, b_vec=True, bias_dtype=torch.bfloat16,
+            description="fused QKV: rowwise scales + bias, also the bf16 result"),
+        "gemm_qkv_small_m": qkv_codegen_spec(
+            GemmConfig(64, 128, 128, group_m=1, num_warps=4, num_stages=6, schedule="tma"),
+            description="fused QKV, M <= 64 (qkv_config: no swap-AB)"),
+    })
     # Grouped (MoE) GEMM: the same kernel with GROUPED = 1 (contiguous groups) / 2 (masked), G = 64 experts.
     grouped_main = GemmConfig(128, 256, 128, num_warps=8, num_stages=4, schedule="tmapersistent", epilogue_subtile=2)
     specs.update({

@@ -291,6 +291,15 @@ def block_config(M: int, N: int, K: int, *, arch: int = 90, num_sms: int = 132, 
     return cfg
 
 
+def qkv_config(out_size: int = 2) -> GemmConfig:
+    """The fused QKV projection's config on sm_90 where the GEMM's own choice is swap-AB or split-K (M <= 64): the
+    quantizing epilogue writes q/k/v by rows of D (tokens), so it needs the normal orientation and one K slice.
+    64-row tiles (one wgmma M), 128 columns, block_k 128 (which block scales need too), as deep a pipeline as fits.
+    (Ada's heuristic configs are never swap-AB.)"""
+    cfg = GemmConfig(64, 128, 128, group_m=1, num_warps=4, num_stages=4, schedule="tma")
+    return with_max_stages(cfg, out_size, cap=6)
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # Tuned tables
 
@@ -370,11 +379,19 @@ def select_config(
     block: bool = False,
 ) -> tuple[GemmConfig, str]:
     """(config, source): source is "pinned", "table" or "heuristic". ``block``: block-scaled operands (the
-    table has its own ``:block`` keys; the heuristic is :func:`block_config`)."""
+    table has its own ``:block`` keys; the heuristic is :func:`block_config`). Cached per shape and setting (it
+    runs on every GEMM call; the heuristics and the table lookup cost tens of microseconds of Python)."""
     if _pinned is not None:
         return _pinned, "pinned"
-    if gpu_name and os.environ.get("TRITONFP8_GEMM_TABLES", "1") != "0":
-        cfg = load_table(gpu_name).get(table_key(M, N, K, precise, block))
+    tables = bool(gpu_name) and os.environ.get("TRITONFP8_GEMM_TABLES", "1") != "0"
+    return _select(M, N, K, precise, arch, num_sms, out_size, gpu_name if tables else None, block, str(CONFIG_DIR))
+
+
+@functools.lru_cache(maxsize=4096)
+def _select(M: int, N: int, K: int, precise: bool, arch: int, num_sms: int, out_size: int, gpu_name: str | None,
+            block: bool, config_dir: str) -> tuple[GemmConfig, str]:
+    if gpu_name:
+        cfg = load_table(gpu_name, Path(config_dir)).get(table_key(M, N, K, precise, block))
         if cfg is not None:
             return cfg, "table"
     if block:

@@ -1,0 +1,125 @@
+"""Low-overhead kernel launches: call a compiled Triton kernel's launcher directly on repeat calls.
+
+Why. ``kernel[grid](*args, **constexprs)`` runs Triton's JIT dispatch on every call: it binds and specializes every
+argument (each integer checked for ``== 1`` and divisibility by 16, each pointer for 16-byte alignment), builds a
+cache key that includes ``str(options)``, looks the kernel up, and only then calls the compiled launcher. For the
+FP8 GEMM (about 60 parameters, most of them constexprs) the whole eager call measured ~240 us of host time per
+call on the H200's host, against ~25 us for ``torch._scaled_mm``, while the kernels themselves took the same time
+under CUDA-graph replay (``benchmarks/results/gemm-host-overhead-20261129-113400.json``): at decode sizes the
+GPU waited on Python.
+
+How. :func:`launch` keys each call by what Triton's specialization can depend on — for every runtime argument its
+kind and the properties Triton specializes on (integers: ``== 1``, ``% 16 == 0``, 32- or 64-bit; tensors: dtype
+and 16-byte alignment; host TMA descriptors: element type, block shape, base alignment and the same integer facts
+of each shape and stride entry; ``None``; floats), plus the device and the exact constexpr/option values. The first
+call with a key goes through ``kernel[grid]`` (compiling if needed) and remembers the compiled kernel and the
+values of the remaining (constexpr and defaulted) parameters; later calls with the same key call the compiled
+kernel's launcher with the same argument list Triton itself would pass. The key is at least as fine as Triton's
+own specialization, so a cached binary is only reused where Triton would reuse it.
+
+Not used under the Triton interpreter, for warm-up (compile-only) calls, or when ``TRITONFP8_FAST_LAUNCH=0``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+
+_ENABLED = os.environ.get("TRITONFP8_FAST_LAUNCH", "1") != "0"
+_CACHE: dict[tuple, tuple] = {}
+_CACHE_SIZE = 1024
+_I32 = 1 << 31
+
+
+def enabled() -> bool:
+    return _ENABLED
+
+
+def set_enabled(on: bool) -> bool:
+    """Turn the fast path on or off (tests, A/B timing); returns the previous setting."""
+    global _ENABLED
+    prev, _ENABLED = _ENABLED, bool(on)
+    return prev
+
+
+def cache_clear() -> None:
+    _CACHE.clear()
+
+
+def cache_size() -> int:
+    return len(_CACHE)
+
+
+def _int_spec(v: int) -> tuple:
+    return (v == 1, v % 16 == 0, -_I32 <= v < _I32)
+
+
+def arg_spec(v: Any):
+    """The specialization-relevant facts of one runtime argument (hashable), or raise TypeError for kinds this
+    module does not know (the caller then takes Triton's own path)."""
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return ("b", v)
+    if isinstance(v, int):
+        return ("i",) + _int_spec(v)
+    if isinstance(v, float):
+        return "f"
+    if isinstance(v, torch.Tensor):
+        return ("t", v.dtype, v.data_ptr() % 16 == 0)
+    base = getattr(v, "base", None)
+    if isinstance(base, torch.Tensor) and hasattr(v, "block_shape"):  # triton.tools.tensor_descriptor
+        return ("d", base.dtype, base.data_ptr() % 16 == 0, tuple(v.block_shape),
+                tuple(_int_spec(int(s)) for s in v.shape), tuple(_int_spec(int(s)) for s in v.strides),
+                getattr(v, "padding", None))
+    raise TypeError(f"no launch key for an argument of type {type(v).__name__}")
+
+
+def _tail_values(fn, n_args: int, kwargs: dict) -> tuple:
+    """Values of the parameters after the first ``n_args`` (kwargs, else the declared defaults), in order."""
+    out = []
+    for p in fn.params[n_args:]:
+        if p.name in kwargs:
+            out.append(kwargs[p.name])
+        elif p.has_default:
+            out.append(p.default)
+        else:
+            raise TypeError(f"{fn.__name__}: no value for parameter {p.name!r}")
+    return tuple(out)
+
+
+def launch(fn, grid: tuple, *args, **kwargs):
+    """``fn[grid](*args, **kwargs)``, through the compiled kernel's launcher once this specialization was seen.
+
+    ``args``: the leading parameters of ``fn`` in order (runtime values); ``kwargs``: the rest (constexprs, optional
+    parameters) and launch options (num_warps, num_stages, maxnreg, ...).
+    """
+    from tritonfp8 import _backend
+
+    if not _ENABLED or _backend.interpreting():
+        return fn[grid](*args, **kwargs)
+    try:
+        key = (fn, torch.cuda.current_device(), tuple(arg_spec(a) for a in args), tuple(kwargs.items()))
+        entry = _CACHE.get(key)
+    except TypeError:  # an argument kind without a key, or an unhashable constexpr: Triton's own path
+        return fn[grid](*args, **kwargs)
+    if entry is None:
+        kernel = fn[grid](*args, **kwargs)
+        if kernel is not None and not hasattr(kernel, "result"):
+            if len(_CACHE) >= _CACHE_SIZE:
+                _CACHE.pop(next(iter(_CACHE)))  # oldest first
+            _CACHE[key] = (kernel, _tail_values(fn, len(args), kwargs))
+        return kernel
+    kernel, tail = entry
+    from triton import knobs
+    from triton.runtime.driver import driver
+
+    stream = driver.active.get_current_stream(driver.active.get_current_device())
+    vals = args + tail
+    g = tuple(grid) + (1, 1)
+    kernel.run(g[0], g[1], g[2], stream, kernel.function, kernel.packed_metadata,
+               kernel.launch_metadata(grid, stream, *vals), knobs.runtime.launch_enter_hook,
+               knobs.runtime.launch_exit_hook, *vals)
+    return kernel

@@ -1,0 +1,89 @@
+"""The low-overhead launch path (tritonfp8/_launch.py): its specialization key and argument list on CPU, and on the
+GPU that cached launches give the same results as Triton's own dispatch."""
+
+import importlib
+
+import pytest
+import torch
+
+from tests.conftest import requires_gpu
+from tritonfp8 import _launch as L
+
+
+def test_arg_spec_separates_what_triton_specializes_on():
+    s = L.arg_spec
+    assert s(1) != s(2) and s(16) != s(32 + 1) and s(16) == s(32)  # == 1, divisibility by 16
+    assert s(2**31) != s(16)  # 64-bit integers compile differently
+    assert s(None) is None and s(1.0) == s(2.5) and s(True) != s(1)
+    x = torch.zeros(64, dtype=torch.float32)
+    assert s(x) == s(torch.zeros(8, dtype=torch.float32))
+    assert s(x) != s(x.to(torch.bfloat16))
+    assert s(x[1:]) != s(x)  # 4-byte offset: not 16-byte aligned
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    a = torch.zeros(64, 256, dtype=torch.uint8)
+    d1 = TensorDescriptor.from_tensor(a, [64, 128])
+    assert s(d1) == s(TensorDescriptor.from_tensor(torch.zeros(128, 512, dtype=torch.uint8), [64, 128]))
+    assert s(d1) != s(TensorDescriptor.from_tensor(a, [32, 128]))  # block shape
+    assert s(d1) != s(TensorDescriptor.from_tensor(torch.zeros(64, 512, dtype=torch.uint8)[:, :248], [64, 128]))
+    with pytest.raises(TypeError):
+        s(object())
+
+
+def test_tail_values_follow_the_signature():
+    class P:
+        def __init__(self, name, default=None, has_default=False):
+            self.name, self.default, self.has_default = name, default, has_default
+
+    class Fn:
+        __name__ = "k"
+        params = [P("x"), P("n"), P("B"), P("Q", 7, True)]
+
+    assert L._tail_values(Fn, 2, {"B": 4, "num_warps": 8}) == (4, 7)
+    with pytest.raises(TypeError, match="'B'"):
+        L._tail_values(Fn, 2, {})
+
+
+def test_interpreter_or_disabled_takes_tritons_path(monkeypatch):
+    calls = []
+
+    class Fn:
+        def __getitem__(self, grid):
+            return lambda *a, **k: calls.append((grid, a, k))
+
+    prev = L.set_enabled(False)
+    try:
+        L.launch(Fn(), (3,), 1, 2, B=4)
+    finally:
+        L.set_enabled(prev)
+    assert calls == [((3,), (1, 2), {"B": 4})] and L.cache_size() == 0 or not torch.cuda.is_available()
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape", [(16, 8192, 4096), (200, 1024, 512), (1, 256, 128)])
+def test_cached_launches_match_tritons_dispatch_gpu(shape):
+    G = importlib.import_module("tritonfp8.gemm")
+    M, N, K = shape
+    a = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)
+    sa = torch.rand(M, 1, device="cuda") + 0.5
+    sb = torch.rand(1, N, device="cuda") + 0.5
+    prev = L.set_enabled(False)
+    try:
+        slow = G.gemm(a, b, sa, sb)
+    finally:
+        L.set_enabled(prev)
+    L.cache_clear()
+    first = G.gemm(a, b, sa, sb)  # fills the cache
+    n = L.cache_size()
+    assert n >= 1
+    b2 = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)  # new buffers, same specialization
+    again = G.gemm(a, b, sa, sb)
+    other = G.gemm(a, b2, sa, sb)
+    assert L.cache_size() == n  # served from the cache
+    assert torch.equal(first, slow) and torch.equal(again, slow)
+    L.set_enabled(False)
+    try:
+        assert torch.equal(other, G.gemm(a, b2, sa, sb))
+    finally:
+        L.set_enabled(prev)
