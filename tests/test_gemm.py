@@ -544,3 +544,37 @@ def test_tune_launcher_with_the_library_choice(cpu_tools):
     assert out is p.out
     err = float(((out.double() - p.ref().double()).norm() / p.ref().double().norm()))
     assert err <= error_bound(torch.bfloat16, 128, "fast", tensor_core=False)
+
+
+def test_repeat_calls_use_the_launch_plan_and_stay_exact(device):
+    """The second call with the same metadata takes the recorded plan (no validation, no config choice); new data,
+    a pinned config and a misaligned operand with the same shape and strides all still give the right result."""
+    import importlib
+
+    G = importlib.import_module("tritonfp8.gemm")
+    M, N, K = 33, 64, 96
+    G._PLANS.clear()
+    sa = torch.tensor(0.5, device=device)
+    sb = (torch.rand(N, 1) + 0.5).to(device)
+    outs = []
+    for seed in range(2):
+        torch.manual_seed(seed)
+        a = torch.randn(M, K).to(torch.float8_e4m3fn).to(device)
+        b = torch.randn(N, K).to(torch.float8_e4m3fn).to(device)
+        got = G.gemm(a, b, sa, sb)
+        ref = gemm_torch(a, b, sa, sb, out_dtype=torch.float64, compute_dtype=torch.float64)
+        assert rel_error(got, ref) <= error_bound(torch.bfloat16, K, "fast", tensor_core=device == "cuda"), seed
+        outs.append(got)
+        assert len(G._PLANS) == 1  # recorded by the first call, reused by the second
+    # Same shape and strides, base 1 byte off 16-byte alignment: the plan declines, the full path copies.
+    buf = torch.randn(M * K + 1).to(torch.float8_e4m3fn).to(device)
+    a_odd = buf[1:].view(M, K)
+    assert a_odd.stride() == (K, 1) and a_odd.data_ptr() % 16
+    got = G.gemm(a_odd, b, sa, sb)
+    assert torch.equal(got, G.gemm(a_odd.clone(), b, sa, sb))
+    # A pinned config is part of the key: it is honoured on the repeat call.
+    cfg = GemmConfig(64, 32, 32, group_m=1, num_warps=4, num_stages=2, schedule="tma")
+    with G.pinned_config(cfg):
+        first = G.gemm(a, b, sa, sb)
+        assert torch.equal(G.gemm(a, b, sa, sb), first)
+    assert len(G._PLANS) == 2  # the misaligned call shares the first key (and declined it); the pinned one is new

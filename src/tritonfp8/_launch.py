@@ -58,22 +58,26 @@ def _int_spec(v: int) -> tuple:
 
 def arg_spec(v: Any):
     """The specialization-relevant facts of one runtime argument (hashable), or raise TypeError for kinds this
-    module does not know (the caller then takes Triton's own path)."""
+    module does not know (the caller then takes Triton's own path). Tags keep kinds apart; the common kinds are
+    tested first by exact type (this runs for every argument of every launch)."""
+    t = type(v)
+    if t is int:
+        return (v == 1, v % 16 == 0, -_I32 <= v < _I32)
     if v is None:
         return None
-    if isinstance(v, bool):
-        return ("b", v)
-    if isinstance(v, int):
-        return ("i",) + _int_spec(v)
-    if isinstance(v, float):
-        return "f"
     if isinstance(v, torch.Tensor):
-        return ("t", v.dtype, v.data_ptr() % 16 == 0)
+        return (v.dtype, v.data_ptr() % 16 == 0)
+    if t is float:
+        return "f"
+    if t is bool:
+        return ("b", v)
     base = getattr(v, "base", None)
     if isinstance(base, torch.Tensor) and hasattr(v, "block_shape"):  # triton.tools.tensor_descriptor
         return ("d", base.dtype, base.data_ptr() % 16 == 0, tuple(v.block_shape),
                 tuple(_int_spec(int(s)) for s in v.shape), tuple(_int_spec(int(s)) for s in v.strides),
                 getattr(v, "padding", None))
+    if isinstance(v, int):  # numpy-like integer subclasses
+        return ("i",) + _int_spec(int(v))
     raise TypeError(f"no launch key for an argument of type {type(v).__name__}")
 
 

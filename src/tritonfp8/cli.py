@@ -78,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--shapes", default=None, help="M,N,K triples 'MxNxK;...' or a named set (default: the shipped set)")
     tune.add_argument("--out", default=None, help="JSON file to write (default: the package's table for this GPU)")
     tune.add_argument("--quick", action="store_true", help="fewer candidate configs")
+    tune.add_argument("--graph", action="store_true",
+                      help="time candidates and the peer as CUDA-graph replays (no host launch overhead)")
     return parser
 
 

@@ -508,7 +508,7 @@ def write_table(entries: list[dict], path: Path, env: dict) -> Path:
         "gpu": env.get("gpu"),
         "note": "written by `python -m tritonfp8 tune gemm`; key = <M bucket>x<N>x<K>:<accumulate>",
         "env": {k: env.get(k) for k in ("date", "gpu", "capability", "sm_count", "torch", "triton", "cuda",
-                                        "driver", "ptxas")},
+                                        "driver", "ptxas", "timer")},
         "entries": sorted(old.values(), key=lambda e: e["key"]),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -547,6 +547,7 @@ def run(args) -> int:
     from tritonfp8.bench import harness as H
 
     shapes = parse_shapes(args.shapes)
+    H.set_timer_mode("graph" if getattr(args, "graph", False) else "events")
     env = H.environment_info()
     t0 = time.time()
     entries = tune(shapes, quick=args.quick, repeats=2)

@@ -377,6 +377,7 @@ def codegen_specs() -> dict:
         specs[key] = CodegenSpec(
             fn=attn_fwd_kernel, signature=sig, constexprs=const, name=name, num_warps=cfg.num_warps,
             num_stages=cfg.num_stages, description=desc, min_arch=90,
+            options={"maxnreg": cfg.maxnreg} if cfg.maxnreg else {},
             # the launcher allocates out and lse (16-byte aligned) and passes 16-aligned descale/cu buffers
             divisible=("out_ptr", "lse_ptr"),
         )

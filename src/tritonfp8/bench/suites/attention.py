@@ -53,8 +53,14 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "bn128": (dict(block_n=128), (256,)),  # 239 registers, 165 KB shared memory (offline sm_90)
     "r128": (dict(maxnreg=128), (64,)),  # 122 registers, no spills: two 8-warp CTAs per SM (hd128 fails to compile)
     "bm64w4r168": (dict(block_m=64, num_warps=4, maxnreg=168), (128,)),  # 154 registers: three 4-warp CTAs per SM
+    # The defaults before the 2026-11-29 H200 run (128 x 128 / 8 warps / 2 stages, no register cap), per head dim:
+    "prev128": (dict(block_m=128, num_warps=8, maxnreg=None), (128,)),
+    "prev64": (dict(maxnreg=None), (64,)),
+    "prev256": (dict(num_stages=2), (256,)),
+    "s2": (dict(num_stages=2), None),
+    "bm64w4r168s3": (dict(block_m=64, num_warps=4, maxnreg=168, num_stages=3), (128,)),
 }
-DEFAULT_VARIANTS = ("vonchip", "noperm", "s3", "r128", "bm64w4r168")
+DEFAULT_VARIANTS = ("vonchip", "prev128", "prev64", "prev256", "s3")
 QUICK_VARIANTS = ("vonchip", "noperm")
 
 # Where the suite runs. The CPU test sets "cpu" (kernels in the interpreter, tiny configs, a stand-in timer) to

@@ -53,10 +53,11 @@ VARIANTS = {
     "nosub": {"epilogue_subtile": 1},
     # Lagged fp32 promotion (GemmConfig.promote): block kb-1's fresh dot is added while block kb's dot is issued.
     "lag": {"promote": "lag"},
+    "lagnp": {"promote": "lag", "schedule": "tma"},  # the lag where the offline SASS overlaps most (one tile/program)
 }
 # Modes a variant is timed in (default: fast). "lag" changes only the per-K-block promotion, which exists in the
 # precise mode and with block scales (--scaling block); it is timed there, on that mode's own config.
-VARIANT_MODES = {"lag": ("precise", "block")}
+VARIANT_MODES = {"lag": ("precise", "block"), "lagnp": ("precise", "block")}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
