@@ -261,6 +261,11 @@ def compiled(model: Decoder) -> Decoder:
     """``model`` (sharing its weights) with each layer under ``torch.compile(fullgraph=True)``. One compiled graph
     serves every layer: Dynamo inlines nn.Modules, so the weights are graph inputs, not constants."""
     m = copy.copy(model)
+    # Each layer's index (Attention.idx: its slice of the stacked KV cache) is an int attribute, which Dynamo
+    # treats as a constant by default: one recompile per layer, and fullgraph=True then fails at the recompile
+    # limit (H200, 2026-11-29, 8 layers). As a symbolic int the layers share one graph (0 and 1 are still
+    # specialized by Dynamo: at most three graphs).
+    torch._dynamo.config.allow_unspec_int_on_nn_module = True
     m.run_layers = [torch.compile(layer, fullgraph=True) for layer in model.layers]
     return m
 
