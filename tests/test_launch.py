@@ -59,31 +59,56 @@ def test_interpreter_or_disabled_takes_tritons_path(monkeypatch):
     assert calls == [((3,), (1, 2), {"B": 4})] and L.cache_size() == 0 or not torch.cuda.is_available()
 
 
+_SPLITK = dict(block_m=64, block_n=16, block_k=128, group_m=1, num_warps=4, num_stages=4, schedule="tma",
+               swap_ab=True, split_k=2)
+
+
 @requires_gpu
-@pytest.mark.parametrize("shape", [(16, 8192, 4096), (200, 1024, 512), (1, 256, 128)])
-def test_cached_launches_match_tritons_dispatch_gpu(shape):
+@pytest.mark.parametrize("shape,opts", [
+    ((16, 8192, 4096), {}),
+    ((200, 1024, 512), {"bias": True, "activation": "gelu"}),
+    ((1, 256, 128), {}),
+    ((16, 1024, 1024), {"config": _SPLITK, "bias": True}),  # swap-AB + split-K: two kernels per call
+    ((300, 512, 384), {"accumulate": "precise"}),
+    ((256, 256, 256), {"block": True}),
+])
+def test_cached_launches_match_tritons_dispatch_gpu(shape, opts):
+    """The launch-plan, template and dispatch caches (second and later calls) give exactly what Triton's own
+    dispatch gives, also with new buffers of the same specialization."""
+    from tritonfp8._kernels import gemm as K_
+    from tritonfp8._kernels.gemm_configs import GemmConfig
+
     G = importlib.import_module("tritonfp8.gemm")
     M, N, K = shape
     a = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
     b = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)
-    sa = torch.rand(M, 1, device="cuda") + 0.5
-    sb = torch.rand(1, N, device="cuda") + 0.5
+    if opts.get("block"):
+        sa = torch.rand(M, K // 128, device="cuda") + 0.5
+        sb = torch.rand(-(-N // 128), K // 128, device="cuda") + 0.5
+    else:
+        sa = torch.rand(M, 1, device="cuda") + 0.5
+        sb = torch.rand(1, N, device="cuda") + 0.5
+    kw = dict(accumulate=opts.get("accumulate", "fast"), activation=opts.get("activation"),
+              bias=torch.randn(N, device="cuda", dtype=torch.bfloat16) if opts.get("bias") else None,
+              config=GemmConfig(**opts["config"]) if "config" in opts else None)
     prev = L.set_enabled(False)
     try:
-        slow = G.gemm(a, b, sa, sb)
+        slow = G.gemm(a, b, sa, sb, **kw)
     finally:
         L.set_enabled(prev)
     L.cache_clear()
-    first = G.gemm(a, b, sa, sb)  # fills the cache
-    n = L.cache_size()
-    assert n >= 1
+    K_._TEMPLATES.clear()
+    G._PLANS.clear()
+    first = G.gemm(a, b, sa, sb, **kw)  # fills the caches
+    n, nt = L.cache_size(), len(K_._TEMPLATES)
+    assert n >= 1 and nt == 1
     b2 = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)  # new buffers, same specialization
-    again = G.gemm(a, b, sa, sb)
-    other = G.gemm(a, b2, sa, sb)
-    assert L.cache_size() == n  # served from the cache
+    again = G.gemm(a, b, sa, sb, **kw)
+    other = G.gemm(a, b2, sa, sb, **kw)
+    assert L.cache_size() == n and len(K_._TEMPLATES) == nt  # served from the caches
     assert torch.equal(first, slow) and torch.equal(again, slow)
     L.set_enabled(False)
     try:
-        assert torch.equal(other, G.gemm(a, b2, sa, sb))
+        assert torch.equal(other, G.gemm(a, b2, sa, sb, **kw))
     finally:
         L.set_enabled(prev)

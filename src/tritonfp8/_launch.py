@@ -117,13 +117,18 @@ def launch(fn, grid: tuple, *args, **kwargs):
             _CACHE[key] = (kernel, _tail_values(fn, len(args), kwargs))
         return kernel
     kernel, tail = entry
+    g = tuple(grid) + (1, 1)
+    run_compiled(kernel, g[:3], args + tail)
+    return kernel
+
+
+def run_compiled(kernel, grid3: tuple, vals: tuple) -> None:
+    """Call a compiled kernel's launcher with every parameter value in signature order (what Triton's own dispatch
+    passes), on the current stream. ``grid3``: (x, y, z)."""
     from triton import knobs
     from triton.runtime.driver import driver
 
     stream = driver.active.get_current_stream(driver.active.get_current_device())
-    vals = args + tail
-    g = tuple(grid) + (1, 1)
-    kernel.run(g[0], g[1], g[2], stream, kernel.function, kernel.packed_metadata,
-               kernel.launch_metadata(grid, stream, *vals), knobs.runtime.launch_enter_hook,
+    kernel.run(grid3[0], grid3[1], grid3[2], stream, kernel.function, kernel.packed_metadata,
+               kernel.launch_metadata(grid3, stream, *vals), knobs.runtime.launch_enter_hook,
                knobs.runtime.launch_exit_hook, *vals)
-    return kernel

@@ -235,6 +235,9 @@ class _Plan:
     config: GemmConfig
     arch: int
     sms: int
+    # Launch templates of this plan (see _kernels.gemm._Template) by the 16-byte alignment of the scale and bias
+    # pointers and the kernel-name mode: the rest of the template key is fixed by the plan's own key.
+    templates: dict = dataclasses.field(default_factory=dict, compare=False, hash=False)
 
 
 # Launch plans by call metadata (shapes, strides, dtypes, devices, options, pinned config): a repeat call skips the
@@ -268,14 +271,25 @@ def _run_plan(plan: _Plan, a, b, scale_a, scale_b, out_dtype, bias, activation, 
     if o2.data_ptr() % 16:
         return None
     from tritonfp8._kernels import gemm as kernels
+    from tritonfp8.naming import naming_mode
 
     block = plan.b_group is not None
+    sa = scale_a.reshape(plan.M, -1) if block else scale_a.reshape(-1)
+    sb = scale_b if block else scale_b.reshape(-1)
+    bits = (sa.data_ptr() % 16 == 0, sb.data_ptr() % 16 == 0, bias is None or bias.data_ptr() % 16 == 0,
+            naming_mode())
+    t = plan.templates.get(bits)
+    if t is not None and a.is_cuda:
+        t.launch(a2, b, sa, sb, bias, o2)
+        return o
+    rec: list = []
     kernels.launch_gemm(
-        a2, b, scale_a.reshape(plan.M, -1) if block else scale_a.reshape(-1),
-        scale_b if block else scale_b.reshape(-1), bias, activation, o2, plan.config,
+        a2, b, sa, sb, bias, activation, o2, plan.config,
         a_vec=plan.a_vec, b_vec=plan.b_vec, precise=plan.precise, arch=plan.arch, sms=plan.sms,
-        b_block_rows=plan.b_group,
+        b_block_rows=plan.b_group, _record=rec,
     )
+    if rec:
+        plan.templates[bits] = rec[0]
     return o
 
 
