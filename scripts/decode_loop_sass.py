@@ -4,7 +4,7 @@
 
 Compiles each ``codegen_specs()`` entry for sm_90 under the cutlass_ name, finds the loops (a backward ``BRA``:
 the body runs from the branch target to the branch), and prints, per loop with tensor-core instructions, its
-instruction count, HMMA / LDS / BAR / LDG / LDGSTS counts and instructions x warps / BLOCK_N (warp-instructions per
+instruction count, HMMA / QGMMA / LDS / BAR / LDG / LDGSTS counts and instructions x warps / BLOCK_N (warp-instructions per
 cache token). The loops are listed in address order (a split loop has the full-step loop first, then the tail).
 """
 
@@ -45,7 +45,7 @@ def loop_report(name: str) -> dict:
            "warps": spec.num_warps, "block_n": bn, "loops": []}
     for body in loops(sass):
         ops = [op.split(".")[0] for _, op, _ in body]
-        if not ops.count("HMMA") + ops.count("HGMMA"):
+        if not ops.count("HMMA") + ops.count("HGMMA") + ops.count("QGMMA"):
             continue
         hist = {}
         for op in ops:

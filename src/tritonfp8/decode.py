@@ -66,12 +66,24 @@ class DecodeConfig:
     # "single": one loop, every step masked; "tail": unmasked full steps, then the masked last step(s) (same bits;
     # offline SASS, 16 rows x 128 tokens, 4 warps: 1139 -> 1066 instructions per step of the main loop)
     loop: str = "single"
+    # "fp16": both products on fp16 tensor-core inputs, query rows as M (mma.sync; exact E4M3 -> fp16, P in fp16).
+    # "fp8t": E4M3 wgmma with the cache tokens as M (S^T = K.q^T, O^T = V^T.P^T): q rounded to E4M3 once (per-row
+    # power-of-two scale), P rounded to E4M3 (times 2^8); fewer instructions per token (docs/decode.md).
+    # Needs block_n a multiple of 64 and 4 warps (one warpgroup); always runs the split loop.
+    dot: str = "fp16"
 
     def __post_init__(self):
         if self.merge not in ("inline", "kernel"):
             raise ValueError(f"merge: expected 'inline' or 'kernel', got {self.merge!r}")
         if self.loop not in ("single", "tail"):
             raise ValueError(f"loop: expected 'single' or 'tail', got {self.loop!r}")
+        if self.dot not in ("fp16", "fp8t"):
+            raise ValueError(f"dot: expected 'fp16' or 'fp8t', got {self.dot!r}")
+        if self.dot == "fp8t" and (self.block_n < 64 or self.num_warps != 4):
+            raise ValueError(
+                f"dot='fp8t': expected block_n >= 64 and num_warps == 4 (one warpgroup), got block_n={self.block_n}, "
+                f"num_warps={self.num_warps}"
+            )
         for f in ("block_n", "block_m"):
             v = getattr(self, f)
             if v < 16 or v & (v - 1):
@@ -497,13 +509,15 @@ def _plan(key) -> _Plan:
     splits = max(1, cfg.num_splits)
     inline = splits > 1 and cfg.merge == "inline"
     dot = tl.bfloat16 if c_dtype == torch.bfloat16 else tl.float16
+    fp8t = cfg.dot == "fp8t" and c_dtype == torch.float8_e4m3fn  # a 16-bit cache keeps the fp16/bf16 form
+    tail = cfg.loop == "tail" or fp8t
     arch = _backend.arch_of(device)
     per_head = k_head or v_head
     block_d = _next_pow2(d)
     shape = (nblocks, page, hkv, d)
     name = kern.decode_kernel_name(
         arch, short_name(c_dtype), short_name(q_dtype), short_name(out_dtype), block_m, cfg.block_n, d,
-        cfg.num_warps, cfg.num_stages, page, splits > 1, per_head, inline, cfg.loop == "tail",
+        cfg.num_warps, cfg.num_stages, page, splits > 1, per_head, inline, tail, fp8t,
     ).build(mode)
     p = _Plan()
     p.kernel = kern._decode_kernel
@@ -519,8 +533,8 @@ def _plan(key) -> _Plan:
         KV_SAME_STRIDES=kstr == vstr,
         SQ=sq, GROUP=group, HEAD_DIM=d, BLOCK_D=block_d, BLOCK_M=block_m, BLOCK_N=cfg.block_n, PAGE=page,
         DOT_DTYPE=dot, Q_POW2_SCALE=q_dtype == torch.bfloat16 and dot == tl.float16, WRITE_PARTIAL=splits > 1,
-        INLINE_MERGE=inline, MERGE_CHUNK=kern.merge_chunk(block_m, block_d), TAIL_MASK=cfg.loop == "tail",
-        KERNEL_NAME=name, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        INLINE_MERGE=inline, MERGE_CHUNK=kern.merge_chunk(block_m, block_d), TAIL_MASK=tail,
+        TOKENS_M=fp8t, EXACT_ROUND=fp8t and _backend.interpreting(), KERNEL_NAME=name, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     p.combine = p.combine_grid = p.combine_consts = p.ws = None
     if splits > 1 and not inline:
@@ -604,6 +618,7 @@ def decode_attention_torch(
     v_descale: torch.Tensor | None = None,
     softmax_scale: float | None = None,
     p_dtype: torch.dtype | None = None,
+    fp8_products: bool = False,
 ) -> torch.Tensor:
     """fp32 reference of :func:`decode_attention` on the dequantized cache.
 
@@ -611,7 +626,9 @@ def decode_attention_torch(
     :func:`tritonfp8.attention.attention_torch` with ``causal=True`` (bottom-right: query t sees j <= t + Sk - Sq
     with Sk = seq_len, the decode rule). With ``p_dtype`` (e.g. torch.float16) the same math is done here with the
     kernel's rounding of P = exp(s - rowmax) to that dtype before P·V (the row sum stays the fp32 sum of unrounded P):
-    the reference "with the kernel's own roundings" of the tolerance rule. Returns (B, Sq, Hq, D) fp32.
+    the reference "with the kernel's own roundings" of the tolerance rule. ``fp8_products=True`` applies the
+    roundings of ``DecodeConfig(dot="fp8t")`` instead: q rounded to E4M3 per row (:func:`round_q_fp8_torch`) and
+    2^8 P rounded to E4M3 (``p_dtype`` is then ignored). Returns (B, Sq, Hq, D) fp32.
     """
     from tritonfp8.attention import attention_torch
 
@@ -622,15 +639,33 @@ def decode_attention_torch(
     for b in range(bsz):
         kb = gather_kv_torch(k_cache, block_table, b, lens[b], k_descale)
         vb = gather_kv_torch(v_cache, block_table, b, lens[b], v_descale)
-        if p_dtype is None:
+        if fp8_products:
+            out[b] = _attention_rounded_p(round_q_fp8_torch(q[b].float()), kb, vb, scale, _round_p_fp8)
+        elif p_dtype is None:
             out[b] = attention_torch(q[b : b + 1].float(), kb[None], vb[None], causal=True, softmax_scale=scale)[0]
         else:
             out[b] = _attention_rounded_p(q[b].float(), kb, vb, scale, p_dtype)
     return out
 
 
-def _attention_rounded_p(q, k, v, scale, p_dtype):
-    """One sequence, q (Sq, Hq, D), k/v (Sk, Hkv, D) fp32: causal bottom-right, P rounded to ``p_dtype``."""
+def round_q_fp8_torch(q: torch.Tensor) -> torch.Tensor:
+    """q (..., D) fp32 as ``DecodeConfig(dot="fp8t")`` sees it: each row times the power of two 2^k that puts its
+    largest magnitude in [2^7, 2^8), rounded to E4M3 (RNE), times 2^-k (exact)."""
+    amax = q.abs().amax(dim=-1, keepdim=True)
+    e = (amax.view(torch.int32) >> 23) & 0xFF
+    sb = torch.clamp(261 - e, 1, 253)
+    up = (sb << 23).view(torch.float32)
+    down = ((254 - sb) << 23).view(torch.float32)
+    return (q * up).to(torch.float8_e4m3fn).float() * down
+
+
+def _round_p_fp8(p: torch.Tensor) -> torch.Tensor:
+    return (p * 256.0).to(torch.float8_e4m3fn).float() / 256.0
+
+
+def _attention_rounded_p(q, k, v, scale, round_p):
+    """One sequence, q (Sq, Hq, D), k/v (Sk, Hkv, D) fp32: causal bottom-right, P rounded before P·V to the dtype
+    ``round_p`` or by the function ``round_p`` (fp32 in, fp32 out); the row sum is that of the unrounded P."""
     sq, hq, _ = q.shape
     sk, hkv, _ = k.shape
     g = hq // hkv
@@ -644,7 +679,8 @@ def _attention_rounded_p(q, k, v, scale, p_dtype):
     empty = torch.isneginf(m)
     p = torch.exp(s - torch.where(empty, torch.zeros_like(m), m))
     l = p.sum(-1, keepdim=True)
-    o = torch.einsum("hqk,khd->hqd", p.to(p_dtype).float(), v) / torch.where(empty, torch.ones_like(l), l)
+    p_r = round_p(p) if callable(round_p) else p.to(round_p).float()
+    o = torch.einsum("hqk,khd->hqd", p_r, v) / torch.where(empty, torch.ones_like(l), l)
     o = torch.where(empty, torch.zeros_like(o), o)
     return o.permute(1, 0, 2)
 

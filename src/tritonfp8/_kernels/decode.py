@@ -31,7 +31,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from tritonfp8._kernels.fp8cast import cast_to_fp8
+from tritonfp8._kernels.fp8cast import cast_to_fp8, round_to_fp8_grid
 from tritonfp8.codegen import CodegenSpec
 from tritonfp8.naming import KernelName, named_jit
 
@@ -150,6 +150,54 @@ def _decode_step(q, acc, m_i, l_i, n, page, d, d_ok, k_base, v_base, end, num_bl
     return acc, m_new, l_i
 
 
+@triton.jit
+def _kv_tile(base, n, page, d, d_ok, end, num_blocks, stride_b, stride_s, OFFS_I32: tl.constexpr,
+             PAGE: tl.constexpr):
+    """The [BLOCK_N, BLOCK_D] cache tile of tokens ``n`` (pages ``page``); tokens >= end or on a page outside
+    [0, num_blocks) are not read (0)."""
+    ok = (n < end) & (page.to(tl.uint32) < num_blocks.to(tl.uint32))
+    if not OFFS_I32:
+        page = page.to(tl.int64)
+    off = (page * stride_b + (n % PAGE) * stride_s)[:, None] + d[None, :]
+    return tl.load(base + off, mask=ok[:, None] & d_ok[None, :], other=0.0)
+
+
+@triton.jit
+def _decode_step_t(q8, acc_t, m_i, l_i, n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
+                   last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32: tl.constexpr, PAGE: tl.constexpr, EXACT_ROUND: tl.constexpr,
+                   MASKED: tl.constexpr):
+    """One step of the FP8 tensor-core form (``DecodeConfig(dot="fp8t")``): cache tokens as the MMA M dimension.
+
+    S^T = K.q8^T ([BLOCK_N, BLOCK_M], E4M3 x E4M3 wgmma, K straight from shared memory, q8 the E4M3 q) and
+    O^T += V^T.P8^T ([BLOCK_D, BLOCK_M], E4M3 wgmma): M is 64+ tokens / head-dim columns, N the 16 query rows, so
+    no query row is padded to 64 and the softmax works on [tokens, rows] tiles. ``v`` is this step's V tile, loaded
+    one step ahead by the caller. P = 2^8 exp2(s - m) in [0, 256] (the factor is an exponent shift and cancels in
+    acc / l) is rounded to E4M3; l is the fp32 sum of the unrounded P.
+    """
+    page_ok = page.to(tl.uint32) < num_blocks.to(tl.uint32)
+    if MASKED:
+        n_ok = (n < end) & page_ok
+    else:
+        n_ok = page_ok
+    # V first: its registers-to-shared transpose waits on this load, which then overlaps S and the softmax.
+    v = _kv_tile(v_base, n, page, d, d_ok, end, num_blocks, stride_vb, stride_vs, OFFS_I32, PAGE)
+    k = _kv_tile(k_base, n, page, d, d_ok, end, num_blocks, stride_kb, stride_ks, OFFS_I32, PAGE)
+    s = tl.dot(k, tl.trans(q8)) * score_scale[None, :]  # [BLOCK_N, BLOCK_M]
+    if MASKED:
+        s = tl.where(n_ok[:, None] & (n[:, None] <= last_visible[None, :]), s, float("-inf"))
+    else:
+        s = tl.where(n_ok[:, None], s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, axis=0))
+    m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = tl.exp2(m_i - m_use)
+    p = tl.exp2(s - (m_use - 8.0)[None, :])
+    l_i = l_i * alpha + tl.sum(p, axis=0)
+    if EXACT_ROUND:  # the interpreter's fp32 -> fp8 cast truncates; the GPU's cvt.rn rounds to nearest even
+        p = round_to_fp8_grid(p, -6, 3, 448.0)
+    acc_t = tl.dot(tl.trans(v), p.to(tl.float8e4nv), acc_t * alpha[None, :])
+    return acc_t, m_new, l_i
+
+
 @named_jit
 def _decode_kernel(
     q_ptr,
@@ -195,6 +243,8 @@ def _decode_kernel(
     INLINE_MERGE: tl.constexpr,  # with WRITE_PARTIAL: the last split to finish merges (else _combine_kernel does)
     MERGE_CHUNK: tl.constexpr,  # splits merged per step of the inline merge (power of two)
     TAIL_MASK: tl.constexpr,  # unmasked full steps, then the masked tail (see the loop)
+    TOKENS_M: tl.constexpr,  # FP8 tensor-core form, cache tokens as the MMA M dimension (_decode_step_t)
+    EXACT_ROUND: tl.constexpr,  # interpreter: round fp32 -> fp8 explicitly (its casts truncate)
     KERNEL_NAME: tl.constexpr,
 ):
     """Attention of SQ new tokens x GROUP query heads over the paged cache of one KV head and one split.
@@ -236,7 +286,15 @@ def _decode_kernel(
     k_ds = tl.load(k_descale_ptr + kvh * K_DESCALE_STRIDE)
     v_ds = tl.load(v_descale_ptr + kvh * V_DESCALE_STRIDE)
     row_scale = tl.full([BLOCK_M], 1.0, tl.float32)
-    if Q_POW2_SCALE:
+    if TOKENS_M:
+        # E4M3 q: each row times the power of two that puts its largest magnitude in [2^7, 2^8), then rounded
+        # to E4M3 (RNE); the factor is divided out of the scores exactly.
+        qf = q.to(tl.float32)
+        e = (tl.max(tl.abs(qf), axis=1).to(tl.int32, bitcast=True) >> 23) & 0xFF
+        sb = tl.minimum(tl.maximum(261 - e, 1), 253)
+        row_scale = ((254 - sb) << 23).to(tl.float32, bitcast=True)
+        q = cast_to_fp8(qf * ((sb << 23).to(tl.float32, bitcast=True))[:, None], tl.float8e4nv)
+    elif Q_POW2_SCALE:
         qf = q.to(tl.float32)
         amax = tl.max(tl.abs(qf), axis=1)
         e = (amax.to(tl.int32, bitcast=True) >> 23) & 0xFF  # biased exponent; 0 for a zero row
@@ -253,7 +311,10 @@ def _decode_kernel(
 
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
-    acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    if TOKENS_M:
+        acc = tl.zeros([BLOCK_D, BLOCK_M], tl.float32)  # O^T
+    else:
+        acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     offs_n = tl.arange(0, BLOCK_N)
     k_base = k_cache_ptr + kvh * stride_kh
     v_base = v_cache_ptr + kvh * stride_vh
@@ -273,21 +334,35 @@ def _decode_kernel(
         page = page_next
         n_next = n0 + BLOCK_N + offs_n
         page_next = tl.load(bt_row + (n_next // PAGE) * stride_btn, mask=n_next < end, other=0)
-        acc, m_i, l_i = _decode_step(
-            q, acc, m_i, l_i, n0 + offs_n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
-            last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, KV_SAME_STRIDES, PAGE, DOT_DTYPE,
-            False,
-        )
+        if TOKENS_M:
+            acc, m_i, l_i = _decode_step_t(
+                q, acc, m_i, l_i, n0 + offs_n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
+                last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, PAGE, EXACT_ROUND, False,
+            )
+        else:
+            acc, m_i, l_i = _decode_step(
+                q, acc, m_i, l_i, n0 + offs_n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
+                last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, KV_SAME_STRIDES, PAGE, DOT_DTYPE,
+                False,
+            )
     for n0 in range(full_end, end, BLOCK_N):
         page = page_next
         n_next = n0 + BLOCK_N + offs_n
         page_next = tl.load(bt_row + (n_next // PAGE) * stride_btn, mask=n_next < end, other=0)
-        acc, m_i, l_i = _decode_step(
-            q, acc, m_i, l_i, n0 + offs_n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
-            last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, KV_SAME_STRIDES, PAGE, DOT_DTYPE,
-            True,
-        )
+        if TOKENS_M:
+            acc, m_i, l_i = _decode_step_t(
+                q, acc, m_i, l_i, n0 + offs_n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
+                last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, PAGE, EXACT_ROUND, True,
+            )
+        else:
+            acc, m_i, l_i = _decode_step(
+                q, acc, m_i, l_i, n0 + offs_n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
+                last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, KV_SAME_STRIDES, PAGE, DOT_DTYPE,
+                True,
+            )
 
+    if TOKENS_M:
+        acc = tl.trans(acc)
     has = l_i > 0.0
     inv_l = tl.where(has, v_ds / tl.where(has, l_i, 1.0), 0.0)
     o = acc * inv_l[:, None]
@@ -387,7 +462,7 @@ def merge_chunk(block_m: int, block_d: int) -> int:
 
 def decode_kernel_name(
     arch: int, cache: str, q: str, out: str, block_m: int, block_n: int, head_dim: int, warps: int, stages: int,
-    page: int, split: bool, per_head: bool, inline: bool = True, tail: bool = False,
+    page: int, split: bool, per_head: bool, inline: bool = True, tail: bool = False, tokens_m: bool = False,
 ) -> KernelName:
     """Types: cache element, q element, accumulator, output. Tile: query rows x cache tokens x head dim.
     Schedule: ``paged`` (one split), ``pagedsplitkv`` (partials merged in-kernel by the last split) or
@@ -401,7 +476,7 @@ def decode_kernel_name(
         stages=stages,
         schedule="paged" + (("splitkv" if inline else "splitkvcombine") if split else ""),
         scaling="headwise" if per_head else "tensorwise",
-        extras=(f"page{page}",) + (("tailmask",) if tail else ()),
+        extras=(f"page{page}",) + (("tailmask",) if tail else ()) + (("fp8t",) if tokens_m else ()),
     )
 
 
@@ -427,7 +502,8 @@ def combine_kernel_name(arch: int, out: str, block_s: int, head_dim: int):
 
 def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, page: int, split: bool,
                  q_sig: str = "bf16", cache_sig: str = "fp8e4nv", head_dim: int = 128,
-                 inline: bool = True, offs_i32: bool = True, tail_mask: bool = False) -> CodegenSpec:
+                 inline: bool = True, offs_i32: bool = True, tail_mask: bool = False,
+                 tokens_m: bool = False) -> CodegenSpec:
     block_m = max(16, min(64, triton.next_power_of_2(group * sq)))
     dot = "fp16" if cache_sig in ("fp8e4nv", "fp16") else "bf16"
     sig = {
@@ -446,7 +522,7 @@ def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, pag
     sig["stride_btn"] = "constexpr"
     for c in ("K_DESCALE_STRIDE", "V_DESCALE_STRIDE", "OFFS_I32", "KV_SAME_STRIDES", "SQ", "GROUP", "HEAD_DIM",
               "BLOCK_D", "BLOCK_M", "BLOCK_N", "PAGE", "DOT_DTYPE", "Q_POW2_SCALE", "WRITE_PARTIAL", "INLINE_MERGE",
-              "MERGE_CHUNK", "TAIL_MASK"):
+              "MERGE_CHUNK", "TAIL_MASK", "TOKENS_M", "EXACT_ROUND"):
         sig[c] = "constexpr"
     constexprs = {
         "stride_btn": 1, "K_DESCALE_STRIDE": 1, "V_DESCALE_STRIDE": 1, "OFFS_I32": offs_i32,
@@ -455,10 +531,11 @@ def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, pag
         "DOT_DTYPE": tl.float16 if dot == "fp16" else tl.bfloat16,
         "Q_POW2_SCALE": q_sig == "bf16" and dot == "fp16", "WRITE_PARTIAL": split,
         "INLINE_MERGE": split and inline, "MERGE_CHUNK": merge_chunk(block_m, head_dim), "TAIL_MASK": tail_mask,
+        "TOKENS_M": tokens_m, "EXACT_ROUND": False,
     }
     short = {"fp8e4nv": "e4m3", "bf16": "bf16", "fp16": "f16"}
     name = decode_kernel_name(90, short[cache_sig], short[q_sig], "bf16", block_m, block_n, head_dim, warps, stages,
-                              page, split, True, inline, tail_mask)
+                              page, split, True, inline, tail_mask, tokens_m)
     return CodegenSpec(
         fn=_decode_kernel, signature=sig, constexprs=constexprs, name=name, num_warps=warps, num_stages=stages,
         description=f"paged decode, {cache_sig} cache, GQA {group}, Sq {sq}, page {page}, "
@@ -483,6 +560,13 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         "decode_e4m3_gqa8_page16_bn128w8": _decode_spec(8, 1, 128, 8, 3, 16, False),
         "decode_e4m3_gqa8_page16_bn32w1s4": _decode_spec(8, 1, 32, 1, 4, 16, False),
         "decode_e4m3_gqa8_page16_bn32w1s4_tail": _decode_spec(8, 1, 32, 1, 4, 16, False, tail_mask=True),
+        # DecodeConfig(dot="fp8t"): E4M3 wgmma with the cache tokens as M (GQA 4 and 8, pages 16 and 64)
+        "decode_e4m3_gqa8_page16_fp8t": _decode_spec(8, 1, 128, 4, 3, 16, False, tail_mask=True, tokens_m=True),
+        "decode_e4m3_gqa4_page16_fp8t": _decode_spec(4, 1, 128, 4, 3, 16, False, tail_mask=True, tokens_m=True),
+        "decode_e4m3_gqa8_page64_fp8t_splitkv": _decode_spec(8, 1, 128, 4, 3, 64, True, tail_mask=True,
+                                                             tokens_m=True),
+        "decode_e4m3_gqa4_page64_fp8t": _decode_spec(4, 1, 128, 4, 3, 64, False, tail_mask=True, tokens_m=True),
+        "decode_e4m3_gqa8_page16_fp8t_bn64": _decode_spec(8, 1, 64, 4, 3, 16, False, tail_mask=True, tokens_m=True),
         "decode_e4m3_gqa8_page16_i64": _decode_spec(8, 1, 64, 4, 3, 16, False, offs_i32=False),
         "decode_e4m3_gqa8_sq4": _decode_spec(8, 4, 64, 8, 3, 16, False),
         "decode_e4m3_gqa8_sq16": _decode_spec(8, 16, 32, 8, 3, 16, True),
