@@ -37,5 +37,7 @@ from tritonfp8.ops import attention, decode_attention, dequantize, gemm, quantiz
 # grouped gemm: the traceable wrappers (eager calls go straight to tritonfp8.grouped)
 from tritonfp8.ops import grouped_gemm, grouped_gemm_masked  # noqa: E402
 from tritonfp8.ops import qkv_projection  # noqa: E402,F811
+# Fused QKV in transformers Llama-style models (imports transformers only when a model is fused)
+from tritonfp8.integrations.fused_qkv import calibrate_qkv, fuse_qkv  # noqa: E402
 
 __version__ = "0.1.0"

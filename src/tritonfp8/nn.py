@@ -148,6 +148,20 @@ def dequantize_weight(weight: torch.Tensor, scale: torch.Tensor, dtype: torch.dt
     return dequantize_torch(weight, scale, dtype)
 
 
+def apply_keeping_dtypes(module: nn.Module, base_apply, fn, recurse: bool, names) -> nn.Module:
+    """``nn.Module._apply`` (``base_apply``) that moves the buffers ``names`` between devices but never casts them:
+    ``.to(dtype)`` / ``.half()`` / ``.bfloat16()`` would otherwise turn FP8 weights and fp32 scales into floats."""
+    keep = {name: module._buffers[name] for name in names if module._buffers.get(name) is not None}
+    for name in keep:
+        module._buffers[name] = None
+    base_apply(fn, recurse)
+    for name, t in keep.items():
+        # Apply fn to an empty tensor of the same dtype to learn only where fn moves tensors.
+        probe = fn(torch.empty(0, dtype=t.dtype, device=t.device))
+        module._buffers[name] = t if probe.device == t.device else t.to(probe.device)
+    return module
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # FP8Linear
 
@@ -268,16 +282,8 @@ class FP8Linear(nn.Module):
     # -- keep FP8/fp32 buffers through .to(dtype) / .half() ----------------------------------------------------
 
     def _apply(self, fn, recurse: bool = True):
-        keep = {name: self._buffers[name] for name in ("weight", "weight_scale", "input_scale", "_guard_counts")
-                if self._buffers.get(name) is not None}
-        for name in keep:
-            self._buffers[name] = None
-        super()._apply(fn, recurse)
-        for name, t in keep.items():
-            # Apply fn to an empty tensor of the same dtype to learn only where fn moves tensors.
-            probe = fn(torch.empty(0, dtype=t.dtype, device=t.device))
-            self._buffers[name] = t if probe.device == t.device else t.to(probe.device)
-        return self
+        return apply_keeping_dtypes(self, super()._apply, fn, recurse,
+                                    ("weight", "weight_scale", "input_scale", "_guard_counts"))
 
     # -- forward -----------------------------------------------------------------------------------------------
 

@@ -289,6 +289,21 @@ class FP8QKV(nn.Module):
             m.bias.data = torch.cat([q_proj.bias, k_proj.bias, v_proj.bias]).detach().float()
         return m
 
+    _KEEP_DTYPES = ("weight", "weight_scale", "q_scale", "k_scale", "v_scale", "q_amax", "k_amax", "v_amax")
+
+    def _apply(self, fn, recurse: bool = True):
+        # .to(dtype) / .half() / .bfloat16() keep the E4M3 weight and the fp32 scales (as FP8Linear does).
+        from tritonfp8.nn import apply_keeping_dtypes
+
+        return apply_keeping_dtypes(self, super()._apply, fn, recurse, self._KEEP_DTYPES)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # Loaded q/k/v scales are calibrated scales (a fused model's state_dict, or checkpoint scales): the module
+        # leaves calibrating mode.
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        if all(prefix + f"{n}_scale" in state_dict for n in ("q", "k", "v")):
+            self.calibrating = False
+
     def finish_calibration(self, margin: float = 1.0) -> None:
         """q/k/v scales := margin * amax / 448 per KV head (1.0 where nothing was seen); leaves calibrating mode."""
         for name in ("q", "k", "v"):
@@ -297,7 +312,20 @@ class FP8QKV(nn.Module):
             getattr(self, f"{name}_amax").zero_()
         self.calibrating = False
 
-    def forward(self, x: torch.Tensor, num_seqs: int | None = None) -> QKVProjection:
+    def observe(self, name: str, t: torch.Tensor) -> None:
+        """Calibration: fold ``t`` (..., heads, D) of q/k/v (``name``) into the per-KV-head amax. Used by
+        :meth:`forward` and by callers that transform q/k before quantizing them (RoPE, see
+        :func:`tritonfp8.fuse_qkv`): the scale must describe the tensor that is actually quantized."""
+        if name not in ("q", "k", "v"):
+            raise ValueError(f"observe: name must be 'q', 'k' or 'v', got {name!r}")
+        amax = t.detach().float().reshape(-1, self.num_kv_heads, t.shape[-2] // self.num_kv_heads * t.shape[-1])
+        buf = getattr(self, f"{name}_amax")
+        buf.copy_(torch.maximum(buf, amax.abs().amax(dim=(0, 2))))
+
+    def forward(self, x: torch.Tensor, num_seqs: int | None = None, *, unquantized_dtype: torch.dtype | None = None,
+                observe: str = "qkv") -> QKVProjection:
+        """``unquantized_dtype``: also return the (..., N) GEMM result (see :func:`qkv_projection`).
+        ``observe`` (calibrating mode only): which of q/k/v this call records (default all three)."""
         from tritonfp8 import ops
 
         r = self.recipe
@@ -306,14 +334,17 @@ class FP8QKV(nn.Module):
         if not self.calibrating:
             return ops.qkv_projection(xq, self.weight, xs, self.weight_scale, q_scale=self.q_scale,
                                       k_scale=self.k_scale, v_scale=self.v_scale, bias=self.bias,
-                                      accumulate=r.accumulate, num_seqs=num_seqs, **heads)
+                                      accumulate=r.accumulate, num_seqs=num_seqs,
+                                      unquantized_dtype=unquantized_dtype, **heads)
         c = ops.gemm(xq, self.weight, xs, self.weight_scale, out_dtype=torch.float32, bias=self.bias,
                      accumulate=r.accumulate)
         lead, d, hkv = tuple(x.shape[:-1]), self.head_dim, self.num_kv_heads
         parts = torch.split(c, [self.num_heads * d, hkv * d, hkv * d], dim=-1)
         outs = []
         for name, part, h in zip(("q", "k", "v"), parts, (self.num_heads, hkv, hkv)):
-            amax = part.reshape(-1, hkv, (h // hkv) * d).abs().amax(dim=(0, 2))
-            getattr(self, f"{name}_amax").copy_(torch.maximum(getattr(self, f"{name}_amax"), amax))
-            outs.append(part.reshape(*lead, h, d).to(torch.bfloat16))
-        return QKVProjection(outs[0], outs[1], outs[2], None, None, None)
+            part = part.reshape(*lead, h, d)
+            if name in observe:
+                self.observe(name, part)
+            outs.append(part.to(torch.bfloat16))
+        unq = c.to(unquantized_dtype) if unquantized_dtype is not None else None
+        return QKVProjection(outs[0], outs[1], outs[2], None, None, None, unq)

@@ -66,13 +66,15 @@ def _sdpa_bhsd(q, k, v, causal: bool, scaling, attention_mask=None):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scaling)
 
 
-def _fp8_dense(q, k, v, causal, scaling, out_dtype):
-    """q (B, Sq, Hq, D), k/v (B, Sk, Hkv, D) -> (B, Sq, Hq, D) through the FP8 kernel."""
-    return ops.attention(q, k, v, causal=causal, softmax_scale=scaling, out_dtype=out_dtype)
+def _fp8_dense(q, k, v, causal, scaling, out_dtype, **descales):
+    """q (B, Sq, Hq, D), k/v (B, Sk, Hkv, D) -> (B, Sq, Hq, D) through the FP8 kernel (``descales``: the
+    ``q_descale``/``k_descale``/``v_descale`` of E4M3 inputs)."""
+    return ops.attention(q, k, v, causal=causal, softmax_scale=scaling, out_dtype=out_dtype, **descales)
 
 
-def _fp8_varlen(q, k, v, mask, causal, scaling, out_dtype):
-    """Unpad by the (B, Sk) padding mask, run varlen FP8 attention, scatter back (padded query rows get 0)."""
+def _fp8_varlen(q, k, v, mask, causal, scaling, out_dtype, **descales):
+    """Unpad by the (B, Sk) padding mask, run varlen FP8 attention, scatter back (padded query rows get 0).
+    ``descales``: as :func:`_fp8_dense` ((B, Hkv) per-head descales are per sequence in the varlen layout too)."""
     b, sq, hq, d = q.shape
     sk = k.shape[1]
     kmask = mask[:, -sk:].bool()
@@ -88,8 +90,8 @@ def _fp8_varlen(q, k, v, mask, causal, scaling, out_dtype):
     kv = k.reshape(b * sk, *k.shape[2:]).index_select(0, ki)
     vv = v.reshape(b * sk, *v.shape[2:]).index_select(0, ki)
     o = ops.attention(qv, kv, vv, causal=causal, softmax_scale=scaling, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
-                      max_seqlen_q=int(host[0]), max_seqlen_k=int(host[1]), out_dtype=out_dtype)
-    out = q.new_zeros((b * sq, hq, v.shape[-1]), dtype=out_dtype)
+                      max_seqlen_q=int(host[0]), max_seqlen_k=int(host[1]), out_dtype=out_dtype, **descales)
+    out = o.new_zeros((b * sq, hq, v.shape[-1]))
     out.index_copy_(0, qi, o)
     return out.reshape(b, sq, hq, v.shape[-1])
 
