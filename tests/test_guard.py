@@ -255,3 +255,44 @@ def test_compiled_inductor_fallback_gpu():
         assert torch.equal(f(x), m._forward_fp8(x))
         assert torch.equal(f(bad), m._forward_bf16(bad))
     assert tritonfp8.stats().fallbacks["gpu.layer"]["compiled"] == 1
+
+
+# -- CUDA-graph capture --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("policy", ["warn", "error"])
+def test_host_deciding_policy_inside_graph_capture_raises_clearly(device, monkeypatch, policy):
+    """Inside a CUDA-graph capture the eager guard cannot read its counts (a host sync): it raises a RuntimeError
+    naming the layer, the policy and the capturable alternative, before syncing (capture simulated on CPU)."""
+    _need_gemm()
+    m = _layer("row", device=device, name="blk.o")
+    x = torch.randn(4, 64, device=device, dtype=torch.bfloat16)
+    monkeypatch.setattr(guard, "_capturing", lambda t: True)
+    monkeypatch.setattr(torch.Tensor, "tolist", lambda self: pytest.fail("host sync inside the capture"))
+    with guard.policy(policy), pytest.raises(RuntimeError, match=r"blk\.o.*capture under .*policy\('ignore'\)"):
+        m(x)
+    with guard.policy("ignore"):  # the capturable policy never reaches the check
+        assert torch.equal(m(x), m._forward_fp8(x))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (none found); run on the H200")
+def test_fp8linear_captures_into_cuda_graph_gpu():
+    """GPU: an FP8Linear (dynamic row recipe) captured under policy "ignore" replays to the eager result for new
+    input values written into the static buffer; under "warn" the capture raises the guard's clear error."""
+    from tritonfp8.bench import harness as H
+
+    lin = nn.Linear(4096, 4096, dtype=torch.bfloat16, device="cuda")
+    m = FP8Linear.from_linear(lin, "row", name="gpu.graph")
+    x = torch.randn(32, 4096, device="cuda", dtype=torch.bfloat16)
+    out = {}
+    with guard.policy("ignore"), torch.no_grad():
+        g = H.capture_graph(lambda: out.__setitem__("y", m(x)))
+        x.copy_(torch.randn_like(x))
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out["y"], m(x))
+    with guard.policy("warn"), torch.no_grad(), pytest.raises(RuntimeError, match="CUDA-graph capture"):
+        H.warm_up_for_capture(lambda: m(x), 1)
+        g2 = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g2):
+            m(x)

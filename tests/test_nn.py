@@ -373,21 +373,85 @@ def test_model_bench_suite_on_cpu(tmp_path, monkeypatch, capsys):
 
     from tritonfp8.bench.suites import model as suite
 
+    from tritonfp8 import guard
+
     monkeypatch.setattr(suite, "_DEVICE", "cpu")
+    captured = []
+
+    def capture_stand_in(fn):  # no CUDA graphs on CPU: record the guard policy in force, replay = the call itself
+        captured.append(guard.get_config().policy)
+        return lambda: fn()
+
+    monkeypatch.setattr(suite, "_capture", capture_stand_in)
     args = argparse.Namespace(quick=True, repeats=1, out=str(tmp_path), no_save=False, profile=False, shape=["tiny"],
                               recipe="row", prefill=[16], decode_batch=[2], context=16, no_compile=True,
                               agree_tokens=16, checkpoint=None, text=None)
-    assert suite.run(args) == 0
+    with guard.policy("warn"):  # eager steps run guarded; the captured ones must not (a host sync per call)
+        assert suite.run(args) == 0
+    assert captured == ["ignore", "ignore"]  # the bf16 and fp8 decode steps, both under the capturable policy
     out = capsys.readouterr().out
-    assert "Agreement with BF16" in out
+    assert "Agreement with BF16" in out and "(graphs)" in out and "cos(update) worst" in out
     files = sorted(p.name for p in tmp_path.iterdir())
     assert any(f.endswith(".json") for f in files) and any(f.endswith(".png") for f in files)
     data = json.loads(next(tmp_path.glob("*.json")).read_text())
+    assert data["config"]["cuda_graphs"] is True and data["config"]["graph_guard_policy"] == "ignore"
+    assert set(data["config"]["variants"]) >= {"bf16g", "fp8g", "fp8cg"}
     phases = [r["phase"] for r in data["rows"]]
     assert phases.count("prefill") == 1 and phases.count("decode") == 1 and phases.count("agreement") == 3
     for r in data["rows"]:
         if r["phase"] == "agreement":
             assert r["cos_hidden"] >= suite.MIN_COSINE, r
+            assert len(r["cos_update_layers"]) == suite.SHAPES["tiny"].layers
+            assert r["cos_update_first"] == r["cos_update_layers"][0]
+            assert r["cos_update_min"] == min(r["cos_update_layers"]) >= 0.9, r
+            assert 0.9 <= r["cos_hidden_layer1"] <= 1.0
+        elif r["phase"] == "decode":
+            assert r["graphed"] == ["bf16g", "fp8g"]
+            assert r["fp8g_x"] > 0 and len(r["rounds_ms"]["fp8g"]) == 1
+            assert r["fp8g_x"] == pytest.approx(r["bf16g_ms"] / r["fp8g_ms"])  # graph vs graph
+            assert r["fp8_x"] == pytest.approx(r["bf16_ms"] / r["fp8_ms"])  # eager vs eager
+            assert r["best_variant"] in ("fp8", "fp8g")
+        else:
+            assert "graphed" not in r and "fp8g_x" not in r
+
+
+def test_model_bench_decode_only_on_cpu(tmp_path, monkeypatch, capsys):
+    """``--decode-only --no-graph``: decode rows alone (no prefill, no agreement, no capture), the 8b default shape
+    replaced by the given one; the JSON says no rows are graphed."""
+    _need_gemm()
+    import argparse
+    import json
+
+    from tritonfp8.bench.suites import model as suite
+
+    monkeypatch.setattr(suite, "_DEVICE", "cpu")
+    monkeypatch.setattr(suite, "_capture", lambda fn: pytest.fail("captured despite --no-graph"))
+    monkeypatch.setattr(suite, "_agreement", lambda *a: pytest.fail("agreement run despite --decode-only"))
+    args = argparse.Namespace(quick=True, repeats=1, out=str(tmp_path), no_save=False, profile=False, shape=["tiny"],
+                              recipe="row", prefill=None, decode_batch=[2], context=16, no_compile=True,
+                              agree_tokens=None, checkpoint=None, text=None, decode_only=True, no_graph=True)
+    assert suite.run(args) == 0
+    data = json.loads(next(tmp_path.glob("*.json")).read_text())
+    assert [r["phase"] for r in data["rows"]] == ["decode"]
+    assert data["rows"][0]["graphed"] == [] and data["config"]["cuda_graphs"] is False
+    assert "Agreement with BF16" not in capsys.readouterr().out
+
+
+def test_per_layer_agreement_is_exact_for_the_same_model():
+    """The per-layer cosine compares each layer's own update: the BF16 model against itself gives 1 for every
+    layer, and the reference states chain (state i+1 is layer i applied to state i)."""
+    from tritonfp8.bench.suites import model as suite
+
+    s = suite.SHAPES["tiny"]
+    m = suite.build(s, "cpu")
+    x, pos = suite._inputs(s, 1, 8, "cpu")
+    with torch.no_grad():
+        states, cos, sin = suite.layer_inputs(m, x, pos)
+        assert len(states) == s.layers + 1
+        h, _ = m(x, pos, logits_last=0)
+        assert torch.equal(m.norm(states[-1]), h)
+        r = suite.per_layer_agreement(states, m, cos, sin)
+    assert r["cos_update_layers"] == [pytest.approx(1.0, abs=1e-12)] * s.layers
 
 
 def test_model_bench_decode_matches_prefill_on_cpu(monkeypatch):

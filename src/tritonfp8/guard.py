@@ -11,7 +11,9 @@ on the high-precision input *before* it is quantized:
 
 Policies (:func:`set_policy`, the :func:`policy` context manager, or ``TRITONFP8_GUARD=error|warn|ignore``):
 
-- ``"ignore"`` (default): nothing is computed; no cost, no host sync, CUDA-graph safe.
+- ``"ignore"`` (default): nothing is computed; no cost, no host sync, CUDA-graph safe. The other two policies
+  cannot be captured into a CUDA graph in eager mode (their decision needs the host): a guarded call inside a
+  capture raises a RuntimeError that says so, instead of the bare CUDA error the sync would give.
 - ``"warn-and-fallback"`` (alias ``"warn"``): a flagged call warns (once per layer and reason) and is computed in
   BF16 (activations unquantized, the dequantized FP8 weight), and the fallback is counted.
 - ``"error"``: a flagged call raises :class:`GuardError` (a ValueError) naming the layer and what was found.
@@ -315,6 +317,11 @@ def reset_stats() -> None:
 # the guarded call
 
 
+def _capturing(x: torch.Tensor) -> bool:
+    """Whether the current CUDA stream is being captured into a CUDA graph (False for CPU tensors)."""
+    return x.is_cuda and torch.cuda.is_current_stream_capturing()
+
+
 def guarded_call(
     layer: str,
     x,
@@ -353,6 +360,14 @@ def guarded_call(
         if cfg.policy == "error":
             return fp8_fn(*xs)
         return torch.cond(bad, bf16_fn, fp8_fn, xs)
+    if _capturing(xs[0]):
+        # .tolist() inside a CUDA-graph capture fails with a bare CUDA error ("operation not permitted when stream
+        # is capturing") and invalidates the capture; say why and what works instead.
+        raise RuntimeError(
+            f"{layer or 'tritonfp8'}: guard policy {cfg.policy!r} decides on the host (one sync per call), which "
+            "CUDA-graph capture forbids; capture under tritonfp8.guard.policy('ignore') (no check, no sync), or "
+            "check the inputs in an eager run before capturing"
+        )
     counts = flags.tolist()  # host sync: inherent to deciding on the host (documented above)
     nonfinite, saturated = counts
     if not nonfinite and saturated <= cfg.max_saturation * max(numel, 1):

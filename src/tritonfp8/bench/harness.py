@@ -162,6 +162,32 @@ def _flush_buffer() -> torch.Tensor:
     return torch.empty(_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
 
 
+def warm_up_for_capture(fn: Callable[[], Any], calls: int = 3) -> None:
+    """Call ``fn`` ``calls`` times on a side stream, then synchronize: what CUDA-graph capture needs first (Triton
+    compiles, autotuning, torch.compile's tracing, lazily allocated workspaces all happen here, not in capture)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(calls):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+
+
+def capture_graph(fn: Callable[[], Any], warmup: int = 3) -> "torch.cuda.CUDAGraph":
+    """``fn`` warmed up (:func:`warm_up_for_capture`) and captured once into a ``torch.cuda.CUDAGraph``; replay it
+    with ``g.replay()``. ``fn`` must be capturable: no host syncs (``.item()``, ``.tolist()``, ``.cpu()``), its
+    inputs and outputs in static buffers (a replay rereads the captured addresses; tensors ``fn`` allocates come
+    from the graph's private pool and are rewritten by every replay)."""
+    _require_cuda("capture_graph")
+    warm_up_for_capture(fn, warmup)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    torch.cuda.synchronize()
+    return g
+
+
 def time_graph(fn: Callable[[], Any], n_calls: int = 20, replays: int = 10, flush_l2: bool = True) -> float:
     """Median milliseconds of one call of ``fn`` with the host out of the picture: ``n_calls`` calls (each after an
     L2 flush when ``flush_l2``) are captured in one CUDA graph, and a second graph holds the flushes alone; each
@@ -171,13 +197,7 @@ def time_graph(fn: Callable[[], Any], n_calls: int = 20, replays: int = 10, flus
     ``fn`` must be capturable (no host syncs, no allocations that differ per call)."""
     _require_cuda("time_graph")
     buf = _flush_buffer() if flush_l2 else None
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm up outside capture (compiles, lazy inits), as graph capture requires
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
+    warm_up_for_capture(fn)
 
     def capture(with_fn: bool) -> torch.cuda.CUDAGraph:
         g = torch.cuda.CUDAGraph()
@@ -215,6 +235,14 @@ def time_once(fn: Callable[[], Any], warmup_ms: float = 25, rep_ms: float = 100,
     _require_cuda("time_once")
     if _TIMER_MODE == "graph":
         return time_graph(fn, flush_l2=flush_l2)
+    return time_events(fn, warmup_ms, rep_ms, flush_l2)
+
+
+def time_events(fn: Callable[[], Any], warmup_ms: float = 25, rep_ms: float = 100, flush_l2: bool = True) -> float:
+    """:func:`time_once` in the "events" mode whatever :func:`set_timer_mode` says: for a ``fn`` that replays a CUDA
+    graph itself (a graph replay cannot be captured into another graph, which the "graph" mode would do). A
+    timer for :func:`bench_interleaved`."""
+    _require_cuda("time_events")
     if flush_l2:
         import triton.testing
 

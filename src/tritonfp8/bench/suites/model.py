@@ -1,7 +1,14 @@
 """End-to-end: a Llama-style decoder in BF16 eager vs tritonfp8 FP8 (eager and torch.compile).
 
 The model is written here in plain PyTorch (RMSNorm, RoPE, GQA attention, SwiGLU MLP, separate q/k/v/o and
-gate/up/down ``nn.Linear`` layers as in Llama), with random weights (normal, std 0.02) — no checkpoint needed:
+gate/up/down ``nn.Linear`` layers as in Llama), with random weights — no checkpoint needed. The init is the one
+transformers gives a Llama built from its config (``LlamaConfig.initializer_range`` 0.02: every linear and the
+embedding N(0, 0.02), RMSNorm weights 1). It does not explode: the residual stream's RMS grows like sqrt(depth)
+(8b shape, 64 tokens, CPU: 2.6 after layer 1, 5.8 after layer 5). What it lacks is a trained model's structure
+(updates small next to a residual stream carrying a few large channels): a random deep network is chaotic, so a
+small per-layer error grows with depth, and the 8b model's final-hidden cosine measures that amplification more
+than any one layer's error. The agreement table therefore also reports each layer's own error (see below):
+
 
 - ``8b``: Llama-3-8B shapes: hidden 4096, 32 heads / 8 KV heads of 128, MLP 14336, 32 layers, vocabulary 128256.
 - ``70b-layer``: one decoder layer of Llama-3-70B: hidden 8192, 64 / 8 heads of 128, MLP 28672 (hidden states in
@@ -21,7 +28,19 @@ Variants, timed interleaved in one process (:func:`tritonfp8.bench.harness.bench
 Measured: prefill tokens/s (batch 1, S tokens; the head computes the last position's logits only, as a server
 does), decode tokens/s (one step of B sequences at a context of C tokens: B / step time; the caches are filled with
 random values, which costs the same as real ones), and agreement with BF16: cosine similarity of the final hidden
-states (after the final norm, every position) and of the logits (last 64 positions) on one prefill, per recipe.
+states (after the final norm, every position) and of the logits (last 64 positions) on one prefill, per recipe;
+per layer, the cosine of the layer's own update (attention + MLP output, the hidden state out minus in) when the
+FP8 layer gets the BF16 model's input to that layer (no error carried in), for the first and last layer and the
+worst layer, and the accumulated cosine of the hidden state after the first layer.
+
+Decode is timed twice: eager (each op launched from Python: on the H200's host the FP8 step is host-bound) and
+under CUDA graphs (``bf16g``, ``fp8g``, ``fp8cg``), as serving engines run decode: one step is captured into a
+``torch.cuda.CUDAGraph`` after a warm-up on a side stream (:func:`tritonfp8.bench.harness.capture_graph`), with
+static token/position buffers and the caches updated in place at a fixed position, and the replays are timed
+interleaved with the eager steps. The graphed ratio is BF16 graph / FP8 graph. FP8 steps are captured under guard
+policy ``"ignore"``: the eager guard's check reads its counts on the host (a sync per call, which capture
+forbids; a guarded call inside a capture raises saying so). ``--decode-only`` skips prefill and agreement;
+``--no-graph`` skips the graphed variants.
 
 Targets (H200): 70b-layer prefill at 8k tokens >= 1.6x BF16 eager; 8b prefill >= 1.4x; decode at batch 32,
 context 4096 >= 1.3x; cosine >= 0.99 for every recipe.
@@ -45,6 +64,17 @@ import torch.nn.functional as F
 from torch import nn
 
 DESCRIPTION = "Llama-style decoder end to end: BF16 eager vs FP8 (eager, compiled): prefill/decode tokens/s, agreement"
+
+# Timed variants (JSON keys ``<variant>_ms``, ``_tok_s``, ``_x`` = speedup over the BF16 variant run the same way).
+VARIANTS = {
+    "bf16": "BF16 eager",
+    "fp8": "FP8 eager",
+    "fp8c": "FP8, layers under torch.compile",
+    "bf16g": "BF16 decode step replayed from a CUDA graph",
+    "fp8g": "FP8 eager step replayed from a CUDA graph (guard policy 'ignore')",
+    "fp8cg": "FP8 compiled step replayed from a CUDA graph (guard policy 'ignore')",
+}
+FP8_VARIANTS = ("fp8", "fp8c", "fp8g", "fp8cg")
 
 TARGETS = {"prefill-70b-layer": 1.6, "prefill-8b": 1.4, "decode-8b-b32-c4096": 1.3}
 MIN_COSINE = 0.99
@@ -319,10 +349,17 @@ def _timer_cpu(fn, warmup_ms, rep_ms, flush_l2):
     return (time.perf_counter() - t) * 1e3
 
 
-def _bench(fns: dict, args, rep_ms: float) -> dict:
+def _bench(fns: dict, args, rep_ms: float, graphed: set = frozenset()) -> dict:
+    """Interleaved rounds of ``fns`` (no L2 flush: a step streams gigabytes). Functions in ``graphed`` replay a
+    CUDA graph: always timed with events around each call (:func:`~tritonfp8.bench.harness.time_events`), even
+    under ``bench --graph``, which would otherwise capture the replay into another graph."""
     from tritonfp8.bench import harness as H
 
-    timer = None if _DEVICE == "cuda" else _timer_cpu
+    if _DEVICE != "cuda":
+        timer = _timer_cpu
+    else:
+        def timer(fn, warmup_ms, rep_ms, flush_l2):
+            return (H.time_events if fn in graphed else H.time_once)(fn, warmup_ms, rep_ms, flush_l2)
     return H.bench_interleaved(fns, repeats=args.repeats, warmup_ms=rep_ms / 4, rep_ms=rep_ms, flush_l2=False,
                                timer=timer)
 
@@ -337,9 +374,39 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="decode batch sizes (default 1, 8, 32, 64; quick: 32)")
     p.add_argument("--context", type=int, default=4096, help="decode context length (default 4096)")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile variant")
+    p.add_argument("--no-graph", action="store_true", help="skip the CUDA-graph decode variants")
+    p.add_argument("--decode-only", action="store_true",
+                   help="decode rows only (no prefill, no agreement; default shape 8b)")
     p.add_argument("--agree-tokens", type=int, default=None, help="prefill length of the agreement check (2048)")
     p.add_argument("--checkpoint", default=None, help="local transformers checkpoint: next-token agreement, ppl")
     p.add_argument("--text", default=None, help="text file for --checkpoint perplexity (default: built-in)")
+
+
+def layer_inputs(model: Decoder, inputs, positions) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
+    """The hidden state entering each layer and the last layer's output (len(layers) + 1 tensors), and the RoPE
+    tables: a prefill (no cache) of ``model``, layer by layer."""
+    x = model.embed_tokens(inputs) if model.embed_tokens is not None else inputs
+    cos, sin = rope_tables(model.s, positions, x.dtype)
+    states = [x]
+    for layer in model.run_layers:
+        states.append(layer(states[-1], cos, sin))
+    return states, cos, sin
+
+
+def per_layer_agreement(ref: list[torch.Tensor], model: Decoder, cos, sin) -> dict:
+    """Each layer's own error: layer i of ``model`` gets the reference input ``ref[i]`` (no error carried in) and
+    its update (output - input) is compared with the reference update ``ref[i+1] - ref[i]`` (cosine). Returns the
+    first and last layer's cosines, the worst layer's, and all of them (``cos_update_layers``); and the cosine of
+    the first layer's output (``cos_hidden_layer1``: the hidden state after layer 1, whose input is exact)."""
+    cs = []
+    for i, layer in enumerate(model.run_layers):
+        out = layer(ref[i], cos, sin)
+        cs.append(cosine(out.float() - ref[i].float(), ref[i + 1].float() - ref[i].float()))
+        if i == 0:
+            first = cosine(out, ref[1])
+    worst = min(range(len(cs)), key=cs.__getitem__)
+    return {"cos_update_first": cs[0], "cos_update_last": cs[-1], "cos_update_min": cs[worst],
+            "worst_layer": worst, "cos_update_layers": cs, "cos_hidden_layer1": first}
 
 
 def _agreement(s: Shape, bf16: Decoder, recipes, tokens: int) -> list[dict]:
@@ -347,14 +414,39 @@ def _agreement(s: Shape, bf16: Decoder, recipes, tokens: int) -> list[dict]:
     rows = []
     with torch.no_grad():
         h_ref, l_ref = bf16(x, pos, logits_last=64)
+        ref_states, cos, sin = layer_inputs(bf16, x, pos)
         for r in recipes:
             m = to_fp8(bf16, r)
             h, lg = m(x, pos, logits_last=64)
             rows.append({"shape": s.name, "recipe": r, "tokens": tokens, "cos_hidden": cosine(h, h_ref),
                          "cos_logits": cosine(lg, l_ref) if lg is not None else None,
+                         **per_layer_agreement(ref_states, m, cos, sin),
                          "ok": cosine(h, h_ref) >= MIN_COSINE})
             del m
+        del ref_states
     return rows
+
+
+GRAPH_POLICY = "ignore"  # guard policy of the FP8 steps captured into CUDA graphs (see the module docstring)
+
+
+def _capture(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn`` captured into a CUDA graph; returns the graph's replay (the test on CPU replaces this function)."""
+    from tritonfp8.bench import harness as H
+
+    return H.capture_graph(fn).replay
+
+
+def graph_steps(steps: dict[str, Callable[[], Any]]) -> dict[str, Callable[[], Any]]:
+    """``{name + "g": replay}``: each decode step captured into its own CUDA graph, FP8 ones under guard policy
+    :data:`GRAPH_POLICY` (the eager guard's host-side decision cannot be captured)."""
+    from tritonfp8 import guard
+
+    out = {}
+    for name, fn in steps.items():
+        with guard.policy(GRAPH_POLICY):
+            out[name + "g"] = _capture(fn)
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -364,22 +456,28 @@ def run(args: argparse.Namespace) -> int:
     console = H.make_console()
     env = H.environment_info()
     quick = args.quick
-    shapes = [SHAPES[n] for n in (getattr(args, "shape", None) or ["8b", "70b-layer"])]
+    decode_only = getattr(args, "decode_only", False)
+    do_graph = not getattr(args, "no_graph", False)
+    shapes = [SHAPES[n] for n in (getattr(args, "shape", None) or (["8b"] if decode_only else ["8b", "70b-layer"]))]
     prefills = getattr(args, "prefill", None) or ([8192] if quick else [2048, 4096, 8192])
     batches = getattr(args, "decode_batch", None) or ([32] if quick else [1, 8, 32, 64])
     context = getattr(args, "context", 4096)
     do_compile = not getattr(args, "no_compile", False)
     recipe = getattr(args, "recipe", "row")
     agree_tokens = getattr(args, "agree_tokens", None) or min(2048, max(prefills))
+    if decode_only:
+        prefills = []
     console.print(f"[bold]model[/]: {env.get('gpu')}, recipe {recipe!r}, {args.repeats} interleaved rounds; "
-                  f"prefill {prefills} tokens, decode batch {batches} at context {context}")
+                  f"prefill {prefills} tokens, decode batch {batches} at context {context}"
+                  + ("" if do_graph else "; no CUDA graphs"))
     rows: list[dict[str, Any]] = []
     agree: list[dict[str, Any]] = []
     notes: list[str] = []
     failures = 0
     for s in shapes:
         bf16 = build(s, _DEVICE)
-        agree += _agreement(s, bf16, ["tensor", "row", "block"], agree_tokens)
+        if not decode_only:
+            agree += _agreement(s, bf16, ["tensor", "row", "block"], agree_tokens)
         fp8 = to_fp8(bf16, recipe)
         fp8c = compiled(fp8) if do_compile else None
         variants = {"bf16": bf16, "fp8": fp8, **({"fp8c": fp8c} if fp8c is not None else {})}
@@ -398,13 +496,17 @@ def run(args: argparse.Namespace) -> int:
                     fill_caches(s, dense, paged, context)
                     tok, _ = _inputs(s, b, 1, _DEVICE)
                     pos = torch.full((b, 1), context, device=_DEVICE)
+                    # Static inputs: the token ids, positions and the caches' slot/length tensors stay put, so the
+                    # graphs replay the same step (position `context`) the eager calls run.
                     fns = {k: (lambda m=m, c=(dense if k == "bf16" else paged): m(tok, pos, c, decode=True))
                            for k, m in variants.items()}
                     for fn in fns.values():
                         fn()
-                    times = _bench(fns, args, rep_ms=200)
+                    graphs = graph_steps(fns) if do_graph else {}
+                    times = _bench({**fns, **graphs}, args, rep_ms=200, graphed=set(graphs.values()))
                     rows.append(_row(H, "decode", s, context, b, b, times))
-                    del dense, paged
+                    rows[-1]["graphed"] = sorted(graphs)
+                    del dense, paged, fns, graphs
         del bf16, fp8, fp8c, variants
         if _DEVICE == "cuda":
             torch.cuda.empty_cache()
@@ -415,23 +517,39 @@ def run(args: argparse.Namespace) -> int:
         if r["phase"] == "prefill" and r["tokens"] != 8192:
             tgt = None
         r["target"] = tgt
-        best = max(x for x in (r.get("fp8_x"), r.get("fp8c_x")) if x is not None)
-        r["meets_target"] = None if tgt is None else best >= tgt
+        # The best FP8 variant against BF16 run the same way (eager vs eager, graph vs graph).
+        ratios = {k: r.get(f"{k}_x") for k in FP8_VARIANTS if r.get(f"{k}_x") is not None}
+        r["best_variant"] = max(ratios, key=ratios.get)
+        r["meets_target"] = None if tgt is None else ratios[r["best_variant"]] >= tgt
     H.print_table(rows, [
         H.Column("phase", justify="left"), H.Column("shape", justify="left"), H.Column("tokens"),
         H.Column("batch"),
         H.Column("bf16_tok_s", "BF16 tok/s", "{:.0f}"), H.Column("fp8_tok_s", "FP8 tok/s", "{:.0f}"),
         H.Column("fp8c_tok_s", "FP8 compiled tok/s", "{:.0f}"),
         H.Column("fp8_x", "x BF16", "{:.2f}"), H.Column("fp8c_x", "x BF16 (compiled)", "{:.2f}"),
+        H.Column("bf16g_tok_s", "BF16 graphs tok/s", "{:.0f}"),
+        H.Column("fp8g_x", "x BF16 (graphs)", "{:.2f}"), H.Column("fp8cg_x", "x BF16 (compiled, graphs)", "{:.2f}"),
         H.Column("target", "target x", "{:.1f}"), H.Column("meets_target", "met"),
-    ], title=f"Llama-style decoder: tritonfp8 FP8 ({recipe}) vs BF16 eager", console=console,
+    ], title=f"Llama-style decoder: tritonfp8 FP8 ({recipe}) vs BF16", console=console,
         caption="prefill: batch 1, logits of the last position; decode: one step of `batch` sequences at "
-                "`tokens` context; x BF16 = BF16 time / FP8 time (interleaved medians)")
-    H.print_table(agree, [
-        H.Column("shape", justify="left"), H.Column("recipe", justify="left"), H.Column("tokens"),
-        H.Column("cos_hidden", "cos(final hidden)", "{:.5f}"), H.Column("cos_logits", "cos(logits)", "{:.5f}"),
-        H.Column("ok", f">= {MIN_COSINE}"),
-    ], title="Agreement with BF16 (random weights, random tokens)", console=console)
+                "`tokens` context; x BF16 = BF16 time / FP8 time (interleaved medians), eager vs eager; "
+                "(graphs): decode steps captured in CUDA graphs and replayed, BF16 graph vs FP8 graph, FP8 "
+                f"captured under guard policy {GRAPH_POLICY!r} (the eager guard decides on the host: a sync per "
+                "call, not capturable); met: best FP8 variant")
+    if agree:
+        H.print_table(agree, [
+            H.Column("shape", justify="left"), H.Column("recipe", justify="left"), H.Column("tokens"),
+            H.Column("cos_hidden", "cos(final hidden)", "{:.5f}"), H.Column("cos_logits", "cos(logits)", "{:.5f}"),
+            H.Column("cos_hidden_layer1", "cos(hidden) layer 1", "{:.5f}"),
+            H.Column("cos_update_first", "cos(update) layer 1", "{:.5f}"),
+            H.Column("cos_update_last", "cos(update) last", "{:.5f}"),
+            H.Column("cos_update_min", "cos(update) worst", "{:.5f}"),
+            H.Column("ok", f">= {MIN_COSINE}"),
+        ], title="Agreement with BF16 (random weights, random tokens)", console=console,
+            caption="cos(final hidden) >= 0.99 is the criterion. cos(update): one layer's own error, its "
+                    "attention + MLP output given the BF16 model's input to it (no error carried in); "
+                    "cos(hidden) layer 1: the hidden state after layer 1. A random deep network amplifies "
+                    "per-layer errors with depth (see the suite's docstring)")
     failures += sum(1 for a in agree if not a["ok"])
 
     ckpt = getattr(args, "checkpoint", None)
@@ -449,14 +567,21 @@ def run(args: argparse.Namespace) -> int:
         w = H.ResultsWriter("model", out_dir=args.out, env=env)
         path = w.write(rows + [{"phase": "agreement", **a} for a in agree] + ck_rows,
                        config={"recipe": recipe, "prefill": prefills, "decode_batch": batches, "context": context,
-                               "compile": do_compile, "shapes": [s.name for s in shapes]}, notes=notes)
+                               "compile": do_compile, "shapes": [s.name for s in shapes],
+                               "decode_only": decode_only, "cuda_graphs": do_graph,
+                               "graph_guard_policy": GRAPH_POLICY if do_graph else None,
+                               "variants": VARIANTS}, notes=notes)
         labels = [f"{r['phase']} {r['shape']} {r['tokens']}" + (f" b{r['batch']}" if r["phase"] == "decode" else "")
                   for r in rows]
         series = {"FP8 eager": [r.get("fp8_x") for r in rows]}
         if do_compile:
             series["FP8 compiled"] = [r.get("fp8c_x") for r in rows]
-        H.plot_bars(w.png_path, labels, series, ylabel="speedup over BF16 eager (x)",
-                    title=f"tritonfp8 FP8 ({recipe}) vs BF16 eager", hline=(1.0, "BF16"))
+        if do_graph and any(r.get("fp8g_x") is not None for r in rows):
+            series["FP8 (graphs)"] = [r.get("fp8g_x") for r in rows]
+            if do_compile:
+                series["FP8 compiled (graphs)"] = [r.get("fp8cg_x") for r in rows]
+        H.plot_bars(w.png_path, labels, series, ylabel="speedup over BF16 (x; graphs: over BF16 graphs)",
+                    title=f"tritonfp8 FP8 ({recipe}) vs BF16", hline=(1.0, "BF16"))
         console.print(f"results: {path}")
     return 1 if failures else 0
 
@@ -469,9 +594,10 @@ def _row(H, phase: str, s: Shape, tokens: int, batch: int, new_tokens: int, time
         row[f"{k}_ms"] = tk.median
         row[f"{k}_tok_s"] = new_tokens / (tk.median * 1e-3)
         row[f"{k}_spread"] = tk.spread
-    for k in ("fp8", "fp8c"):
-        if k in times:
-            c = H.compare(times[k], times["bf16"])
+    for k in FP8_VARIANTS:
+        base = "bf16g" if k.endswith("g") else "bf16"
+        if k in times and base in times:
+            c = H.compare(times[k], times[base])
             row[f"{k}_x"], row[f"{k}_x_lo"], row[f"{k}_x_hi"], row[f"{k}_verdict"] = c.ratio, c.lo, c.hi, c.verdict
     return row
 
