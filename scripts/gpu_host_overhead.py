@@ -65,3 +65,29 @@ for d in ("benchmarks/results", os.environ.get("OUT")):
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, f"gemm-host-overhead-{stamp}.json"), "w") as f:
             json.dump(data, f, indent=1)
+
+# Where the eager host time goes: cProfile of 300 calls of the implementation at the first shape.
+import cProfile  # noqa: E402
+import io  # noqa: E402
+import pstats  # noqa: E402
+
+M, N, K = SHAPES[0]
+a = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
+b = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)
+one = torch.ones((), device="cuda")
+out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+for _ in range(5):
+    G.gemm(a, b, one, one, out=out)
+torch.cuda.synchronize()
+pr = cProfile.Profile()
+pr.enable()
+for _ in range(300):
+    G.gemm(a, b, one, one, out=out)
+pr.disable()
+torch.cuda.synchronize()
+buf = io.StringIO()
+pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(14)
+print(buf.getvalue())
+if os.environ.get("OUT"):
+    with open(os.path.join(os.environ["OUT"], "gemm_host_profile.txt"), "w") as f:
+        f.write(buf.getvalue())
