@@ -9,7 +9,7 @@ el tests
 timeout 45 python3 -m pytest -q -p no:cacheprovider --timeout=40 tests/test_launch.py tests/test_gemm.py \
   tests/test_guard.py tests/test_transformers.py -k "gpu or repeat" 2>&1 | tee $OUT/pytest.log | tail -4
 el host-overhead
-timeout 35 python3 scripts/gpu_host_overhead.py 2>&1 | tee $OUT/host_overhead.log | head -16
+timeout 35 python3 scripts/gpu_host_overhead.py 2>&1 | tee $OUT/host_overhead.log | tail -32
 el model-decode
 timeout 75 python3 -m tritonfp8 bench model --quick --decode-only --no-compile 2>&1 | tee $OUT/bench_model.log | tail -14
 el decode-fp8t
