@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Prepared for session 3, device call 1 (not run yet): the measurements session 2 had no device time left for.
+# The whole GEMM shape set with the new host path (eager) and as CUDA-graph replays, a re-tune under graph timing
+# (writes src/tritonfp8/configs/gemm_h200.json; a copy lands in $OUT), the GPU test never reached, the fused-QKV
+# model timing.
+set -u
+export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
+mkdir -p benchmarks/results
+T0=$(date +%s); el() { echo "=== $(( $(date +%s) - T0 )) s: $*"; }
+el gemm-eager
+timeout 150 python3 -m tritonfp8 bench gemm --no-bf16 2>&1 | tee $OUT/bench_gemm.log | tail -12
+el gemm-graph
+timeout 150 python3 -m tritonfp8 bench --graph gemm --no-bf16 --no-name-ab 2>&1 | tee $OUT/bench_gemm_graph.log | tail -12
+el tune-graph
+timeout 150 python3 -m tritonfp8 tune gemm --graph --shapes "16x10240x8192;64x10240x8192;128x10240x8192;16x8192x8192;64x8192x8192;128x8192x8192;16x8192x28672;64x8192x28672;128x8192x28672" 2>&1 | tee $OUT/tune.log | tail -25
+el tests
+timeout 60 python3 -m pytest -q -p no:cacheprovider --timeout=55 tests/test_transformers.py -k gpu 2>&1 | tail -3
+el fuse-llama
+timeout 80 python3 -m tritonfp8.bench.fuse_llama --layers 4 --seq 2048,8192 --reps 20 2>&1 | tee $OUT/fuse_llama.log | tail -8
+tar czf $OUT/results10.tgz benchmarks/results src/tritonfp8/configs 2>/dev/null
+el done
