@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Prepared for session 3, device call 1 (not run yet): the measurements session 2 had no device time left for.
 # The whole GEMM shape set with the new host path (eager) and as CUDA-graph replays, a re-tune under graph timing
-# (writes src/tritonfp8/configs/gemm_h200.json; a copy lands in $OUT), the GPU test never reached, the fused-QKV
+# and the 3-CTA precise/block variants (p64), (writes src/tritonfp8/configs/gemm_h200.json; a copy lands in $OUT), the GPU test never reached, the fused-QKV
 # model timing.
 set -u
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
 mkdir -p benchmarks/results
 T0=$(date +%s); el() { echo "=== $(( $(date +%s) - T0 )) s: $*"; }
+el precise-3cta
+timeout 90 python3 -m tritonfp8 bench gemm --modes precise --variants p64,p64lag,lagnp --quick --no-bf16 2>&1 | tee $OUT/bench_precise.log | tail -10
+timeout 90 python3 -m tritonfp8 bench gemm --scaling block --variants p64,p64lag,lagnp --quick --no-bf16 2>&1 | tee $OUT/bench_block.log | tail -10
 el gemm-eager
 timeout 150 python3 -m tritonfp8 bench gemm --no-bf16 2>&1 | tee $OUT/bench_gemm.log | tail -12
 el gemm-graph

@@ -75,6 +75,22 @@ for k in ("gemm_fast_ws", "gemm_fast_nonpersistent"):
     assert int(counts["gemm_fast_nonpersistent"]) == 0
 
 
+def test_three_ctas_per_sm_precise_and_block_variants():
+    """The p64 bench variant (precise / block scales on 64x128 tiles, 4 warps, 3 stages) must leave room for three
+    CTAs per SM: registers <= 170 (65536 / (128 threads x 3)) and shared memory <= 227 KB / 3, no spills."""
+    code = """
+import json
+from tritonfp8 import codegen
+print(json.dumps({k: codegen.inspect_kernel(k, arch=90, compare_names=False).as_dict()
+                  for k in ("gemm_precise_64x128_3cta", "gemm_block_64x128_3cta")}))
+"""
+    reports = json.loads(_run(code).strip().splitlines()[-1])
+    for k, r in reports.items():
+        assert r["qgmma"] > 0 and r["spill_stores"] == 0 and r["spill_loads"] == 0, (k, r)
+        assert r["registers"] <= 65536 // (128 * 3), (k, r["registers"])
+        assert 3 * (r["shared_bytes"] + 1024) <= 233472, (k, r["shared_bytes"])  # 228 KB per SM, 1 KB reserved each
+
+
 def test_precise_mode_keeps_fresh_dots():
     """Precise accumulation: every wgmma of the K loop starts from a zero accumulator and the block result is added
     into the fp32 accumulator by separate instructions (Triton did not fold ``acc + dot(x, y, 0) * s`` into

@@ -578,3 +578,16 @@ def test_repeat_calls_use_the_launch_plan_and_stay_exact(device):
         first = G.gemm(a, b, sa, sb)
         assert torch.equal(G.gemm(a, b, sa, sb), first)
     assert len(G._PLANS) == 2  # the misaligned call shares the first key (and declined it); the pinned one is new
+
+
+def test_bench_variant_with_stages_keeps_its_depth():
+    """A --variants entry that sets num_stages (p64: 3 stages so three CTAs share an SM) keeps that depth; the
+    others are refit to the deepest pipeline that fits (at most 6)."""
+    from tritonfp8.bench.suites import gemm as bg
+
+    base = C.heuristic_config(8192, 8192, 8192, precise=True)
+    p64 = bg.variant_config(base, "p64")
+    assert (p64.block_m, p64.block_n, p64.num_warps, p64.num_stages, p64.schedule) == (64, 128, 4, 3, "tma")
+    assert bg.variant_config(base, "nonpersistent").num_stages == C.max_stages(
+        dataclasses.replace(base, schedule="tma"), 2, cap=6)
+    assert bg.VARIANT_MODES["p64"] == ("precise", "block")

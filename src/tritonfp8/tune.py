@@ -141,6 +141,8 @@ def candidates(M: int, N: int, K: int, *, precise: bool, num_sms: int, quick: bo
     else:
         if precise:
             c += [
+                # 64x128 on one warpgroup, 3 stages: 3 CTAs per SM overlap one CTA's promotion with others' wgmma
+                G(64, 128, bk, num_warps=4, num_stages=3, schedule="tma"),
                 G(128, 128, bk, num_warps=8, num_stages=0, schedule="tma"),
                 G(128, 128, bk, num_warps=8, num_stages=4, schedule="tmapersistent"),
                 G(128, 128, bk, num_warps=4, num_stages=0, schedule="tmaws"),

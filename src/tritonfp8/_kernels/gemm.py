@@ -1130,6 +1130,12 @@ def _specs() -> dict:
         "gemm_block_128x256": codegen_spec(
             GemmConfig(128, 256, 128, num_warps=8, num_stages=4, schedule="tmapersistent", epilogue_subtile=2),
             b_block_rows=128, description="block scales on the fast mode's 128x256 tile (spill check)"),
+        "gemm_precise_64x128_3cta": codegen_spec(
+            GemmConfig(64, 128, 128, group_m=8, num_warps=4, num_stages=3, schedule="tma"), precise=True,
+            description="precise on 64x128 tiles, 1 warpgroup, 3 stages: 3 CTAs/SM (bench variant p64)"),
+        "gemm_block_64x128_3cta": codegen_spec(
+            GemmConfig(64, 128, 128, group_m=8, num_warps=4, num_stages=3, schedule="tma"), b_block_rows=128,
+            description="block scales on 64x128 tiles, 3 CTAs/SM (bench variant p64)"),
         "gemm_block_decode_swapab": codegen_spec(
             GemmConfig(64, 16, 128, group_m=1, num_warps=4, num_stages=6, schedule="tma", swap_ab=True),
             b_block_rows=128, description="block scales, M<=64: swap-AB"),
