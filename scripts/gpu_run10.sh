@@ -16,6 +16,11 @@ el gemm-graph
 timeout 150 python3 -m tritonfp8 bench --graph gemm --no-bf16 --no-name-ab 2>&1 | tee $OUT/bench_gemm_graph.log | tail -12
 el tune-graph
 timeout 150 python3 -m tritonfp8 tune gemm --graph --shapes "16x10240x8192;64x10240x8192;128x10240x8192;16x8192x8192;64x8192x8192;128x8192x8192;16x8192x28672;64x8192x28672;128x8192x28672" 2>&1 | tee $OUT/tune.log | tail -25
+el decode-variants
+timeout 70 python3 -m tritonfp8 bench decode --variants-only --variant-names tail,tails2,tailplainname,plainname,s2 \
+  --variant-cases 32:4096:32:16,128:4096:32:16,8:32768:64:64 2>&1 | tee $OUT/bench_decode.log | tail -20
+el attention-variants
+timeout 120 python3 -m tritonfp8 bench attention --variants bm64w4,s2,bm64w4r168s3 --no-varlen --no-causal 2>&1 | tee $OUT/bench_attention.log | tail -6
 el tests
 timeout 60 python3 -m pytest -q -p no:cacheprovider --timeout=55 tests/test_transformers.py -k gpu 2>&1 | tail -3
 el fuse-llama
