@@ -14,11 +14,11 @@ el precise-3cta
 timeout 90 python3 -m tritonfp8 bench gemm --modes precise --variants p64,p64lag,lagnp --quick --no-bf16 2>&1 | tee $OUT/bench_precise.log | tail -10
 timeout 90 python3 -m tritonfp8 bench gemm --scaling block --variants p64,p64lag,lagnp --quick --no-bf16 2>&1 | tee $OUT/bench_block.log | tail -10
 el gemm-eager
-timeout 150 python3 -m tritonfp8 bench gemm --no-bf16 2>&1 | tee $OUT/bench_gemm.log | tail -12
+timeout 120 python3 -m tritonfp8 bench gemm --no-bf16 2>&1 | tee $OUT/bench_gemm.log | tail -12
 el gemm-graph
-timeout 150 python3 -m tritonfp8 bench --graph gemm --no-bf16 --no-name-ab 2>&1 | tee $OUT/bench_gemm_graph.log | tail -12
+timeout 120 python3 -m tritonfp8 bench --graph gemm --no-bf16 --no-name-ab 2>&1 | tee $OUT/bench_gemm_graph.log | tail -12
 el tune-graph
-timeout 150 python3 -m tritonfp8 tune gemm --graph --shapes "16x10240x8192;64x10240x8192;128x10240x8192;16x8192x8192;64x8192x8192;128x8192x8192;16x8192x28672;64x8192x28672;128x8192x28672" 2>&1 | tee $OUT/tune.log | tail -25
+timeout 120 python3 -m tritonfp8 tune gemm --graph --shapes "16x10240x8192;64x10240x8192;128x10240x8192;16x8192x8192;64x8192x8192;128x8192x8192;16x8192x28672;64x8192x28672;128x8192x28672" 2>&1 | tee $OUT/tune.log | tail -25
 fi
 if [ "$PART" = other ]; then
 el decode-variants
