@@ -51,12 +51,14 @@ def test_interpreter_or_disabled_takes_tritons_path(monkeypatch):
         def __getitem__(self, grid):
             return lambda *a, **k: calls.append((grid, a, k))
 
+    L.cache_clear()
     prev = L.set_enabled(False)
     try:
         L.launch(Fn(), (3,), 1, 2, B=4)
     finally:
         L.set_enabled(prev)
-    assert calls == [((3,), (1, 2), {"B": 4})] and L.cache_size() == 0 or not torch.cuda.is_available()
+    assert calls == [((3,), (1, 2), {"B": 4})]
+    assert L.cache_size() == 0  # nothing recorded: the call went to Triton's own dispatch
 
 
 _SPLITK = dict(block_m=64, block_n=16, block_k=128, group_m=1, num_warps=4, num_stages=4, schedule="tma",

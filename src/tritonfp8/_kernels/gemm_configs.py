@@ -379,19 +379,12 @@ def select_config(
     block: bool = False,
 ) -> tuple[GemmConfig, str]:
     """(config, source): source is "pinned", "table" or "heuristic". ``block``: block-scaled operands (the
-    table has its own ``:block`` keys; the heuristic is :func:`block_config`). Cached per shape and setting (it
-    runs on every GEMM call; the heuristics and the table lookup cost tens of microseconds of Python)."""
+    table has its own ``:block`` keys; the heuristic is :func:`block_config`). Repeat GEMM calls do not come here:
+    ``tritonfp8.gemm`` keeps the choice in its launch plan."""
     if _pinned is not None:
         return _pinned, "pinned"
-    tables = bool(gpu_name) and os.environ.get("TRITONFP8_GEMM_TABLES", "1") != "0"
-    return _select(M, N, K, precise, arch, num_sms, out_size, gpu_name if tables else None, block, str(CONFIG_DIR))
-
-
-@functools.lru_cache(maxsize=4096)
-def _select(M: int, N: int, K: int, precise: bool, arch: int, num_sms: int, out_size: int, gpu_name: str | None,
-            block: bool, config_dir: str) -> tuple[GemmConfig, str]:
-    if gpu_name:
-        cfg = load_table(gpu_name, Path(config_dir)).get(table_key(M, N, K, precise, block))
+    if gpu_name and os.environ.get("TRITONFP8_GEMM_TABLES", "1") != "0":
+        cfg = load_table(gpu_name).get(table_key(M, N, K, precise, block))
         if cfg is not None:
             return cfg, "table"
     if block:
