@@ -198,6 +198,23 @@ def _decode_step_t(q8, acc_t, m_i, l_i, n, page, d, d_ok, k_base, v_base, end, n
     return acc_t, m_new, l_i
 
 
+@triton.jit
+def _decode_any_step(q, acc, m_i, l_i, offs, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
+                     last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32: tl.constexpr,
+                     KV_SAME_STRIDES: tl.constexpr, PAGE: tl.constexpr, DOT_DTYPE: tl.constexpr,
+                     EXACT_ROUND: tl.constexpr, TOKENS_M: tl.constexpr, MASKED: tl.constexpr):
+    """One step of either orientation: tokens as the MMA's M dimension (``dot="fp8t"``, :func:`_decode_step_t`)
+    or query rows as M (:func:`_decode_step`). Inlined: the loops' SASS is what the two direct calls gave."""
+    if TOKENS_M:
+        return _decode_step_t(q, acc, m_i, l_i, offs, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
+                              last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, PAGE, EXACT_ROUND,
+                              MASKED)
+    else:
+        return _decode_step(q, acc, m_i, l_i, offs, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
+                            last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, KV_SAME_STRIDES,
+                            PAGE, DOT_DTYPE, MASKED)
+
+
 @named_jit
 def _decode_kernel(
     q_ptr,
@@ -334,32 +351,20 @@ def _decode_kernel(
         page = page_next
         n_next = n0 + BLOCK_N + offs_n
         page_next = tl.load(bt_row + (n_next // PAGE) * stride_btn, mask=n_next < end, other=0)
-        if TOKENS_M:
-            acc, m_i, l_i = _decode_step_t(
-                q, acc, m_i, l_i, n0 + offs_n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
-                last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, PAGE, EXACT_ROUND, False,
-            )
-        else:
-            acc, m_i, l_i = _decode_step(
-                q, acc, m_i, l_i, n0 + offs_n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
-                last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, KV_SAME_STRIDES, PAGE, DOT_DTYPE,
-                False,
-            )
+        acc, m_i, l_i = _decode_any_step(
+            q, acc, m_i, l_i, n0 + offs_n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
+            last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, KV_SAME_STRIDES, PAGE, DOT_DTYPE,
+            EXACT_ROUND, TOKENS_M, False,
+        )
     for n0 in range(full_end, end, BLOCK_N):
         page = page_next
         n_next = n0 + BLOCK_N + offs_n
         page_next = tl.load(bt_row + (n_next // PAGE) * stride_btn, mask=n_next < end, other=0)
-        if TOKENS_M:
-            acc, m_i, l_i = _decode_step_t(
-                q, acc, m_i, l_i, n0 + offs_n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
-                last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, PAGE, EXACT_ROUND, True,
-            )
-        else:
-            acc, m_i, l_i = _decode_step(
-                q, acc, m_i, l_i, n0 + offs_n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
-                last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, KV_SAME_STRIDES, PAGE, DOT_DTYPE,
-                True,
-            )
+        acc, m_i, l_i = _decode_any_step(
+            q, acc, m_i, l_i, n0 + offs_n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
+            last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, KV_SAME_STRIDES, PAGE, DOT_DTYPE,
+            EXACT_ROUND, TOKENS_M, True,
+        )
 
     if TOKENS_M:
         acc = tl.trans(acc)
