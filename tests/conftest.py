@@ -48,3 +48,26 @@ def codegen_env() -> dict:
     env = dict(os.environ)
     env.pop("TRITON_INTERPRET", None)
     return env
+
+
+def _cpu_timer(fn, warmup_ms, rep_ms, flush_l2):
+    """Stand-in for the harness timer on CPU: one call's wall time in ms (checks bookkeeping, not speed)."""
+    import time
+
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1e3
+
+
+@pytest.fixture
+def cpu_tools(monkeypatch):
+    """The tune module with CPU problems (interpreter kernels) and the stand-in timer: the tuner's and the GEMM
+    bench suite's bookkeeping without a GPU. Skips on a GPU machine, where the real runs cover it."""
+    if HAS_CUDA:
+        pytest.skip("checks the CPU stand-in path; on a GPU the real tune/bench runs cover it")
+    from tritonfp8 import tune
+
+    monkeypatch.setattr(tune, "_DEVICE", "cpu")
+    monkeypatch.setattr(tune, "_TIMER", _cpu_timer)
+    return tune
+

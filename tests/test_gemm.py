@@ -445,25 +445,6 @@ def test_reference_matches_float64_formula():
 # Tuning and benchmark bookkeeping, exercised on CPU (interpreter kernels, a stand-in timer, torch._scaled_mm on CPU)
 
 
-def _cpu_timer(fn, warmup_ms, rep_ms, flush_l2):
-    import time
-
-    t0 = time.perf_counter()
-    fn()
-    return (time.perf_counter() - t0) * 1e3
-
-
-@pytest.fixture
-def cpu_tools(monkeypatch):
-    if HAS_CUDA:
-        pytest.skip("checks the CPU stand-in path; on a GPU the real tune/bench runs cover it")
-    from tritonfp8 import tune
-
-    monkeypatch.setattr(tune, "_DEVICE", "cpu")
-    monkeypatch.setattr(tune, "_TIMER", _cpu_timer)
-    return tune
-
-
 def test_tune_writes_a_table_that_select_config_reads(cpu_tools, tmp_path, monkeypatch):
     tune = cpu_tools
     shapes = tune.parse_shapes("16x64x512;96x64x128")

@@ -320,25 +320,15 @@ def test_fp8linear_block_recipe_uses_the_kernel(device, monkeypatch):
     assert calls == [((3, 4), (2, 4))]
 
 
-def test_bench_suite_block_scaling_runs_and_saves(tmp_path, monkeypatch):
+def test_bench_suite_block_scaling_runs_and_saves(cpu_tools, tmp_path, monkeypatch):
     """``bench gemm --scaling block`` on CPU: interpreter kernels, a stand-in timer, and a stand-in for the cuBLAS
     blockwise peer (CPU ``torch._scaled_mm`` has no block scales: it raises "Invalid scaling configuration")."""
-    if torch.cuda.is_available():
-        pytest.skip("checks the CPU stand-in path; on a GPU `bench gemm --scaling block` runs the real peer")
     import argparse
     import json
-    import time
 
-    from tritonfp8 import tune
     from tritonfp8.bench.suites import gemm as suite
 
-    def timer(fn, warmup_ms, rep_ms, flush_l2):
-        t0 = time.perf_counter()
-        fn()
-        return (time.perf_counter() - t0) * 1e3
-
-    monkeypatch.setattr(tune, "_DEVICE", "cpu")
-    monkeypatch.setattr(tune, "_TIMER", timer)
+    tune = cpu_tools
     monkeypatch.setattr(suite, "cublas_block", lambda bs: lambda: gemm_torch(
         bs.p.a, bs.p.b, bs.sa, bs.sb, out_dtype=torch.bfloat16))
     args = argparse.Namespace(quick=True, repeats=1, out=str(tmp_path), no_save=False, profile=False,

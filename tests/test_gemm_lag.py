@@ -112,25 +112,13 @@ def test_lag_on_pointer_path_runs_the_unlagged_loop(device):
     _check(cfg, 70, 112, 272, device)
 
 
-def test_bench_gemm_times_lag_in_precise_mode(tmp_path, monkeypatch):
+def test_bench_gemm_times_lag_in_precise_mode(cpu_tools, tmp_path):
     """``bench gemm --modes precise --variants lag`` on CPU (interpreter kernels, stand-in timer): the variant is
     timed in the precise mode against cuBLAS exact and against the default precise kernel."""
-    if torch.cuda.is_available():
-        pytest.skip("CPU stand-in path")
     import argparse
     import json
-    import time
 
-    from tritonfp8 import tune
     from tritonfp8.bench.suites import gemm as suite
-
-    def timer(fn, warmup_ms, rep_ms, flush_l2):
-        t0 = time.perf_counter()
-        fn()
-        return (time.perf_counter() - t0) * 1e3
-
-    monkeypatch.setattr(tune, "_DEVICE", "cpu")
-    monkeypatch.setattr(tune, "_TIMER", timer)
     args = argparse.Namespace(quick=True, repeats=1, out=str(tmp_path), no_save=False, profile=False,
                               shapes="80x256x256", modes="precise", variants="lag", no_bf16=True,
                               name_ab=None, scaling="tensor")
