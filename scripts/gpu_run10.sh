@@ -21,6 +21,10 @@ el tune-graph
 timeout 120 python3 -m tritonfp8 tune gemm --graph --shapes "16x10240x8192;64x10240x8192;128x10240x8192;16x8192x8192;64x8192x8192;128x8192x8192;16x8192x28672;64x8192x28672;128x8192x28672" 2>&1 | tee $OUT/tune.log | tail -25
 fi
 if [ "$PART" = other ]; then
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=$PYTHONPATH:/tmp/site
+fi
 el decode-variants
 timeout 70 python3 -m tritonfp8 bench decode --variants-only --variant-names tail,tails2,tailplainname,plainname,s2 \
   --variant-cases 32:4096:32:16,128:4096:32:16,8:32768:64:64 2>&1 | tee $OUT/bench_decode.log | tail -20
