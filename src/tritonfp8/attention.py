@@ -195,7 +195,10 @@ def default_config(head_dim: int) -> AttnConfig:
     interleaved against the previous defaults, S = 2048..8192):
     - hd128: 64 x 128 tiles, 4 warps (one warpgroup), registers capped at 168 (154 used, no spills) so three CTAs
       share an SM: 1.18-1.47x the 128 x 128 / 8-warp / 1-CTA config (S 8192 B2: 826 vs 639 TFLOPS).
-    - hd64: 128 x 128, 8 warps, registers capped at 128 (122 used, no spills): two CTAs per SM, 1.16-1.45x.
+    - hd64: 64 x 128 tiles, 4 warps, registers capped at 128: up to four CTAs per SM. The 128 x 128 / 8-warp / r128
+      config (1.16-1.45x the uncapped one in that run) was the default until a later run
+      (attention-nvidia-h200-20261129-130907.json, `bench attention --variants bm64w4`) measured the 64-row tile
+      1.10x faster at S 8192 (1.86 vs 2.05 ms, three rounds each, spread < 1.5%).
     - hd256: 128 x 64 (the fp32 O accumulator, 128 x 256 = 128 registers per thread over two warpgroups, plus S
       stay below 255 registers) with 3 pipeline stages: 1.06-1.31x the 2-stage config.
     """
@@ -203,7 +206,7 @@ def default_config(head_dim: int) -> AttnConfig:
         return AttnConfig(block_m=128, block_n=64, num_warps=8, num_stages=3)
     if head_dim == 128:
         return AttnConfig(block_m=64, block_n=128, num_warps=4, num_stages=2, maxnreg=168)
-    return AttnConfig(block_m=128, block_n=128, num_warps=8, num_stages=2, maxnreg=128)
+    return AttnConfig(block_m=64, block_n=128, num_warps=4, num_stages=2, maxnreg=128)
 
 
 # Interpreter runs (CPU tests, demos): smaller tiles run faster there and exercise the multi-block paths.

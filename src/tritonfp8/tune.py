@@ -506,9 +506,12 @@ def write_table(entries: list[dict], path: Path, env: dict) -> Path:
         if e.get("config"):
             old[e["key"]] = {k: e[k] for k in ("key", "shape", "accumulate", "config", "tflops", "peer_tflops",
                                                  "ratio_vs_peer", "rel_error", "peer_rel_error")}
+            # a merged table mixes runs: each entry says when and with which timer it was measured
+            old[e["key"]]["measured"] = {"date": env.get("date"), "timer": env.get("timer")}
     data = {
         "gpu": env.get("gpu"),
         "note": "written by `python -m tritonfp8 tune gemm`; key = <M bucket>x<N>x<K>:<accumulate>",
+        # env of the latest run; each entry's "measured" says when and how it was timed
         "env": {k: env.get(k) for k in ("date", "gpu", "capability", "sm_count", "torch", "triton", "cuda",
                                         "driver", "ptxas", "timer")},
         "entries": sorted(old.values(), key=lambda e: e["key"]),

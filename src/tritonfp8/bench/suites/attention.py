@@ -55,7 +55,8 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "bm64w4r168": (dict(block_m=64, num_warps=4, maxnreg=168), (128,)),  # 154 registers: three 4-warp CTAs per SM
     # The defaults before the 2026-11-29 H200 run (128 x 128 / 8 warps / 2 stages, no register cap), per head dim:
     "prev128": (dict(block_m=128, num_warps=8, maxnreg=None), (128,)),
-    "prev64": (dict(maxnreg=None), (64,)),
+    "prev64": (dict(block_m=128, num_warps=8, maxnreg=None), (64,)),
+    "prev64r128": (dict(block_m=128, num_warps=8), (64,)),  # hd64 default until attention-...-130907.json
     "prev256": (dict(num_stages=2), (256,)),
     "s2": (dict(num_stages=2), None),
     "bm64w4r168s3": (dict(block_m=64, num_warps=4, maxnreg=168, num_stages=3), (128,)),
