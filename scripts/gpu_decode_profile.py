@@ -45,9 +45,12 @@ def main() -> None:
     p.add_argument("--recipe", default="row")
     p.add_argument("--replays", type=int, default=5)
     p.add_argument("--top", type=int, default=14)
+    p.add_argument("--proj", choices=("fused", "separate"), default="fused")
     args = p.parse_args()
     s = M.SHAPES["8b"]
     bf16 = M.build(s, "cuda")
+    if args.proj == "fused":
+        M.fuse_projections(bf16)
     fp8 = M.to_fp8(bf16, args.recipe)
     dense = M.DenseCache(s, args.batch, args.context + 1, "cuda")
     paged = M.PagedCache(s, args.batch, args.context + 1, "cuda")

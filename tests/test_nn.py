@@ -9,6 +9,7 @@ Tolerances (stated once, from the formats):
   2^-9) and the accumulation order; twice bf16's unit roundoff bounds both at these small K.
 """
 
+import copy
 import io
 import logging
 
@@ -498,3 +499,27 @@ def _prefill_caches(suite, model, x, pos, dense, paged):
         h = layer(h, cos, sin)
     dense.length = n
     paged.set_length(n)
+
+
+def test_model_bench_fused_projections_match_separate_on_cpu():
+    """``fuse_projections`` only regroups the weights: the fused BF16 model matches the separate one, and with the
+    rowwise recipe (per-row weight scales) the fused FP8 model does too; the fused layout is what the suite times
+    by default (``--proj fused``) for both models."""
+    _need_gemm()
+    from tritonfp8.bench.suites import model as suite
+
+    s = suite.SHAPES["tiny"]
+    sep = suite.build(s, "cpu")
+    fused = suite.fuse_projections(copy.deepcopy(sep))
+    attn, mlp = fused.layers[0].self_attn, fused.layers[0].mlp
+    assert not hasattr(attn, "q_proj") and attn.qkv_proj.out_features == (s.heads + 2 * s.kv_heads) * s.head_dim
+    assert not hasattr(mlp, "gate_proj") and mlp.gate_up_proj.out_features == 2 * s.intermediate
+    x, pos = suite._inputs(s, 1, 16, "cpu")
+    with torch.no_grad():
+        h_sep, _ = sep(x, pos, logits_last=0)
+        h_fused, _ = fused(x, pos, logits_last=0)
+        assert _rel(h_fused, h_sep.float()) <= 1e-2  # bf16 rounding of differently blocked CPU matmuls only
+        f_sep, _ = suite.to_fp8(sep, "row")(x, pos, logits_last=0)
+        f_fused, _ = suite.to_fp8(fused, "row")(x, pos, logits_last=0)
+        assert _rel(f_fused, f_sep.float()) <= 1e-2
+        assert _rel(f_fused, h_sep.float()) <= 3 * TOL_VS_DEQUANT_WEIGHT

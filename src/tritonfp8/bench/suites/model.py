@@ -1,7 +1,8 @@
 """End-to-end: a Llama-style decoder in BF16 eager vs tritonfp8 FP8 (eager and torch.compile).
 
-The model is written here in plain PyTorch (RMSNorm, RoPE, GQA attention, SwiGLU MLP, separate q/k/v/o and
-gate/up/down ``nn.Linear`` layers as in Llama), with random weights — no checkpoint needed. The init is the one
+The model is written here in plain PyTorch (RMSNorm, RoPE, GQA attention, SwiGLU MLP; ``--proj fused``, the
+default: one qkv and one gate_up ``nn.Linear`` per layer in both models, as serving engines lay a Llama out;
+``--proj separate``: q/k/v/o and gate/up/down as in the Llama checkpoint), with random weights — no checkpoint needed. The init is the one
 transformers gives a Llama built from its config (``LlamaConfig.initializer_range`` 0.02: every linear and the
 embedding N(0, 0.02), RMSNorm weights 1). It does not explode: the residual stream's RMS grows like sqrt(depth)
 (8b shape, 64 tokens, CPU: 2.6 after layer 1, 5.8 after layer 5). What it lacks is a trained model's structure
@@ -113,8 +114,10 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x):
-        xf = x.float()
-        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight
+        # torch's fused RMSNorm (one kernel on CUDA; fp32 statistics) for BF16 and FP8 alike. The spelled-out
+        # formula (pow, mean, rsqrt, casts) cost ~19 us per norm in a B32 decode step on the H200
+        # (s3-call3-decode_profile.json: 0.6 ms of the step in the mean alone), time shared by both models.
+        return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
 
 
 def rope_tables(s: Shape, positions: torch.Tensor, dtype) -> tuple[torch.Tensor, torch.Tensor]:
@@ -179,9 +182,14 @@ class Attention(nn.Module):
     def forward(self, x, cos, sin, cache=None, decode: bool = False):
         s = self.s
         b, n, _ = x.shape
-        q = apply_rope(self.q_proj(x).view(b, n, s.heads, s.head_dim), cos, sin)
-        k = apply_rope(self.k_proj(x).view(b, n, s.kv_heads, s.head_dim), cos, sin)
-        v = self.v_proj(x).view(b, n, s.kv_heads, s.head_dim)
+        if hasattr(self, "qkv_proj"):  # fused projections (see fuse_projections)
+            q, k, v = self.qkv_proj(x).split([s.heads * s.head_dim, s.kv_heads * s.head_dim,
+                                              s.kv_heads * s.head_dim], dim=-1)
+        else:
+            q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        q = apply_rope(q.view(b, n, s.heads, s.head_dim), cos, sin)
+        k = apply_rope(k.view(b, n, s.kv_heads, s.head_dim), cos, sin)
+        v = v.view(b, n, s.kv_heads, s.head_dim)
         if self.fp8:
             o = self._fp8(q, k, v, cache, decode)
         else:
@@ -222,7 +230,11 @@ class MLP(nn.Module):
         self.down_proj = nn.Linear(s.intermediate, s.hidden, bias=False)
 
     def forward(self, x):
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        if hasattr(self, "gate_up_proj"):  # fused projections (see fuse_projections)
+            gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+        else:
+            gate, up = self.gate_proj(x), self.up_proj(x)
+        return self.down_proj(F.silu(gate) * up)
 
 
 class Layer(nn.Module):
@@ -273,6 +285,26 @@ def build(s: Shape, device, seed: int = 0) -> Decoder:
             if not name.endswith("layernorm.weight") and not name.endswith("norm.weight"):
                 p.normal_(0.0, 0.02)
     return m.eval()
+
+
+def fuse_projections(model: Decoder) -> Decoder:
+    """Merge each layer's q/k/v projections into one ``qkv_proj`` and gate/up into one ``gate_up_proj`` (weights
+    concatenated along the output dim, in place), as serving engines lay a Llama out. Applied to the BF16 model
+    before :func:`to_fp8`, both sides run the same fused structure (BF16: 4 GEMMs per layer instead of 7; FP8: 4
+    activation quantizations and 4 GEMMs instead of 7 + 7). With the rowwise recipe the FP8 numerics are unchanged
+    (per-row weight scales, the same activation row scales); per-tensor weight scales become one per fused weight."""
+    for layer in model.layers:
+        for mod, parts, fused in ((layer.self_attn, ("q_proj", "k_proj", "v_proj"), "qkv_proj"),
+                                  (layer.mlp, ("gate_proj", "up_proj"), "gate_up_proj")):
+            ws = [getattr(mod, p).weight for p in parts]
+            lin = nn.Linear(ws[0].shape[1], sum(w.shape[0] for w in ws), bias=False, device=ws[0].device,
+                            dtype=ws[0].dtype)
+            with torch.no_grad():
+                lin.weight.copy_(torch.cat(ws, dim=0))
+            for p in parts:
+                delattr(mod, p)
+            setattr(mod, fused, lin)
+    return model
 
 
 def to_fp8(model: Decoder, recipe: str) -> Decoder:
@@ -373,6 +405,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--decode-batch", type=int, action="append", default=None,
                    help="decode batch sizes (default 1, 8, 32, 64; quick: 32)")
     p.add_argument("--context", type=int, default=4096, help="decode context length (default 4096)")
+    p.add_argument("--proj", choices=("fused", "separate"), default="fused",
+                   help="fused: one qkv and one gate_up projection per layer in both models (as serving engines); "
+                        "separate: q/k/v/gate/up as in the Llama checkpoint layout (default fused)")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile variant")
     p.add_argument("--no-graph", action="store_true", help="skip the CUDA-graph decode variants")
     p.add_argument("--decode-only", action="store_true",
@@ -474,8 +509,11 @@ def run(args: argparse.Namespace) -> int:
     agree: list[dict[str, Any]] = []
     notes: list[str] = []
     failures = 0
+    proj = getattr(args, "proj", "fused")
     for s in shapes:
         bf16 = build(s, _DEVICE)
+        if proj == "fused":
+            fuse_projections(bf16)
         if not decode_only:
             agree += _agreement(s, bf16, ["tensor", "row", "block"], agree_tokens)
         fp8 = to_fp8(bf16, recipe)
@@ -568,7 +606,7 @@ def run(args: argparse.Namespace) -> int:
         path = w.write(rows + [{"phase": "agreement", **a} for a in agree] + ck_rows,
                        config={"recipe": recipe, "prefill": prefills, "decode_batch": batches, "context": context,
                                "compile": do_compile, "shapes": [s.name for s in shapes],
-                               "decode_only": decode_only, "cuda_graphs": do_graph,
+                               "decode_only": decode_only, "cuda_graphs": do_graph, "proj": proj,
                                "graph_guard_policy": GRAPH_POLICY if do_graph else None,
                                "variants": VARIANTS}, notes=notes)
         labels = [f"{r['phase']} {r['shape']} {r['tokens']}" + (f" b{r['batch']}" if r["phase"] == "decode" else "")
