@@ -391,7 +391,8 @@ def test_model_bench_suite_on_cpu(tmp_path, monkeypatch, capsys):
         assert suite.run(args) == 0
     assert captured == ["ignore", "ignore"]  # the bf16 and fp8 decode steps, both under the capturable policy
     out = capsys.readouterr().out
-    assert "Agreement with BF16" in out and "(graphs)" in out and "cos(update) worst" in out
+    assert "Agreement with BF16" in out and "(graphs)" in out and "cos(update)" in out and "exact FP8" in out
+    assert "BF16 vs FP32" in out and "Per module" in out and "kernels vs reference" in out
     files = sorted(p.name for p in tmp_path.iterdir())
     assert any(f.endswith(".json") for f in files) and any(f.endswith(".png") for f in files)
     data = json.loads(next(tmp_path.glob("*.json")).read_text())
@@ -406,6 +407,18 @@ def test_model_bench_suite_on_cpu(tmp_path, monkeypatch, capsys):
             assert r["cos_update_first"] == r["cos_update_layers"][0]
             assert r["cos_update_min"] == min(r["cos_update_layers"]) >= 0.9, r
             assert 0.9 <= r["cos_hidden_layer1"] <= 1.0
+            # The kernels compute the FP8 arithmetic of the plain-PyTorch references, module by module (only the
+            # BF16 output rounding and summation order differ), and the model as a whole agrees with it.
+            assert set(r["modules"]) == set(suite.FUSED_KINDS)  # the suite's default layout (--proj fused)
+            assert r["cos_kernel_vs_reference"] >= 0.9999, r["kernel_vs_reference_worst"]
+            assert abs(r["cos_hidden_emulated"] - r["cos_hidden"]) <= 2e-3
+            for kind, m in r["modules"].items():
+                assert m["cos_min"] >= 0.998 and abs(m["norm_ratio_worst"] - 1) <= 0.02, (kind, m)
+            # Baselines: BF16 and FP16 against the same weights in fp32, and FP8 against fp32.
+            assert r["cos_bf16_vs_fp32"] >= 0.9999 and r["cos_fp16_vs_fp32"] >= r["cos_bf16_vs_fp32"]
+            assert abs(r["cos_hidden_vs_fp32"] - r["cos_hidden"]) <= 1e-3
+            assert len(r["cos_hidden_layers"]) == len(r["cos_hidden_layers_bf16_vs_fp32"]) == 2
+            assert r["cos_hidden_layers"][-1] == pytest.approx(r["cos_hidden"], abs=1e-3)  # before / after the norm
         elif r["phase"] == "decode":
             assert r["graphed"] == ["bf16g", "fp8g"]
             assert r["fp8g_x"] > 0 and len(r["rounds_ms"]["fp8g"]) == 1
@@ -438,6 +451,37 @@ def test_model_bench_decode_only_on_cpu(tmp_path, monkeypatch, capsys):
     assert "Agreement with BF16" not in capsys.readouterr().out
 
 
+def test_model_bench_agreement_only_on_cpu(tmp_path, monkeypatch, capsys):
+    """``--agreement-only --agree-recipe row-precise``: the agreement rows alone, for the recipe given (no timing,
+    no compile, no capture, no plot). The agreement itself is a stand-in here (the suite test runs the real one)."""
+    import argparse
+    import json
+
+    from tritonfp8.bench.suites import model as suite
+
+    def agreement_stand_in(s, bf16, recipes, tokens):
+        return [{"shape": s.name, "recipe": r, "tokens": tokens, "ok": True} for r in recipes]
+
+    monkeypatch.setattr(suite, "_DEVICE", "cpu")
+    monkeypatch.setattr(suite, "_agreement", agreement_stand_in)
+    monkeypatch.setattr(suite, "_capture", lambda fn: pytest.fail("captured despite --agreement-only"))
+    monkeypatch.setattr(suite, "_bench", lambda *a, **k: pytest.fail("timed despite --agreement-only"))
+    monkeypatch.setattr(suite, "to_fp8", lambda *a: pytest.fail("FP8 model built despite --agreement-only"))
+    args = argparse.Namespace(quick=True, repeats=1, out=str(tmp_path), no_save=False, profile=False, shape=["tiny"],
+                              recipe="row", prefill=None, decode_batch=None, context=16, no_compile=False,
+                              agree_tokens=16, checkpoint=None, text=None, agreement_only=True,
+                              agree_recipe=["row-precise"])
+    assert suite.run(args) == 0
+    data = json.loads(next(tmp_path.glob("*.json")).read_text())
+    assert [(r["phase"], r["recipe"]) for r in data["rows"]] == [("agreement", "row-precise")]
+    assert data["config"]["agreement_only"] is True and data["config"]["agreement_recipes"] == ["row-precise"]
+    assert not list(tmp_path.glob("*.png"))
+    assert "Agreement with BF16" in capsys.readouterr().out
+    args.decode_only = True
+    with pytest.raises(ValueError, match="--decode-only and --agreement-only"):
+        suite.run(args)
+
+
 def test_per_layer_agreement_is_exact_for_the_same_model():
     """The per-layer cosine compares each layer's own update: the BF16 model against itself gives 1 for every
     layer, and the reference states chain (state i+1 is layer i applied to state i)."""
@@ -453,6 +497,67 @@ def test_per_layer_agreement_is_exact_for_the_same_model():
         assert torch.equal(m.norm(states[-1]), h)
         r = suite.per_layer_agreement(states, m, cos, sin)
     assert r["cos_update_layers"] == [pytest.approx(1.0, abs=1e-12)] * s.layers
+
+
+def test_emulated_model_shares_weights_and_uses_the_references():
+    """:func:`emulated` computes the FP8 model with the plain-PyTorch references: it shares the FP8 weights (no
+    copy), each linear is quantize_torch + gemm_torch of the same FP8Linear, and prefill attention is the reference
+    with FP8 q/k/v and P (different from BF16 SDPA, equal to attention_torch on per-head quantized inputs)."""
+    from tritonfp8.attention import attention_torch, quantize_per_head_torch
+    from tritonfp8.bench.suites import model as suite
+    from tritonfp8.gemm import gemm_torch
+    from tritonfp8.quantize import quantize_torch
+
+    s = suite.SHAPES["tiny"]
+    fp8 = suite.to_fp8(suite.build(s, "cpu"), "block")
+    em = suite.emulated(fp8)
+    lin, ref_lin = fp8.layers[1].mlp.down_proj, em.layers[1].mlp.down_proj
+    assert isinstance(ref_lin, suite.ReferenceFP8Linear) and ref_lin.fp8 is not lin  # a module copy ...
+    assert ref_lin.fp8.weight is lin.weight and ref_lin.fp8.weight_scale is lin.weight_scale  # ... of the same data
+    assert em.embed_tokens.weight is fp8.embed_tokens.weight and em.lm_head.weight is fp8.lm_head.weight
+    assert not any(l.self_attn.reference for l in fp8.layers) and all(l.self_attn.reference for l in em.layers)
+    x = torch.randn(3, 5, s.intermediate, dtype=torch.bfloat16)
+    xq, sx = quantize_torch(x.reshape(15, -1), (1, 128))
+    want = gemm_torch(xq, lin.weight, sx, lin.weight_scale, out_dtype=torch.bfloat16).reshape(3, 5, -1)
+    assert torch.equal(ref_lin(x), want)
+    q = torch.randn(1, 9, s.heads, s.head_dim, dtype=torch.bfloat16)
+    k, v = (torch.randn(1, 9, s.kv_heads, s.head_dim, dtype=torch.bfloat16) for _ in range(2))
+    (qq, sq), (kq, sk), (vq, sv) = (quantize_per_head_torch(t, s.kv_heads) for t in (q, k, v))
+    want = attention_torch(qq, kq, vq, causal=True, q_descale=sq, k_descale=sk, v_descale=sv, p_fp8=True)
+    got = em.layers[0].self_attn._fp8(q, k, v, None, False)
+    assert got.dtype == torch.bfloat16 and torch.equal(got, want.to(torch.bfloat16))
+
+
+def test_per_module_agreement_finds_a_wrong_scale():
+    """Per-module agreement (on the reference arithmetic, no interpreter): a correct FP8 model has every module
+    kind at E4M3's rounding level; a per-tensor weight scale doubled in one o_proj shows there as a norm ratio of 2
+    (its cosine cannot see a common factor), and a scale doubled on half of one down_proj's rows lowers the
+    cosine of down_proj alone, at that layer."""
+    from tritonfp8.bench.suites import model as suite
+
+    s = suite.SHAPES["tiny"]
+    bf16 = suite.build(s, "cpu")
+    x, pos = suite._inputs(s, 1, 32, "cpu")
+    fp8 = {r: suite.to_fp8(bf16, r) for r in ("tensor", "row")}
+    with torch.no_grad():
+        ref, cos, sin = suite.layer_inputs(bf16, x, pos)
+        agree = lambda r: suite.per_module_agreement(ref, bf16, suite.emulated(fp8[r]), cos, sin)  # noqa: E731
+        good = agree("tensor")
+        assert set(good) == set(suite.SEPARATE_KINDS)
+        for kind, m in good.items():
+            assert m["cos_min"] >= 0.998 and abs(m["norm_ratio_worst"] - 1) <= 0.02, (kind, m)
+            assert len(m["cos_layers"]) == s.layers
+
+        fp8["tensor"].layers[1].self_attn.o_proj.weight_scale.mul_(2)
+        bad = agree("tensor")
+        assert bad["o_proj"]["norm_ratio_worst"] == pytest.approx(2, rel=0.02)
+        assert bad["o_proj"]["cos_min"] >= 0.998  # the cosine alone would not have seen it
+        assert all(abs(bad[k]["norm_ratio_worst"] - 1) <= 0.02 for k in bad if k != "o_proj")
+
+        fp8["row"].layers[0].mlp.down_proj.weight_scale[: s.hidden // 2].mul_(2)
+        bad = agree("row")
+        assert bad["down_proj"]["cos_min"] < 0.97 and bad["down_proj"]["worst_layer"] == 0
+        assert all(bad[k]["cos_min"] >= 0.998 for k in bad if k != "down_proj")
 
 
 def test_model_bench_decode_matches_prefill_on_cpu(monkeypatch):

@@ -5,11 +5,43 @@ default: one qkv and one gate_up ``nn.Linear`` per layer in both models, as serv
 ``--proj separate``: q/k/v/o and gate/up/down as in the Llama checkpoint), with random weights — no checkpoint needed. The init is the one
 transformers gives a Llama built from its config (``LlamaConfig.initializer_range`` 0.02: every linear and the
 embedding N(0, 0.02), RMSNorm weights 1). It does not explode: the residual stream's RMS grows like sqrt(depth)
-(8b shape, 64 tokens, CPU: 2.6 after layer 1, 5.8 after layer 5). What it lacks is a trained model's structure
-(updates small next to a residual stream carrying a few large channels): a random deep network is chaotic, so a
-small per-layer error grows with depth, and the 8b model's final-hidden cosine measures that amplification more
-than any one layer's error. The agreement table therefore also reports each layer's own error (see below):
+(8b shape: 2.5 after layer 1, 5.6 after layer 5, 14 after layer 32). But a fixed std of 0.02 is a large gain at
+these widths (a projection multiplies a normed input's RMS by 0.02·sqrt(fan_in): 1.3 at 4096, 1.8 at 8192; q·k
+logits of std 1.6 (8b) and 3.3 (70b)), and the network has none of a trained model's structure: every layer's
+update is as large as the stream it reads and as sensitive to it, so an error made in one layer is carried into
+every later one, and within a layer the attention branch's error is amplified by the MLP it feeds.
 
+What the agreement numbers mean (2026-11-29, CPU study with the plain-PyTorch references at the 8b and 70b
+*gains* — hidden 1024 with the init std scaled to 0.02·sqrt(4096/1024) or 0.02·sqrt(8192/1024), head dim 128,
+MLP 3.5x, 256-512 tokens — which reproduced the H200 measurements: 8b cos(final hidden) 0.74 measured, 0.750
+exact FP8 arithmetic at 32 layers; 70b-layer 0.979 measured, 0.980 exact):
+
+- each FP8 linear on its BF16 input is at E4M3's rounding level, cos 0.9993 for q/k/v/o/gate/up/down alike (no
+  module kind stands out: no misapplied scale), the FP8 attention core 0.997-0.999, a whole layer 0.9975 (8b
+  gains) or 0.980 (70b gains: the attention branch's error, 0.991 at logit std 3.3, feeds the MLP);
+- the final-hidden cosine falls with depth, 1 - cos growing about linearly (0.013 after layer 1, 0.06 after 6,
+  0.25 after 32), and so does BF16's own distance to fp32 on the same weights (0.99994 after layer 1, 0.9980
+  after 32): the network amplifies any rounding error alike; FP8's 1 - cos (E4M3, 3 mantissa bits) stays 100-200x
+  BF16's (7 bits) at every depth;
+- the recipes differ little (tensor/row/block within 0.001 at 70b gains): random Gaussian activations have no
+  outlier channels for finer scales to help with.
+
+So on this random model cos(final hidden) >= 0.99 is out of reach of exact FP8 arithmetic itself, whatever the
+kernels do; the measure that says whether *the kernels* are right is "kernels vs reference" (each module against
+the same FP8 arithmetic in plain PyTorch, on the same input) together with "exact FP8" (the whole model computed by
+the references: the cosine FP8 rounding gives here) — the kernel model's cosine should equal it — and, for FP8's own
+cost, the per-layer and per-module cosines (teacher-forced: no error carried in). Accuracy on a real model needs
+real weights: ``--checkpoint`` (below). The agreement table therefore reports:
+
+- ``cos(final hidden)``, ``cos(logits)``: FP8 model vs BF16 model, free running (the issue's criterion, ``ok``);
+- ``exact FP8``: the same FP8 model computed by :func:`emulated` (the library's plain-PyTorch references:
+  quantize_torch, gemm_torch with fp32 accumulation, attention_torch with FP8 q/k/v/P) vs BF16;
+- ``BF16 vs FP32``, ``FP8 vs FP32``: the BF16 and FP8 models against the same weights in fp32 (FP16 vs FP32 and the
+  free-running cosine after every layer are in the JSON: ``cos_fp16_vs_fp32``, ``cos_hidden_layers``,
+  ``cos_hidden_layers_bf16_vs_fp32``);
+- ``cos(update)``: each layer's own error (below); ``kernels vs reference``: the worst module's cosine against
+  the reference (:func:`per_module_agreement`), and a second table with each module kind's worst cosine vs BF16
+  and the norm ratio furthest from 1 (which a cosine cannot see).
 
 - ``8b``: Llama-3-8B shapes: hidden 4096, 32 heads / 8 KV heads of 128, MLP 14336, 32 layers, vocabulary 128256.
 - ``70b-layer``: one decoder layer of Llama-3-70B: hidden 8192, 64 / 8 heads of 128, MLP 28672 (hidden states in
@@ -178,8 +210,12 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(s.hidden, s.kv_heads * s.head_dim, bias=False)
         self.o_proj = nn.Linear(s.heads * s.head_dim, s.hidden, bias=False)
         self.fp8 = False  # attention backend: SDPA / dense BF16 cache (False) or tritonfp8 / paged FP8 cache (True)
+        # Prefill with fp8: the kernel (False) or the plain-PyTorch reference of the same FP8 arithmetic (True; see
+        # emulated()).
+        self.reference = False
 
-    def forward(self, x, cos, sin, cache=None, decode: bool = False):
+    def qkv(self, x, cos, sin):
+        """q (B, S, Hq, D) and k (B, S, Hkv, D) after RoPE, v (B, S, Hkv, D), of the normed input x."""
         s = self.s
         b, n, _ = x.shape
         if hasattr(self, "qkv_proj"):  # fused projections (see fuse_projections)
@@ -189,7 +225,12 @@ class Attention(nn.Module):
             q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
         q = apply_rope(q.view(b, n, s.heads, s.head_dim), cos, sin)
         k = apply_rope(k.view(b, n, s.kv_heads, s.head_dim), cos, sin)
-        v = v.view(b, n, s.kv_heads, s.head_dim)
+        return q, k, v.view(b, n, s.kv_heads, s.head_dim)
+
+    def forward(self, x, cos, sin, cache=None, decode: bool = False):
+        s = self.s
+        b, n, _ = x.shape
+        q, k, v = self.qkv(x, cos, sin)
         if self.fp8:
             o = self._fp8(q, k, v, cache, decode)
         else:
@@ -212,7 +253,7 @@ class Attention(nn.Module):
         from tritonfp8 import ops
 
         if not decode:
-            return ops.attention(q, k, v, causal=True)
+            return reference_attention(q, k, v) if self.reference else ops.attention(q, k, v, causal=True)
         i = self.idx
         b = q.shape[0]
         ks, vs = cache.k_scale[i], cache.v_scale[i]
@@ -333,6 +374,62 @@ def compiled(model: Decoder) -> Decoder:
 
 
 # ----------------------------------------------------------------------------------------------------------------
+# the same FP8 arithmetic in plain PyTorch (the library's references): what exact FP8 rounding gives, kernels aside
+
+
+def reference_attention(q, k, v):
+    """Causal prefill attention as :func:`tritonfp8.ops.attention` computes it from BF16 q/k/v, in plain PyTorch:
+    per-(batch, KV head) E4M3 quantization (:func:`~tritonfp8.attention.quantize_per_head_torch`), fp32 softmax
+    with P rounded through E4M3 (``p_fp8``), output in q's dtype."""
+    from tritonfp8.attention import attention_torch, quantize_per_head_torch
+
+    hkv = k.shape[-2]
+    (qq, sq), (kq, sk), (vq, sv) = (quantize_per_head_torch(t, hkv) for t in (q, k, v))
+    return attention_torch(qq, kq, vq, causal=True, q_descale=sq, k_descale=sk, v_descale=sv,
+                           p_fp8=True).to(q.dtype)
+
+
+class ReferenceFP8Linear(nn.Module):
+    """An :class:`~tritonfp8.nn.FP8Linear` (sharing its FP8 weight and scales) computed by the library's
+    plain-PyTorch references: activations quantized by :func:`~tritonfp8.quantize.quantize_torch` with the recipe's
+    granularity, then :func:`~tritonfp8.gemm.gemm_torch` (dequantize, fp32 matmul, one rounding to x's dtype).
+    fp32 accumulation: "fast" recipes' tensor-core accumulation error (~2.6e-3 relative at K=8192, see
+    HOPPER-FP8-NOTES) is not modelled."""
+
+    def __init__(self, fp8: nn.Module):
+        super().__init__()
+        self.fp8 = fp8
+
+    def forward(self, x):
+        from tritonfp8.gemm import gemm_torch
+        from tritonfp8.quantize import quantize_torch
+
+        f, r = self.fp8, self.fp8.recipe
+        x2 = x.reshape(-1, f.in_features)
+        xq, sx = quantize_torch(x2, r.activation, r.activation_dtype, f.input_scale)
+        y = gemm_torch(xq, f.weight, sx, f.weight_scale, out_dtype=x.dtype, bias=f._bias_for(x.dtype))
+        return y.reshape(*x.shape[:-1], f.out_features)
+
+
+def emulated(fp8_model: Decoder) -> Decoder:
+    """``fp8_model`` (from :func:`to_fp8`, sharing its weights) with every FP8Linear computed by
+    :class:`ReferenceFP8Linear` and prefill attention by :func:`reference_attention`: the FP8 model as exact FP8
+    arithmetic predicts it, with no kernel involved (prefill only; decode steps still run the kernels)."""
+    from tritonfp8.nn import FP8Linear
+
+    shared = {id(t): t for t in (*fp8_model.parameters(), *fp8_model.buffers())}
+    m = copy.deepcopy(fp8_model, shared)
+    for mod in list(m.modules()):
+        for name, child in mod.named_children():
+            if isinstance(child, FP8Linear):
+                setattr(mod, name, ReferenceFP8Linear(child))
+    for layer in m.layers:
+        layer.self_attn.reference = True
+    m.run_layers = list(m.layers)
+    return m
+
+
+# ----------------------------------------------------------------------------------------------------------------
 # measurements
 
 
@@ -413,6 +510,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--decode-only", action="store_true",
                    help="decode rows only (no prefill, no agreement; default shape 8b)")
     p.add_argument("--agree-tokens", type=int, default=None, help="prefill length of the agreement check (2048)")
+    p.add_argument("--agreement-only", action="store_true",
+                   help="the agreement check alone (no timing; default shapes 8b and 70b-layer)")
+    p.add_argument("--agree-recipe", action="append", default=None,
+                   help="recipes of the agreement check (default tensor, row, block; e.g. row-precise)")
     p.add_argument("--checkpoint", default=None, help="local transformers checkpoint: next-token agreement, ppl")
     p.add_argument("--text", default=None, help="text file for --checkpoint perplexity (default: built-in)")
 
@@ -444,22 +545,134 @@ def per_layer_agreement(ref: list[torch.Tensor], model: Decoder, cos, sin) -> di
             "worst_layer": worst, "cos_update_layers": cs, "cos_hidden_layer1": first}
 
 
+# Module kinds of the separate and the fused (fuse_projections) layouts; a model reports the kinds it has.
+SEPARATE_KINDS = ("q_proj", "k_proj", "v_proj", "attention", "o_proj", "gate_proj", "up_proj", "down_proj")
+FUSED_KINDS = ("qkv_proj", "attention", "o_proj", "gate_up_proj", "down_proj")
+MODULE_KINDS = ("q_proj", "k_proj", "v_proj", "qkv_proj", "attention", "o_proj", "gate_proj", "up_proj",
+                "gate_up_proj", "down_proj")
+
+
+def per_module_agreement(ref: list[torch.Tensor], bf16: Decoder, model: Decoder, cos, sin,
+                         reference: Decoder | None = None) -> dict:
+    """Each module's own error, teacher-forced per module: in every layer i (input ``ref[i]`` from the BF16
+    model), each FP8 linear gets the BF16 linear's input and the FP8 attention core the BF16 q/k/v (after RoPE);
+    their outputs are compared with the BF16 ones: cosine, and the norm ratio ``||y_fp8|| / ||y_bf16||`` (a cosine
+    cannot see a wrong factor common to the whole output, e.g. a per-tensor scale applied twice; the ratio can). A
+    scale applied wrongly in one kind of module (o_proj, down_proj, ...) shows as that kind far from the others.
+
+    With ``reference`` (:func:`emulated` of ``model``) each module is also compared with the same FP8 arithmetic
+    done by the library's plain-PyTorch references: that isolates the kernels (expected within BF16 output
+    rounding and fast accumulation, cos >= 0.9999) from FP8's own rounding error.
+
+    Returns ``{kind: {"cos_min", "worst_layer", "cos_median", "cos_layers", "norm_ratio_worst"[,
+    "cos_vs_reference_min", "reference_worst_layer"]}}`` for the kinds of :data:`MODULE_KINDS`
+    (``norm_ratio_worst``: the layer's ratio furthest from 1, in log terms).
+    """
+    vs_bf16: dict = {k: [] for k in MODULE_KINDS}
+    ratios: dict = {k: [] for k in MODULE_KINDS}
+    vs_ref: dict = {k: [] for k in MODULE_KINDS}
+
+    def compare(kind, y8, y):
+        vs_bf16[kind].append(cosine(y8, y))
+        ny = float(y.double().norm())
+        ratios[kind].append(float(y8.double().norm()) / ny if ny > 0 else float("nan"))
+    for i, lb in enumerate(bf16.layers):
+        seen: dict = {}
+        hooks = [mod.register_forward_hook(lambda _m, a, o, n=name: seen.__setitem__(n, (a[0], o)))
+                 for name, mod in lb.named_modules() if isinstance(mod, nn.Linear)]
+        try:
+            lb(ref[i], cos, sin)
+        finally:
+            for h in hooks:
+                h.remove()
+        for name, (x, y) in seen.items():
+            kind = name.rsplit(".", 1)[-1]
+            y8 = model.layers[i].get_submodule(name)(x)
+            compare(kind, y8, y)
+            if reference is not None:
+                vs_ref[kind].append(cosine(y8, reference.layers[i].get_submodule(name)(x)))
+        a = lb.self_attn
+        q, k, v = a.qkv(lb.input_layernorm(ref[i]), cos, sin)
+        o8 = model.layers[i].self_attn._fp8(q, k, v, None, False)
+        compare("attention", o8, a._bf16(q, k, v, None, False))
+        if reference is not None:
+            vs_ref["attention"].append(cosine(o8, reference_attention(q, k, v)))
+    out = {}
+    for kind in (k for k in MODULE_KINDS if vs_bf16[k]):
+        cs = vs_bf16[kind]
+        worst = min(range(len(cs)), key=cs.__getitem__)
+        out[kind] = {"cos_min": cs[worst], "worst_layer": worst, "cos_median": sorted(cs)[len(cs) // 2],
+                     "cos_layers": cs,
+                     "norm_ratio_worst": max(ratios[kind], key=lambda r: abs(math.log(r)) if r > 0 else math.inf)}
+        if reference is not None:
+            rs = vs_ref[kind]
+            rw = min(range(len(rs)), key=rs.__getitem__)
+            out[kind].update(cos_vs_reference_min=rs[rw], reference_worst_layer=rw)
+    return out
+
+
+def _final(model: Decoder, states: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Final hidden states (after the norm) from :func:`layer_inputs`' states, and the last 64 positions' logits."""
+    h = model.norm(states[-1])
+    return h, (model.lm_head(h[:, -64:]) if model.lm_head is not None else None)
+
+
 def _agreement(s: Shape, bf16: Decoder, recipes, tokens: int) -> list[dict]:
+    """One row per recipe: final-hidden/logit cosines vs BF16, the same FP8 model in exact FP8 arithmetic
+    (:func:`emulated`), the precision baselines (BF16 and FP16 vs FP32 of the same weights), per-layer and
+    per-module own errors, and the free-running cosine after every layer (JSON)."""
     x, pos = _inputs(s, 1, tokens, _DEVICE)
     rows = []
     with torch.no_grad():
-        h_ref, l_ref = bf16(x, pos, logits_last=64)
         ref_states, cos, sin = layer_inputs(bf16, x, pos)
+        h_ref, l_ref = _final(bf16, ref_states)
+        # Baselines: the same weights computed in fp32 (the truth) and in fp16. How far BF16 itself is from fp32
+        # says how strongly this network amplifies rounding errors with depth.
+        base: dict = {}
+        for name, dt in (("fp32", torch.float32), ("fp16", torch.float16)):
+            m = copy.deepcopy(bf16).to(dt)
+            st, c32, s32 = layer_inputs(m, x.to(dt) if x.is_floating_point() else x, pos)
+            base[name] = (_final(m, st)[0], st)
+            del m, st
+        h32, st32 = base["fp32"]
+        cos_layers_bf16 = [cosine(a, b) for a, b in zip(ref_states[1:], st32[1:])]
+        baselines = {"cos_bf16_vs_fp32": cosine(h_ref, h32), "cos_fp16_vs_fp32": cosine(base["fp16"][0], h32),
+                     "cos_hidden_layers_bf16_vs_fp32": cos_layers_bf16}
+        del base, st32
         for r in recipes:
             m = to_fp8(bf16, r)
-            h, lg = m(x, pos, logits_last=64)
+            em = emulated(m)
+            st, _, _ = layer_inputs(m, x, pos)
+            h, lg = _final(m, st)
+            cos_layers = [cosine(a, b) for a, b in zip(st[1:], ref_states[1:])]
+            del st
+            h_em = em(x, pos, logits_last=0)[0]
             rows.append({"shape": s.name, "recipe": r, "tokens": tokens, "cos_hidden": cosine(h, h_ref),
                          "cos_logits": cosine(lg, l_ref) if lg is not None else None,
+                         "cos_hidden_vs_fp32": cosine(h, h32),
+                         "cos_hidden_emulated": cosine(h_em, h_ref),
+                         "cos_hidden_layers": cos_layers,
+                         **baselines,
                          **per_layer_agreement(ref_states, m, cos, sin),
+                         "modules": per_module_agreement(ref_states, bf16, m, cos, sin, reference=em),
                          "ok": cosine(h, h_ref) >= MIN_COSINE})
-            del m
+            rows[-1].update(_module_summary(rows[-1]["modules"]))
+            del m, em
         del ref_states
     return rows
+
+
+def _module_summary(modules: dict) -> dict:
+    """Table columns from :func:`per_module_agreement`: each kind's worst cosine vs BF16 (``mod_<kind>``), and
+    the worst kernel-vs-reference cosine over all modules with where it is."""
+    out = {f"mod_{k}": v["cos_min"] for k, v in modules.items()}
+    out["norm_ratio_worst"] = max((v["norm_ratio_worst"] for v in modules.values()),
+                                  key=lambda r: abs(math.log(r)) if r > 0 else math.inf)
+    if all("cos_vs_reference_min" in v for v in modules.values()):
+        kind = min(modules, key=lambda k: modules[k]["cos_vs_reference_min"])
+        out["cos_kernel_vs_reference"] = modules[kind]["cos_vs_reference_min"]
+        out["kernel_vs_reference_worst"] = f"{kind} of layer {modules[kind]['reference_worst_layer'] + 1}"
+    return out
 
 
 GRAPH_POLICY = "ignore"  # guard policy of the FP8 steps captured into CUDA graphs (see the module docstring)
@@ -492,6 +705,10 @@ def run(args: argparse.Namespace) -> int:
     env = H.environment_info()
     quick = args.quick
     decode_only = getattr(args, "decode_only", False)
+    agreement_only = getattr(args, "agreement_only", False)
+    if decode_only and agreement_only:
+        raise ValueError("--decode-only and --agreement-only: give at most one")
+    agree_recipes = getattr(args, "agree_recipe", None) or ["tensor", "row", "block"]
     do_graph = not getattr(args, "no_graph", False)
     shapes = [SHAPES[n] for n in (getattr(args, "shape", None) or (["8b"] if decode_only else ["8b", "70b-layer"]))]
     prefills = getattr(args, "prefill", None) or ([8192] if quick else [2048, 4096, 8192])
@@ -500,8 +717,10 @@ def run(args: argparse.Namespace) -> int:
     do_compile = not getattr(args, "no_compile", False)
     recipe = getattr(args, "recipe", "row")
     agree_tokens = getattr(args, "agree_tokens", None) or min(2048, max(prefills))
-    if decode_only:
+    if decode_only or agreement_only:
         prefills = []
+    if agreement_only:
+        batches = []
     console.print(f"[bold]model[/]: {env.get('gpu')}, recipe {recipe!r}, {args.repeats} interleaved rounds; "
                   f"prefill {prefills} tokens, decode batch {batches} at context {context}"
                   + ("" if do_graph else "; no CUDA graphs"))
@@ -515,7 +734,10 @@ def run(args: argparse.Namespace) -> int:
         if proj == "fused":
             fuse_projections(bf16)
         if not decode_only:
-            agree += _agreement(s, bf16, ["tensor", "row", "block"], agree_tokens)
+            agree += _agreement(s, bf16, agree_recipes, agree_tokens)
+        if agreement_only:
+            del bf16
+            continue
         fp8 = to_fp8(bf16, recipe)
         fp8c = compiled(fp8) if do_compile else None
         variants = {"bf16": bf16, "fp8": fp8, **({"fp8c": fp8c} if fp8c is not None else {})}
@@ -559,35 +781,53 @@ def run(args: argparse.Namespace) -> int:
         ratios = {k: r.get(f"{k}_x") for k in FP8_VARIANTS if r.get(f"{k}_x") is not None}
         r["best_variant"] = max(ratios, key=ratios.get)
         r["meets_target"] = None if tgt is None else ratios[r["best_variant"]] >= tgt
-    H.print_table(rows, [
-        H.Column("phase", justify="left"), H.Column("shape", justify="left"), H.Column("tokens"),
-        H.Column("batch"),
-        H.Column("bf16_tok_s", "BF16 tok/s", "{:.0f}"), H.Column("fp8_tok_s", "FP8 tok/s", "{:.0f}"),
-        H.Column("fp8c_tok_s", "FP8 compiled tok/s", "{:.0f}"),
-        H.Column("fp8_x", "x BF16", "{:.2f}"), H.Column("fp8c_x", "x BF16 (compiled)", "{:.2f}"),
-        H.Column("bf16g_tok_s", "BF16 graphs tok/s", "{:.0f}"),
-        H.Column("fp8g_x", "x BF16 (graphs)", "{:.2f}"), H.Column("fp8cg_x", "x BF16 (compiled, graphs)", "{:.2f}"),
-        H.Column("target", "target x", "{:.1f}"), H.Column("meets_target", "met"),
-    ], title=f"Llama-style decoder: tritonfp8 FP8 ({recipe}) vs BF16", console=console,
-        caption="prefill: batch 1, logits of the last position; decode: one step of `batch` sequences at "
-                "`tokens` context; x BF16 = BF16 time / FP8 time (interleaved medians), eager vs eager; "
-                "(graphs): decode steps captured in CUDA graphs and replayed, BF16 graph vs FP8 graph, FP8 "
-                f"captured under guard policy {GRAPH_POLICY!r} (the eager guard decides on the host: a sync per "
-                "call, not capturable); met: best FP8 variant")
+    if rows:
+        H.print_table(rows, [
+            H.Column("phase", justify="left"), H.Column("shape", justify="left"), H.Column("tokens"),
+            H.Column("batch"),
+            H.Column("bf16_tok_s", "BF16 tok/s", "{:.0f}"), H.Column("fp8_tok_s", "FP8 tok/s", "{:.0f}"),
+            H.Column("fp8c_tok_s", "FP8 compiled tok/s", "{:.0f}"),
+            H.Column("fp8_x", "x BF16", "{:.2f}"), H.Column("fp8c_x", "x BF16 (compiled)", "{:.2f}"),
+            H.Column("bf16g_tok_s", "BF16 graphs tok/s", "{:.0f}"),
+            H.Column("fp8g_x", "x BF16 (graphs)", "{:.2f}"), H.Column("fp8cg_x", "x BF16 (compiled, graphs)", "{:.2f}"),
+            H.Column("target", "target x", "{:.1f}"), H.Column("meets_target", "met"),
+        ], title=f"Llama-style decoder: tritonfp8 FP8 ({recipe}) vs BF16", console=console,
+            caption="prefill: batch 1, logits of the last position; decode: one step of `batch` sequences at "
+                    "`tokens` context; x BF16 = BF16 time / FP8 time (interleaved medians), eager vs eager; "
+                    "(graphs): decode steps captured in CUDA graphs and replayed, BF16 graph vs FP8 graph, FP8 "
+                    f"captured under guard policy {GRAPH_POLICY!r} (the eager guard decides on the host: a sync per "
+                    "call, not capturable); met: best FP8 variant")
     if agree:
         H.print_table(agree, [
             H.Column("shape", justify="left"), H.Column("recipe", justify="left"), H.Column("tokens"),
             H.Column("cos_hidden", "cos(final hidden)", "{:.5f}"), H.Column("cos_logits", "cos(logits)", "{:.5f}"),
-            H.Column("cos_hidden_layer1", "cos(hidden) layer 1", "{:.5f}"),
+            H.Column("cos_hidden_emulated", "exact FP8", "{:.5f}"),
+            H.Column("cos_bf16_vs_fp32", "BF16 vs FP32", "{:.5f}"),
+            H.Column("cos_hidden_vs_fp32", "FP8 vs FP32", "{:.5f}"),
             H.Column("cos_update_first", "cos(update) layer 1", "{:.5f}"),
-            H.Column("cos_update_last", "cos(update) last", "{:.5f}"),
             H.Column("cos_update_min", "cos(update) worst", "{:.5f}"),
+            H.Column("cos_kernel_vs_reference", "kernels vs reference", "{:.6f}"),
             H.Column("ok", f">= {MIN_COSINE}"),
         ], title="Agreement with BF16 (random weights, random tokens)", console=console,
-            caption="cos(final hidden) >= 0.99 is the criterion. cos(update): one layer's own error, its "
-                    "attention + MLP output given the BF16 model's input to it (no error carried in); "
-                    "cos(hidden) layer 1: the hidden state after layer 1. A random deep network amplifies "
-                    "per-layer errors with depth (see the suite's docstring)")
+            caption="cos(final hidden) >= 0.99 is the criterion. exact FP8: the same FP8 model computed "
+                    "by the library's plain-PyTorch references (no kernel) vs BF16: what FP8 rounding itself gives "
+                    "on this network. BF16 vs FP32: the BF16 model against the same weights in fp32 (how much the "
+                    "network amplifies rounding with depth). cos(update): one layer's own error, its attention + "
+                    "MLP output given the BF16 model's input to it (no error carried in). kernels vs reference: "
+                    "the worst FP8 module against the reference on the same input (a kernel or scale bug shows "
+                    "here). "
+                    "See the suite's docstring")
+        H.print_table(agree, [H.Column("shape", justify="left"), H.Column("recipe", justify="left")]
+                      + [H.Column(f"mod_{k}", k, "{:.5f}") for k in MODULE_KINDS
+                         if any(f"mod_{k}" in a for a in agree)]
+                      + [H.Column("norm_ratio_worst", "norm ratio (worst)", "{:.4f}"),
+                         H.Column("kernel_vs_reference_worst", "kernels vs reference: worst at", justify="left")],
+                      title="Per module: worst cosine vs BF16 over the layers (each module on the BF16 input)",
+                      console=console,
+                      caption="each FP8 linear on the BF16 linear's input, the FP8 attention core on the BF16 "
+                              "q/k/v; a module kind far below the others would point at a wrong scale there. norm "
+                              "ratio: ||FP8 out|| / ||BF16 out|| furthest from 1 over all modules (a factor common "
+                              "to a whole output, invisible to the cosine)")
     failures += sum(1 for a in agree if not a["ok"])
 
     ckpt = getattr(args, "checkpoint", None)
@@ -606,20 +846,22 @@ def run(args: argparse.Namespace) -> int:
         path = w.write(rows + [{"phase": "agreement", **a} for a in agree] + ck_rows,
                        config={"recipe": recipe, "prefill": prefills, "decode_batch": batches, "context": context,
                                "compile": do_compile, "shapes": [s.name for s in shapes],
-                               "decode_only": decode_only, "cuda_graphs": do_graph, "proj": proj,
+                               "decode_only": decode_only, "agreement_only": agreement_only,
+                               "agreement_recipes": agree_recipes, "cuda_graphs": do_graph, "proj": proj,
                                "graph_guard_policy": GRAPH_POLICY if do_graph else None,
                                "variants": VARIANTS}, notes=notes)
-        labels = [f"{r['phase']} {r['shape']} {r['tokens']}" + (f" b{r['batch']}" if r["phase"] == "decode" else "")
-                  for r in rows]
-        series = {"FP8 eager": [r.get("fp8_x") for r in rows]}
-        if do_compile:
-            series["FP8 compiled"] = [r.get("fp8c_x") for r in rows]
-        if do_graph and any(r.get("fp8g_x") is not None for r in rows):
-            series["FP8 (graphs)"] = [r.get("fp8g_x") for r in rows]
+        if rows:
+            labels = [f"{r['phase']} {r['shape']} {r['tokens']}"
+                      + (f" b{r['batch']}" if r["phase"] == "decode" else "") for r in rows]
+            series = {"FP8 eager": [r.get("fp8_x") for r in rows]}
             if do_compile:
-                series["FP8 compiled (graphs)"] = [r.get("fp8cg_x") for r in rows]
-        H.plot_bars(w.png_path, labels, series, ylabel="speedup over BF16 (x; graphs: over BF16 graphs)",
-                    title=f"tritonfp8 FP8 ({recipe}) vs BF16", hline=(1.0, "BF16"))
+                series["FP8 compiled"] = [r.get("fp8c_x") for r in rows]
+            if do_graph and any(r.get("fp8g_x") is not None for r in rows):
+                series["FP8 (graphs)"] = [r.get("fp8g_x") for r in rows]
+                if do_compile:
+                    series["FP8 compiled (graphs)"] = [r.get("fp8cg_x") for r in rows]
+            H.plot_bars(w.png_path, labels, series, ylabel="speedup over BF16 (x; graphs: over BF16 graphs)",
+                        title=f"tritonfp8 FP8 ({recipe}) vs BF16", hline=(1.0, "BF16"))
         console.print(f"results: {path}")
     return 1 if failures else 0
 
