@@ -7,20 +7,35 @@ For a few shapes it measures, for our public op (tritonfp8.gemm), our implementa
 - events_ms: do_bench median (CUDA events around each eager call, L2 flushed before each);
 - graph_ms: the same calls replayed from a CUDA graph (harness.time_graph, L2 flushed): the kernel time.
 If events_ms is well above graph_ms, the eager number is host-bound: the GPU waits for the Python launch path.
+
+``--ab``: instead, an interleaved A/B of the launch paths of tritonfp8.gemm, in one process, switched between rounds
+(the same switches as the environment variables): ``triton`` (TRITONFP8_FAST_LAUNCH=0: Triton's own dispatch),
+``cached`` (launch plans and templates, stock launcher: TRITONFP8_DIRECT_LAUNCH=0), ``direct`` (the default: also
+the direct C-launcher call with descriptors encoded once per geometry, tritonfp8/_direct.py) and ``cublas``
+(torch._scaled_mm). Per variant: the median over rounds of host µs/call, and the events time (do_bench); each
+variant's output is checked bit-exact against ``triton``'s. Then the profile, with the default (direct) path.
 """
 
+import argparse
 import importlib
 import json
 import os
+import statistics
 import time
 
 import torch
 
 import tritonfp8
+from tritonfp8 import _direct
+from tritonfp8 import _launch
 from tritonfp8.bench import harness as H
 
 G = importlib.import_module("tritonfp8.gemm")
 SHAPES = [(16, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (16, 10240, 8192), (4096, 4096, 4096)]
+parser = argparse.ArgumentParser()
+parser.add_argument("--ab", action="store_true", help="interleaved A/B of the launch paths (see the docstring)")
+parser.add_argument("--rounds", type=int, default=7, help="--ab: interleaved rounds")
+cli = parser.parse_args()
 
 
 def host_us(fn, n=200):
@@ -35,35 +50,95 @@ def host_us(fn, n=200):
     return (t1 - t0) / n * 1e6
 
 
-rows = []
-for (M, N, K) in SHAPES:
+def operands(M, N, K):
     a = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
     b = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)
-    one = torch.ones((), device="cuda")
-    out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
-    fns = {
-        "public": lambda: tritonfp8.gemm(a, b, one, one, out=out),
-        "impl": lambda: G.gemm(a, b, one, one, out=out),
-        "cublas": lambda: torch._scaled_mm(a, b.T, scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
-                                           use_fast_accum=True, out=out),
-    }
-    for name, fn in fns.items():
-        h = host_us(fn)
-        ev = H.time_once(fn, warmup_ms=10, rep_ms=50)
-        gr = H.time_graph(fn)
-        r = {"shape": f"{M}x{N}x{K}", "fn": name, "host_us": h, "events_ms": ev, "graph_ms": gr,
-             "graph_tflops": 2 * M * N * K / (gr * 1e-3) / 1e12}
-        rows.append(r)
-        print(f"{r['shape']:>16} {name:>7}  host {h:7.1f} us   events {ev * 1e3:7.1f} us   graph {gr * 1e3:7.1f} us"
-              f"   ({r['graph_tflops']:.0f} TFLOPS)", flush=True)
+    return a, b, torch.ones((), device="cuda"), torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+
+
+def cublas_fn(a, b, one, out):
+    return lambda: torch._scaled_mm(a, b.T, scale_a=one, scale_b=one, out_dtype=torch.bfloat16, use_fast_accum=True,
+                                    out=out)
+
+
+# --ab variants: (fast launch on, direct on); None = torch._scaled_mm
+VARIANTS = {"triton": (False, False), "cached": (True, False), "direct": (True, True), "cublas": None}
+
+
+def set_variant(name):
+    on = VARIANTS[name]
+    if on is not None:
+        _launch.set_enabled(on[0])
+        _direct.set_enabled(on[1])
+
+
+def ab_rows():
+    rows = []
+    for (M, N, K) in SHAPES:
+        a, b, one, out = operands(M, N, K)
+        ours = lambda: tritonfp8.gemm(a, b, one, one, out=out)  # noqa: E731
+        fn = {name: (cublas_fn(a, b, one, out) if on is None else ours) for name, on in VARIANTS.items()}
+        ref, exact = None, {}
+        for name in VARIANTS:
+            set_variant(name)
+            if fn[name] is ours:
+                ours()  # a first call fills this path's caches through Triton's dispatch; the second uses them
+                out.zero_()
+                ours()
+                torch.cuda.synchronize()
+                ref = out.clone() if ref is None else ref
+                exact[name] = bool(torch.equal(out, ref))
+        host = {name: [] for name in VARIANTS}
+        for r in range(cli.rounds):
+            order = list(VARIANTS) if r % 2 == 0 else list(reversed(VARIANTS))
+            for name in order:
+                set_variant(name)
+                host[name].append(host_us(fn[name]))
+        for name in VARIANTS:
+            set_variant(name)
+            ev = H.time_once(fn[name], warmup_ms=10, rep_ms=50)
+            h = statistics.median(host[name])
+            r = {"shape": f"{M}x{N}x{K}", "fn": name, "host_us": h, "host_us_rounds": host[name], "events_ms": ev,
+                 "bit_exact_vs_triton": exact.get(name)}
+            rows.append(r)
+            print(f"{r['shape']:>16} {name:>7}  host {h:7.1f} us (median of {cli.rounds})   events {ev * 1e3:7.1f} us"
+                  f"   exact {exact.get(name, '-')}", flush=True)
+        set_variant("direct")
+    print(f"descriptor encodings {_direct.stats['encoded']}, reused {_direct.stats['reused']}")
+    return rows
+
+
+def overhead_rows():
+    rows = []
+    for (M, N, K) in SHAPES:
+        a, b, one, out = operands(M, N, K)
+        fns = {
+            "public": lambda: tritonfp8.gemm(a, b, one, one, out=out),
+            "impl": lambda: G.gemm(a, b, one, one, out=out),
+            "cublas": cublas_fn(a, b, one, out),
+        }
+        for name, fn in fns.items():
+            h = host_us(fn)
+            ev = H.time_once(fn, warmup_ms=10, rep_ms=50)
+            gr = H.time_graph(fn)
+            r = {"shape": f"{M}x{N}x{K}", "fn": name, "host_us": h, "events_ms": ev, "graph_ms": gr,
+                 "graph_tflops": 2 * M * N * K / (gr * 1e-3) / 1e12}
+            rows.append(r)
+            print(f"{r['shape']:>16} {name:>7}  host {h:7.1f} us   events {ev * 1e3:7.1f} us   graph {gr * 1e3:7.1f} us"
+                  f"   ({r['graph_tflops']:.0f} TFLOPS)", flush=True)
+    return rows
+
+
+rows = ab_rows() if cli.ab else overhead_rows()
 
 env = H.environment_info()
-data = {"suite": "gemm-host-overhead", "command": "python scripts/gpu_host_overhead.py", "env": env, "rows": rows}
+suite = "gemm-launch-ab" if cli.ab else "gemm-host-overhead"
+data = {"suite": suite, "command": H.command_line(), "env": env, "rows": rows}
 stamp = time.strftime("%Y%m%d-%H%M%S")
 for d in ("benchmarks/results", os.environ.get("OUT")):
     if d:
         os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, f"gemm-host-overhead-{stamp}.json"), "w") as f:
+        with open(os.path.join(d, f"{suite}-{stamp}.json"), "w") as f:
             json.dump(data, f, indent=1)
 
 # Where the eager host time goes: cProfile of 300 calls of the implementation at the first shape.
@@ -71,11 +146,7 @@ import cProfile  # noqa: E402
 import io  # noqa: E402
 import pstats  # noqa: E402
 
-M, N, K = SHAPES[0]
-a = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
-b = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)
-one = torch.ones((), device="cuda")
-out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+a, b, one, out = operands(*SHAPES[0])
 for _ in range(5):
     G.gemm(a, b, one, one, out=out)
 torch.cuda.synchronize()

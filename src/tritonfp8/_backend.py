@@ -23,6 +23,22 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
+class Switch:
+    """An on/off setting: on unless the environment variable ``env`` is "0" at import; switchable at run time
+    (tests, A/B timing)."""
+
+    def __init__(self, env: str):
+        self.on = os.environ.get(env, "1") != "0"
+
+    def get(self) -> bool:
+        return self.on
+
+    def set(self, on: bool) -> bool:
+        """Turn it on or off; returns the previous setting."""
+        prev, self.on = self.on, bool(on)
+        return prev
+
+
 @functools.lru_cache(maxsize=None)
 def capability(device_index: int = 0) -> tuple[int, int] | None:
     if not torch.cuda.is_available():

@@ -22,26 +22,19 @@ Not used under the Triton interpreter, for warm-up (compile-only) calls, or when
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import torch
+from triton import knobs
+from triton.runtime.driver import driver
 
-_ENABLED = os.environ.get("TRITONFP8_FAST_LAUNCH", "1") != "0"
+from tritonfp8 import _backend, _direct
+
+_SWITCH = _backend.Switch("TRITONFP8_FAST_LAUNCH")
+enabled, set_enabled = _SWITCH.get, _SWITCH.set  # set_enabled(on) -> the previous setting
 _CACHE: dict[tuple, tuple] = {}
 _CACHE_SIZE = 1024
 _I32 = 1 << 31
-
-
-def enabled() -> bool:
-    return _ENABLED
-
-
-def set_enabled(on: bool) -> bool:
-    """Turn the fast path on or off (tests, A/B timing); returns the previous setting."""
-    global _ENABLED
-    prev, _ENABLED = _ENABLED, bool(on)
-    return prev
 
 
 def cache_clear() -> None:
@@ -100,9 +93,7 @@ def launch(fn, grid: tuple, *args, **kwargs):
     ``args``: the leading parameters of ``fn`` in order (runtime values); ``kwargs``: the rest (constexprs, optional
     parameters) and launch options (num_warps, num_stages, maxnreg, ...).
     """
-    from tritonfp8 import _backend
-
-    if not _ENABLED or _backend.interpreting():
+    if not _SWITCH.on or _backend.interpreting():
         return fn[grid](*args, **kwargs)
     try:
         key = (fn, torch.cuda.current_device(), tuple(arg_spec(a) for a in args), tuple(kwargs.items()))
@@ -124,11 +115,13 @@ def launch(fn, grid: tuple, *args, **kwargs):
 
 def run_compiled(kernel, grid3: tuple, vals: tuple) -> None:
     """Call a compiled kernel's launcher with every parameter value in signature order (what Triton's own dispatch
-    passes), on the current stream. ``grid3``: (x, y, z)."""
-    from triton import knobs
-    from triton.runtime.driver import driver
-
+    passes), on the current stream. ``grid3``: (x, y, z). Where the launcher has Triton 3.6's known structure, its
+    C entry point is called directly with host TMA descriptors encoded once per geometry (see ``_direct``)."""
     stream = driver.active.get_current_stream(driver.active.get_current_device())
+    direct = _direct.runner(kernel, len(vals))
+    if direct is not None and _direct.hooks_empty():
+        direct(grid3, stream, vals)
+        return
     kernel.run(grid3[0], grid3[1], grid3[2], stream, kernel.function, kernel.packed_metadata,
                kernel.launch_metadata(grid3, stream, *vals), knobs.runtime.launch_enter_hook,
                knobs.runtime.launch_exit_hook, *vals)
