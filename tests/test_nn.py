@@ -478,8 +478,28 @@ def test_model_bench_agreement_only_on_cpu(tmp_path, monkeypatch, capsys):
     assert not list(tmp_path.glob("*.png"))
     assert "Agreement with BF16" in capsys.readouterr().out
     args.decode_only = True
-    with pytest.raises(ValueError, match="--decode-only and --agreement-only"):
+    with pytest.raises(ValueError, match="--decode-only, --agreement-only, --prefill-only: give at most one"):
         suite.run(args)
+
+
+def test_model_bench_prefill_only_on_cpu(tmp_path, monkeypatch):
+    """``--prefill-only``: prefill rows alone (no agreement check, no decode step, nothing captured)."""
+    import argparse
+    import json
+
+    from tritonfp8.bench.suites import model as suite
+
+    monkeypatch.setattr(suite, "_DEVICE", "cpu")
+    monkeypatch.setattr(suite, "_agreement", lambda *a: pytest.fail("agreement ran despite --prefill-only"))
+    monkeypatch.setattr(suite, "_capture", lambda fn: pytest.fail("captured despite --prefill-only"))
+    monkeypatch.setattr(suite, "_bench", lambda fns, args, rep_ms, graphed=frozenset(): {k: [1.0] for k in fns})
+    args = argparse.Namespace(quick=True, repeats=1, out=str(tmp_path), no_save=False, profile=False, shape=["tiny"],
+                              recipe="row", prefill=[16], decode_batch=None, context=16, no_compile=True,
+                              agree_tokens=16, checkpoint=None, text=None, prefill_only=True)
+    assert suite.run(args) == 0
+    data = json.loads(next(tmp_path.glob("*.json")).read_text())
+    assert [r["phase"] for r in data["rows"]] == ["prefill"]
+    assert data["config"]["prefill_only"] is True
 
 
 def test_per_layer_agreement_is_exact_for_the_same_model():

@@ -512,6 +512,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agree-tokens", type=int, default=None, help="prefill length of the agreement check (2048)")
     p.add_argument("--agreement-only", action="store_true",
                    help="the agreement check alone (no timing; default shapes 8b and 70b-layer)")
+    p.add_argument("--prefill-only", action="store_true",
+                   help="prefill timing alone (no agreement check, no decode; default shapes 8b and 70b-layer)")
     p.add_argument("--agree-recipe", action="append", default=None,
                    help="recipes of the agreement check (default tensor, row, block; e.g. row-precise)")
     p.add_argument("--checkpoint", default=None, help="local transformers checkpoint: next-token agreement, ppl")
@@ -706,8 +708,9 @@ def run(args: argparse.Namespace) -> int:
     quick = args.quick
     decode_only = getattr(args, "decode_only", False)
     agreement_only = getattr(args, "agreement_only", False)
-    if decode_only and agreement_only:
-        raise ValueError("--decode-only and --agreement-only: give at most one")
+    prefill_only = getattr(args, "prefill_only", False)
+    if decode_only + agreement_only + prefill_only > 1:
+        raise ValueError("--decode-only, --agreement-only, --prefill-only: give at most one")
     agree_recipes = getattr(args, "agree_recipe", None) or ["tensor", "row", "block"]
     do_graph = not getattr(args, "no_graph", False)
     shapes = [SHAPES[n] for n in (getattr(args, "shape", None) or (["8b"] if decode_only else ["8b", "70b-layer"]))]
@@ -719,7 +722,7 @@ def run(args: argparse.Namespace) -> int:
     agree_tokens = getattr(args, "agree_tokens", None) or min(2048, max(prefills))
     if decode_only or agreement_only:
         prefills = []
-    if agreement_only:
+    if agreement_only or prefill_only:
         batches = []
     console.print(f"[bold]model[/]: {env.get('gpu')}, recipe {recipe!r}, {args.repeats} interleaved rounds; "
                   f"prefill {prefills} tokens, decode batch {batches} at context {context}"
@@ -733,7 +736,7 @@ def run(args: argparse.Namespace) -> int:
         bf16 = build(s, _DEVICE)
         if proj == "fused":
             fuse_projections(bf16)
-        if not decode_only:
+        if not (decode_only or prefill_only):
             agree += _agreement(s, bf16, agree_recipes, agree_tokens)
         if agreement_only:
             del bf16
@@ -846,7 +849,7 @@ def run(args: argparse.Namespace) -> int:
         path = w.write(rows + [{"phase": "agreement", **a} for a in agree] + ck_rows,
                        config={"recipe": recipe, "prefill": prefills, "decode_batch": batches, "context": context,
                                "compile": do_compile, "shapes": [s.name for s in shapes],
-                               "decode_only": decode_only, "agreement_only": agreement_only,
+                               "decode_only": decode_only, "agreement_only": agreement_only, "prefill_only": prefill_only,
                                "agreement_recipes": agree_recipes, "cuda_graphs": do_graph, "proj": proj,
                                "graph_guard_policy": GRAPH_POLICY if do_graph else None,
                                "variants": VARIANTS}, notes=notes)
