@@ -170,11 +170,8 @@ def amax_kernel(
             x = x_next
     else:
         for tm in range(pm, tiles_m, PROGS_M):
-            offs_m = (tm * BLOCK_M + rm).to(tl.int64)
             for tk in range(pk, tiles_k, PROGS_K):
-                offs_k = (tk * BLOCK_K + rk).to(tl.int64)
-                mask = (offs_m[:, None] < M) & (offs_k[None, :] < K)
-                x = tl.load(x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :] * stride_xk, mask=mask, other=0.0)
+                x = _amax_tile_load(x_ptr, tm, tk, M, K, stride_xm, stride_xk, BLOCK_M, BLOCK_K)
                 if ATOMIC:
                     acc = _max_abs_native(acc, x)
                 else:
