@@ -62,6 +62,7 @@ CASES = [
     ("g4w4p2fdev", (1, 32), (7, 300)),
     ("g1w8r80fd", (128, 128), (130, 136)),
     ("legacyfd", (32, 32), (70, 100)),
+    ("g1w4p2l2fd", (32, 32), (70, 100)),  # persistent, L2 prefetch (a no-op in the interpreter)
 ]
 
 
@@ -144,7 +145,7 @@ def test_third_round_plans_and_names(tiling):
     plan = qmod._plan(("block", 128), 8192, 8192, False)
     assert (plan.kernel, plan.groups, plan.cast.num_warps, plan.persist, plan.fast_div, plan.evict) == (
         "groups", 1, 8, 2, True, True)
-    assert plan.cast_constexprs(E4M3)["PERSIST"] is True
+    assert plan.cast_constexprs(E4M3)["PERSIST"] == "regs"
     parsed = naming.parse_kernel_name(plan.cast_name(torch.bfloat16, E4M3).build("cutlass"))
     assert parsed["rest"] == ("ptr", "block128x128", "g1", "p2", "fd", "ev")
     assert qmod._cast_programs(plan, 8192, 64, 132) == 264  # 4096 tiles, 2 per SM
@@ -154,6 +155,11 @@ def test_third_round_plans_and_names(tiling):
     plan = qmod._plan(("block", 128), 8192, 8192, False)
     assert (plan.persist, plan.fast_div, plan.evict, plan.maxnreg) == (0, True, False, 80)
     assert qmod._cast_programs(plan, 8192, 64, 132) == 4096
+    tiling("g1w16p2l2fd")
+    plan = qmod._plan(("block", 128), 8192, 8192, False)
+    assert (plan.persist, plan.persist_l2, plan.cast_constexprs(E4M3)["PERSIST"]) == (2, True, "l2")
+    assert naming.parse_kernel_name(plan.cast_name(torch.bfloat16, E4M3).build("cutlass"))["rest"][-4:] == (
+        "g1", "p2", "l2", "fd")
     assert qmod._variant_applies("g1w8p2fd", "block") and qmod._variant_applies("g64w8fd", "group")
     tiling("legacyfd")
     plan = qmod._plan(("block", 128), 8192, 8192, False)
@@ -162,7 +168,8 @@ def test_third_round_plans_and_names(tiling):
 
 
 @pytest.mark.parametrize("bad", ["g3w8", "g8w3", "narrow", "g8", "g8w8c3", "g8w8r8", "", "g1w8p0", "g1w8p17",
-                                 "g1w8c32fd", "g1w8c32p2", "g1w8fdp2", "g1w8evfd"])
+                                 "g1w8c32fd", "g1w8c32p2", "g1w8fdp2", "g1w8evfd", "g1w8l2",
+                                 "g1w8fdl2"])
 def test_bad_tiling_names_raise(bad):
     with pytest.raises(ValueError, match="tiling"):
         qmod._set_tiling(bad)
@@ -240,7 +247,7 @@ def test_bench_variants_bookkeeping_on_cpu(tmp_path, monkeypatch, capsys):
 
 GPU_TILINGS = ["legacy", "g64w8", "g8w8", "g16w8", "g1w16", "g1w16c32", "g1w16c64", "g2w16c32", "g1w8c32", "g64w16m2",
                "g2w16", "g1w16fd", "g1w8fd", "g1w8r80fd", "g1w8r80fdev", "g1w8p1fd", "g64w8fd",
-               "legacyfd"]
+               "legacyfd", "g1w16p1l2fd"]
 
 
 @requires_gpu

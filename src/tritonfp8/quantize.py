@@ -252,6 +252,7 @@ class _Plan:
     fast_div: bool = False
     evict: bool = False
     persist: int = 0
+    persist_l2: bool = False  # persistent grid prefetching its next tile into L2 instead of registers
     prefetch: bool = False
 
     @property
@@ -280,7 +281,7 @@ class _Plan:
                 "AMAX_FLOOR": AMAX_FLOOR,
                 "FAST_DIV": self.fast_div,
                 "EVICT": self.evict,
-                "PERSIST": self.persist > 0,
+                "PERSIST": ("l2" if self.persist_l2 else "regs") if self.persist else "",
             }
         return {
             "BLOCK_M": self.cast.block_m,
@@ -323,7 +324,7 @@ class _Plan:
             return self.extras + fd
         toks = ("g1",) if self.groups == 1 else ()
         toks += tuple(f"{p}{v}" for p, v in (("c", self.chunk_m), ("r", self.maxnreg), ("p", self.persist)) if v)
-        return toks + fd + (("ev",) if self.evict else ())
+        return toks + (("l2",) if self.persist_l2 else ()) + fd + (("ev",) if self.evict else ())
 
     def amax_name(self, in_dtype: torch.dtype):
         from tritonfp8.naming import KernelName
@@ -386,7 +387,8 @@ _COL_STRIP = 128  # two-pass col: 128 columns = 256 B of bf16 per row, 16 thread
 #   16 KB rows, 32 KB of loads in flight per program.
 # - Suffixes of g<N>w<W> (not with c<C>): "p<P>": a persistent grid of P programs per SM, each walking tiles pid,
 #   pid + grid, ... and loading its next tile before it quantizes the current one (two tiles in registers, so loads
-#   stay in flight through the reduce/divide/store phase); "fd": fast exact division (the group's reciprocal once,
+#   stay in flight through the reduce/divide/store phase; "p<P>l2": the next tile is prefetched into L2 instead, no
+#   registers); "fd": fast exact division (the group's reciprocal once,
 #   then FMUL + 2 FMA corrections per element instead of the IEEE division's ~10 instructions and a branch; computed
 #   scales only, _kernels/quantize._div_by_scale); "ev": evict-first loads and streaming (.cs) stores.
 #   E.g. g1w8p2fd: 128 x 128 blocks, 8 warps, 2 programs per SM, fast division. "legacyfd": the legacy tiling
@@ -396,7 +398,8 @@ TILINGS_HELP = (
     "auto, legacy[fd], wide (1 x G only: long row segments per program) or g<N>w<W>[m<M>][c<C>][r<R>][p<P>][fd][ev] "
     "(N groups/blocks along K per program, W warps, (1, G) only: M rows per program instead of 8192 // (N * G), "
     "(G, G) only: C rows per step, read twice; R registers cap; P persistent programs per SM with the next tile "
-    "prefetched; fd fast exact division; ev evict-first loads / streaming stores), e.g. g64w8, g1w16c32, g1w8p2fd"
+    "prefetched into registers, or into L2 with l2 (p2l2); fd fast exact division; ev evict-first loads / streaming "
+    "stores), e.g. g64w8, g1w16c32, g1w8p2fd, g1w16p2l2fd"
 )
 _TILING = os.environ.get("TRITONFP8_QUANT_TILING", "auto").strip().lower() or "auto"
 # (1, G) inputs with fewer elements than this keep the legacy tiling: with 16 KB row segments per program they
@@ -420,6 +423,7 @@ class _TilingSpec:
     persist: int = 0
     fast_div: bool = False
     evict: bool = False
+    persist_l2: bool = False
 
 
 def _parse_tiling(name: str) -> _TilingSpec:
@@ -428,15 +432,15 @@ def _parse_tiling(name: str) -> _TilingSpec:
         return _TilingSpec(name)
     if name == "legacyfd":
         return _TilingSpec("legacy", fast_div=True)
-    mt = re.fullmatch(r"g(\d+)w(\d+)(?:m(\d+))?(?:c(\d+))?(?:r(\d+))?(?:p(\d+))?(fd)?(ev)?", name)
+    mt = re.fullmatch(r"g(\d+)w(\d+)(?:m(\d+))?(?:c(\d+))?(?:r(\d+))?(?:p(\d+)(l2)?)?(fd)?(ev)?", name)
     if mt:
         n, w, rows, c, r, p = (int(v or 0) for v in mt.groups()[:6])
-        fd, ev = (mt.group(i) is not None for i in (7, 8))
+        l2, fd, ev = (mt.group(i) is not None for i in (7, 8, 9))
         pow2 = all(v >= 1 and v & (v - 1) == 0 for v in (n, c or 1, rows or 1))
         plain_sweep = not c or not (p or fd or ev)  # the chunked (G, G) sweep has none of the suffixes
         p_ok = mt.group(6) is None or 1 <= p <= 16
         if pow2 and w in (1, 2, 4, 8, 16, 32) and (r == 0 or 24 <= r <= 255) and p_ok and plain_sweep:
-            return _TilingSpec("groups", n, w, c, r, rows, p, fd, ev)
+            return _TilingSpec("groups", n, w, c, r, rows, p, fd, ev, l2)
     raise ValueError(
         f"quantize tiling: expected {TILINGS_HELP} (N, C powers of two, W in 1..32, R in 24..255, P in 1..16, "
         f"no p/fd/ev with c), got {name!r}"
@@ -568,7 +572,7 @@ def _group_plan(base: dict, kind: str, group: int, m: int, k: int, static: bool,
     return _Plan(**base, source=source, scale_axis="row" if kind == "group" else "tile",
                  cast=_Tile(block_m, n * group, w), kernel="groups", groups=n, maxnreg=r,
                  chunk_m=c if kind == "block" and c < group else 0, fast_div=t.fast_div and not static,
-                 evict=t.evict, persist=t.persist)  # fmt: skip
+                 evict=t.evict, persist=t.persist, persist_l2=t.persist_l2)  # fmt: skip
 
 
 def _atomic_plan(base: dict, kind: str, m: int, k: int, interpreter: bool, sms: int) -> _Plan:

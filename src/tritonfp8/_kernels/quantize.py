@@ -373,6 +373,25 @@ def _groups_load(x_ptr, t, M, K, stride_xm, stride_xk, TILES_K, BLOCK_M: tl.cons
 
 
 @triton.jit
+def _groups_prefetch_l2(x_ptr, t, M, K, stride_xm, stride_xk, TILES_K, BLOCK_M: tl.constexpr, GROUPS: tl.constexpr,
+                        G: tl.constexpr):  # fmt: skip
+    """Ask L2 for tile ``t`` of x without loading it into registers: one ``prefetch.global.L2`` per 128-byte line
+    (a 128 x 128 bf16 block: 256 lines, one per thread at 8 warps). Lines outside x prefetch x's first line instead
+    (prefetch takes no mask). Compiled only: the interpreter has no inline asm, and it needs no prefetch."""
+    if not _INTERPRETING:
+        LINE: tl.constexpr = 128 // (x_ptr.dtype.element_ty.primitive_bitwidth // 8)  # elements per line
+        LINES: tl.constexpr = (GROUPS * G + LINE - 1) // LINE
+        pid_m = t // TILES_K
+        pid_k = t % TILES_K
+        rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = pid_k * GROUPS * G + tl.arange(0, LINES) * LINE
+        inside = (rows[:, None] < M) & (cols[None, :] < K)
+        ptrs = tl.where(inside, x_ptr + rows[:, None] * stride_xm + cols[None, :] * stride_xk, x_ptr)
+        tl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs], dtype=tl.int32,
+                                  is_pure=False, pack=1)  # fmt: skip
+
+
+@triton.jit
 def _groups_quantize(x, t, q_ptr, s_ptr, M, K, stride_sm, stride_sk, TILES_K, BLOCK_M: tl.constexpr,
                      GROUPS: tl.constexpr, G: tl.constexpr, BLOCKWISE: tl.constexpr, SCALE_SRC: tl.constexpr,
                      OUT_DTYPE: tl.constexpr, FMAX: tl.constexpr, AMAX_FLOOR: tl.constexpr, FAST_DIV: tl.constexpr,
@@ -437,7 +456,7 @@ def quantize_groups_kernel(
     AMAX_FLOOR: tl.constexpr,
     FAST_DIV: tl.constexpr,  # per-element division by the group's reciprocal + 2 corrections (_div_by_scale)
     EVICT: tl.constexpr,  # evict-first loads, streaming (.cs) stores
-    PERSIST: tl.constexpr,  # False: one tile per program; True: tiles pid, pid + grid, ..., next one prefetched
+    PERSIST: tl.constexpr,  # "": one tile per program; "regs" / "l2": tiles pid, pid + grid, ..., next one prefetched
     KERNEL_NAME: tl.constexpr,
 ):
     """(1, G) / (G, G) quantization of a (BLOCK_M, GROUPS * G) tile seen as a 3-D [BLOCK_M, GROUPS, G] block.
@@ -456,18 +475,30 @@ def quantize_groups_kernel(
     that beats the extra L1/L2 traffic is for the GPU to say (bench quant --variants).
 
     PERSIST: a grid of a few programs per SM; each walks the tiles pid, pid + grid, ... (consecutive programs on
-    neighbouring tiles at every step) and issues the loads of its next tile before it reduces, divides and stores
-    the current one, so a program never waits for its own loads between tiles (software pipelining in registers:
-    two tiles live per program). The load of the tile after the last one is masked off entirely.
+    neighbouring tiles at every step). "regs": it issues the loads of its next tile before it reduces, divides and
+    stores the current one, so a program never waits for its own loads between tiles (software pipelining in
+    registers: two tiles live per program; the load of the tile after the last one is masked off entirely). "l2":
+    it asks L2 for its next tile (prefetch, no registers) before it loads and quantizes the current one, so DRAM
+    works on the next tile while the program works on this one, and the load that follows finds it in L2.
     """
     pid = tl.program_id(0).to(tl.int64)
     if CHUNK_M < BLOCK_M:
         tl.static_assert(BLOCKWISE, "CHUNK_M < BLOCK_M is for (G, G) blocks")
-        tl.static_assert(not (FAST_DIV or EVICT or PERSIST), "the chunked sweep has no FAST_DIV/EVICT/PERSIST")
+        tl.static_assert(not (FAST_DIV or EVICT) and PERSIST == "", "the chunked sweep has no FAST_DIV/EVICT/PERSIST")
         _quantize_blocks_chunked(x_ptr, q_ptr, s_ptr, M, K, stride_xm, stride_xk, stride_sm, stride_sk, TILES_K, pid,
                                  BLOCK_M, CHUNK_M, GROUPS, G, SCALE_SRC, OUT_DTYPE, FMAX, AMAX_FLOOR)  # fmt: skip
         return
-    if PERSIST:
+    if PERSIST == "l2":
+        n_tiles = tl.cdiv(M, BLOCK_M) * TILES_K
+        step = tl.num_programs(0)
+        for i in range(0, tl.cdiv(n_tiles - tl.program_id(0), step)):
+            t = pid + i * step
+            if t + step < n_tiles:
+                _groups_prefetch_l2(x_ptr, t + step, M, K, stride_xm, stride_xk, TILES_K, BLOCK_M, GROUPS, G)
+            x = _groups_load(x_ptr, t, M, K, stride_xm, stride_xk, TILES_K, BLOCK_M, GROUPS, G, EVICT)
+            _groups_quantize(x, t, q_ptr, s_ptr, M, K, stride_sm, stride_sk, TILES_K, BLOCK_M, GROUPS, G, BLOCKWISE,
+                             SCALE_SRC, OUT_DTYPE, FMAX, AMAX_FLOOR, FAST_DIV, EVICT)  # fmt: skip
+    elif PERSIST == "regs":
         n_tiles = tl.cdiv(M, BLOCK_M) * TILES_K
         step = tl.num_programs(0)
         x = _groups_load(x_ptr, pid, M, K, stride_xm, stride_xk, TILES_K, BLOCK_M, GROUPS, G, EVICT)
@@ -478,6 +509,7 @@ def quantize_groups_kernel(
                              SCALE_SRC, OUT_DTYPE, FMAX, AMAX_FLOOR, FAST_DIV, EVICT)  # fmt: skip
             x = x_next
     else:
+        tl.static_assert(PERSIST == "", "PERSIST must be '', 'regs' or 'l2'")
         x = _groups_load(x_ptr, pid, M, K, stride_xm, stride_xk, TILES_K, BLOCK_M, GROUPS, G, EVICT)
         _groups_quantize(x, pid, q_ptr, s_ptr, M, K, stride_sm, stride_sk, TILES_K, BLOCK_M, GROUPS, G, BLOCKWISE,
                          SCALE_SRC, OUT_DTYPE, FMAX, AMAX_FLOOR, FAST_DIV, EVICT)  # fmt: skip
@@ -524,14 +556,17 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         "quant_group_g64w16m2_bf16_e4m3": ((1, 128), False, bf16, e4m3, "g64w16m2"),
         "quant_block_g2w16_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g2w16"),
         # (G, G) variants of the third round: fast exact division (fd), more resident programs per SM (r80: 3 x 8
-        # warps), cache hints (ev); and the (1, G) default tiling with fd. The persistent prefetching grids (p<P>)
-        # have no spec: two 128 x 128 tiles per program need 252 registers at 8 warps (one program per SM) and spill
-        # at 16 warps (128 registers; measured offline), beyond this module's 128-register rule.
+        # warps), cache hints (ev), persistent grids prefetching the next tile into L2 (p<P>l2); and the (1, G) default
+        # tiling with fd. Persistent loops raise the registers (offline, sm_90: g1w16p<P>l2fd 120, one program per SM;
+        # capped to 64 for two per SM it spills), so only P = 1 has a spec. The persistent grids prefetching into
+        # registers (p<P>) have none: two 128 x 128 tiles per program need 252 registers at 8 warps (one program
+        # per SM) and spill at 16 warps (128 registers), beyond this module's 128-register rule.
         "quant_block_legacyfd_bf16_e4m3": ((128, 128), False, bf16, e4m3, "legacyfd"),
         "quant_block_g1w16fd_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g1w16fd"),
         "quant_block_g1w8fd_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g1w8fd"),
         "quant_block_g1w8r80fd_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g1w8r80fd"),
         "quant_block_g1w8r80fdev_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g1w8r80fdev"),
+        "quant_block_g1w16p1l2fd_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g1w16p1l2fd"),
         "quant_group_g64w8fd_bf16_e4m3": ((1, 128), False, bf16, e4m3, "g64w8fd"),
         # Atomic two-pass scheme (bench quant --variants atomic,...): cast passes reading the finished amax.
         "quant_col_atomic_bf16_e4m3": ("col", False, bf16, e4m3, "atomic"),
