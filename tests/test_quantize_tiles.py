@@ -54,6 +54,15 @@ CASES = [
     ("g1w4c32", (128, 128), (130, 136)),  # the production granularity, chunked, partial blocks
     ("legacy", (1, 32), (7, 300)),
     ("legacy", (32, 32), (70, 100)),
+    # Third round: persistent grids (p<P>: on CPU P programs in all, each walking several tiles and prefetching the
+    # next, the one after the last masked off), fast division (fd: div_rn in the interpreter, whose fma rounds twice;
+    # the arithmetic is checked in test_quantize_fastdiv), cache hints (ev).
+    ("g1w4p2fd", (32, 32), (70, 100)),
+    ("g2w4p3ev", (32, 32), (33, 65)),
+    ("g4w4p2fdev", (1, 32), (7, 300)),
+    ("g1w8r80fd", (128, 128), (130, 136)),
+    ("legacyfd", (32, 32), (70, 100)),
+    ("g1w4p2l2fd", (32, 32), (70, 100)),  # persistent, L2 prefetch (a no-op in the interpreter)
 ]
 
 
@@ -129,7 +138,38 @@ def test_variant_plans_and_names(tiling):
     assert (plan.cast.block_m, plan.cast.block_k, plan.cast.num_warps) == (2, 8192, 16)
 
 
-@pytest.mark.parametrize("bad", ["g3w8", "g8w3", "narrow", "g8", "g8w8c3", "g8w8r8", ""])
+def test_third_round_plans_and_names(tiling):
+    """p<P>/fd/ev: plan fields, a persistent grid of P programs per SM (capped by the tiles), kernel-name tokens;
+    static scales never take the fast division (the data bound |x| <= amax it relies on does not hold)."""
+    tiling("g1w8p2fdev")
+    plan = qmod._plan(("block", 128), 8192, 8192, False)
+    assert (plan.kernel, plan.groups, plan.cast.num_warps, plan.persist, plan.fast_div, plan.evict) == (
+        "groups", 1, 8, 2, True, True)
+    assert plan.cast_constexprs(E4M3)["PERSIST"] == "regs"
+    parsed = naming.parse_kernel_name(plan.cast_name(torch.bfloat16, E4M3).build("cutlass"))
+    assert parsed["rest"] == ("ptr", "block128x128", "g1", "p2", "fd", "ev")
+    assert qmod._cast_programs(plan, 8192, 64, 132) == 264  # 4096 tiles, 2 per SM
+    assert qmod._cast_programs(plan, 256, 2, 132) == 4  # fewer tiles than programs: one each
+    assert not qmod._plan(("block", 128), 8192, 8192, True).fast_div
+    tiling("g1w8r80fd")
+    plan = qmod._plan(("block", 128), 8192, 8192, False)
+    assert (plan.persist, plan.fast_div, plan.evict, plan.maxnreg) == (0, True, False, 80)
+    assert qmod._cast_programs(plan, 8192, 64, 132) == 4096
+    tiling("g1w16p2l2fd")
+    plan = qmod._plan(("block", 128), 8192, 8192, False)
+    assert (plan.persist, plan.persist_l2, plan.cast_constexprs(E4M3)["PERSIST"]) == (2, True, "l2")
+    assert naming.parse_kernel_name(plan.cast_name(torch.bfloat16, E4M3).build("cutlass"))["rest"][-4:] == (
+        "g1", "p2", "l2", "fd")
+    assert qmod._variant_applies("g1w8p2fd", "block") and qmod._variant_applies("g64w8fd", "group")
+    tiling("legacyfd")
+    plan = qmod._plan(("block", 128), 8192, 8192, False)
+    assert (plan.kernel, plan.fast_div, plan.cast.num_warps) == ("tile", True, 16)
+    assert naming.parse_kernel_name(plan.cast_name(torch.bfloat16, E4M3).build("cutlass"))["rest"][-1] == "fd"
+
+
+@pytest.mark.parametrize("bad", ["g3w8", "g8w3", "narrow", "g8", "g8w8c3", "g8w8r8", "", "g1w8p0", "g1w8p17",
+                                 "g1w8c32fd", "g1w8c32p2", "g1w8fdp2", "g1w8evfd", "g1w8l2",
+                                 "g1w8fdl2"])
 def test_bad_tiling_names_raise(bad):
     with pytest.raises(ValueError, match="tiling"):
         qmod._set_tiling(bad)
@@ -206,7 +246,8 @@ def test_bench_variants_bookkeeping_on_cpu(tmp_path, monkeypatch, capsys):
 
 
 GPU_TILINGS = ["legacy", "g64w8", "g8w8", "g16w8", "g1w16", "g1w16c32", "g1w16c64", "g2w16c32", "g1w8c32", "g64w16m2",
-               "g2w16"]
+               "g2w16", "g1w16fd", "g1w8fd", "g1w8r80fd", "g1w8r80fdev", "g1w8p1fd", "g64w8fd",
+               "legacyfd", "g1w16p1l2fd"]
 
 
 @requires_gpu
@@ -255,7 +296,7 @@ def test_atomic_two_pass_bit_exact(case, device, two_pass, monkeypatch):
     _assert_bit_exact(x, case.gran, case.dtype)
 
 
-@pytest.mark.parametrize("scheme", ["atomic", "atomicwide", "atomicp3"])
+@pytest.mark.parametrize("scheme", ["atomic", "atomicwide", "atomicp3", "atomicpffd", "atomicp3widepf"])
 @pytest.mark.parametrize("kind", ["tensor", "col"])
 def test_atomic_two_pass_several_programs(scheme, kind, device, two_pass, monkeypatch):
     """Small amax tiles, so several programs each fold several tiles into the atomic max; the amax sits in the last
@@ -300,7 +341,7 @@ def test_atomic_plans_and_names(two_pass):
     assert (p.progs_m, p.cast.block_m, p.cast.block_k) == (64, 8, 1024)
 
 
-@pytest.mark.parametrize("bad", ["atomicp0", "atomicp17", "atomics", "atomic2", "partial"])
+@pytest.mark.parametrize("bad", ["atomicp0", "atomicp17", "atomics", "atomic2", "partial", "atomicfdpf", "partialsfd"])
 def test_bad_two_pass_names_raise(bad):
     with pytest.raises(ValueError, match="two-pass"):
         qmod._set_two_pass(bad)
@@ -352,7 +393,7 @@ def test_atomic_launches_fill_amax_cast(device, monkeypatch, two_pass):
 
 
 @requires_gpu
-@pytest.mark.parametrize("scheme", ["atomic", "atomicwide", "atomicp3"])
+@pytest.mark.parametrize("scheme", ["atomic", "atomicwide", "atomicp3", "atomicpf", "atomicfd", "atomicpffd"])
 @pytest.mark.parametrize("gran", ["tensor", "col"])
 def test_gpu_atomic_two_pass_bit_exact(scheme, gran, two_pass):
     """The atomic scheme compiled, at the benchmark shape and an odd tall one, NaN and a huge value included."""

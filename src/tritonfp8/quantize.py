@@ -245,6 +245,15 @@ class _Plan:
     maxnreg: int = 0  # register cap per thread of the cast kernel (0: the compiler's choice)
     chunk_m: int = 0  # "groups" kernel: rows per step (0: the whole tile at once)
     extras: tuple[str, ...] = ()  # kernel-name tokens of a non-default two-pass scheme ("atomic", "p<P>")
+    # Variant switches (bench quant --variants): per-element division by the scale's reciprocal with two exact
+    # corrections (cast kernels, computed scales only); evict-first loads and streaming stores ("groups" kernel);
+    # a persistent "groups" grid of `persist` programs per SM that prefetches its next tile; an amax pass that
+    # prefetches its next tile.
+    fast_div: bool = False
+    evict: bool = False
+    persist: int = 0
+    persist_l2: bool = False  # persistent grid prefetching its next tile into L2 instead of registers
+    prefetch: bool = False
 
     @property
     def block_p(self) -> int:
@@ -270,6 +279,9 @@ class _Plan:
                 "OUT_DTYPE": triton_fp8_dtype(out_dtype),
                 "FMAX": fp8_format(out_dtype).max,
                 "AMAX_FLOOR": AMAX_FLOOR,
+                "FAST_DIV": self.fast_div,
+                "EVICT": self.evict,
+                "PERSIST": ("l2" if self.persist_l2 else "regs") if self.persist else "",
             }
         return {
             "BLOCK_M": self.cast.block_m,
@@ -280,10 +292,12 @@ class _Plan:
             "OUT_DTYPE": triton_fp8_dtype(out_dtype),
             "FMAX": fp8_format(out_dtype).max,
             "AMAX_FLOOR": AMAX_FLOOR,
+            "FAST_DIV": self.fast_div,
         }
 
     def amax_constexprs(self) -> dict:
-        return {"BLOCK_M": self.amax.block_m, "BLOCK_K": self.amax.block_k, "REDUCE": self.reduce}
+        return {"BLOCK_M": self.amax.block_m, "BLOCK_K": self.amax.block_k, "REDUCE": self.reduce,
+                "PREFETCH": self.prefetch}  # fmt: skip
 
     def cast_name(self, in_dtype: torch.dtype, out_dtype: torch.dtype):
         from tritonfp8.naming import KernelName
@@ -305,10 +319,12 @@ class _Plan:
         # The groups kernel's tile (block_m, groups * G) tells it from quantize_kernel's (block_m, G) except at one
         # group per program: "g1" then. "c<C>" / "r<R>": chunked (G, G) sweep, register cap. The default plans'
         # names end with the scaling token, as before.
+        fd = ("fd",) if self.fast_div else ()
         if self.kernel != "groups":
-            return self.extras
+            return self.extras + fd
         toks = ("g1",) if self.groups == 1 else ()
-        return toks + tuple(f"{p}{v}" for p, v in (("c", self.chunk_m), ("r", self.maxnreg)) if v)
+        toks += tuple(f"{p}{v}" for p, v in (("c", self.chunk_m), ("r", self.maxnreg), ("p", self.persist)) if v)
+        return toks + (("l2",) if self.persist_l2 else ()) + fd + (("ev",) if self.evict else ())
 
     def amax_name(self, in_dtype: torch.dtype):
         from tritonfp8.naming import KernelName
@@ -322,7 +338,7 @@ class _Plan:
             stages=1,
             schedule="ptr",
             scaling=self.scaling,
-            extras=self.extras,
+            extras=self.extras + (("pf",) if self.prefetch else ()),
         )
 
 
@@ -369,11 +385,21 @@ _COL_STRIP = 128  # two-pass col: 128 columns = 256 B of bf16 per row, 16 thread
 #   (1, G): 8192 // (N * G) rows per program, so g64 at G = 128 is one 16 KB bf16 row per program, the row
 #   kernel's pattern; (G, G): G rows x N blocks. "m<M>" ((1, G)): M rows per program instead, e.g. g64w16m2: two
 #   16 KB rows, 32 KB of loads in flight per program.
+# - Suffixes of g<N>w<W> (not with c<C>): "p<P>": a persistent grid of P programs per SM, each walking tiles pid,
+#   pid + grid, ... and loading its next tile before it quantizes the current one (two tiles in registers, so loads
+#   stay in flight through the reduce/divide/store phase; "p<P>l2": the next tile is prefetched into L2 instead, no
+#   registers); "fd": fast exact division (the group's reciprocal once,
+#   then FMUL + 2 FMA corrections per element instead of the IEEE division's ~10 instructions and a branch; computed
+#   scales only, _kernels/quantize._div_by_scale); "ev": evict-first loads and streaming (.cs) stores.
+#   E.g. g1w8p2fd: 128 x 128 blocks, 8 warps, 2 programs per SM, fast division. "legacyfd": the legacy tiling
+#   (quantize_kernel; the (G, G) default) with fast division.
 # - "auto" (default): see _group_plan.
 TILINGS_HELP = (
-    "auto, legacy, wide (1 x G only: long row segments per program) or g<N>w<W>[m<M>][c<C>][r<R>] (N groups/blocks "
-    "along K per program, W warps, (1, G) only: M rows per program instead of 8192 // (N * G), (G, G) only: C rows "
-    "per step, read twice; R registers cap), e.g. g64w8, g64w16m2, g1w16c32"
+    "auto, legacy[fd], wide (1 x G only: long row segments per program) or g<N>w<W>[m<M>][c<C>][r<R>][p<P>][fd][ev] "
+    "(N groups/blocks along K per program, W warps, (1, G) only: M rows per program instead of 8192 // (N * G), "
+    "(G, G) only: C rows per step, read twice; R registers cap; P persistent programs per SM with the next tile "
+    "prefetched into registers, or into L2 with l2 (p2l2); fd fast exact division; ev evict-first loads / streaming "
+    "stores), e.g. g64w8, g1w16c32, g1w8p2fd, g1w16p2l2fd"
 )
 _TILING = os.environ.get("TRITONFP8_QUANT_TILING", "auto").strip().lower() or "auto"
 # (1, G) inputs with fewer elements than this keep the legacy tiling: with 16 KB row segments per program they
@@ -384,18 +410,40 @@ _WIDE_MIN_ELEMS = 1 << 21
 _WIDE_BY_DEFAULT = True
 
 
-def _parse_tiling(name: str) -> tuple[str, int, int, int, int, int]:
-    """("auto"|"legacy"|"wide", 0, 0, 0, 0, 0) or ("groups", N, W, C, R, M); ValueError naming the tiling."""
+@dataclass(frozen=True)
+class _TilingSpec:
+    """A parsed tiling name: mode "auto" | "legacy" | "wide" | "groups", and for "groups" the g<N>w<W> fields."""
+
+    mode: str
+    groups: int = 0
+    warps: int = 0
+    chunk: int = 0
+    maxnreg: int = 0
+    rows: int = 0
+    persist: int = 0
+    fast_div: bool = False
+    evict: bool = False
+    persist_l2: bool = False
+
+
+def _parse_tiling(name: str) -> _TilingSpec:
+    """The fields of a tiling name (see TILINGS_HELP); ValueError naming the tiling."""
     if name in ("auto", "legacy", "wide"):
-        return name, 0, 0, 0, 0, 0
-    mt = re.fullmatch(r"g(\d+)w(\d+)(?:m(\d+))?(?:c(\d+))?(?:r(\d+))?", name)
+        return _TilingSpec(name)
+    if name == "legacyfd":
+        return _TilingSpec("legacy", fast_div=True)
+    mt = re.fullmatch(r"g(\d+)w(\d+)(?:m(\d+))?(?:c(\d+))?(?:r(\d+))?(?:p(\d+)(l2)?)?(fd)?(ev)?", name)
     if mt:
-        n, w, rows, c, r = (int(v or 0) for v in mt.groups())
+        n, w, rows, c, r, p = (int(v or 0) for v in mt.groups()[:6])
+        l2, fd, ev = (mt.group(i) is not None for i in (7, 8, 9))
         pow2 = all(v >= 1 and v & (v - 1) == 0 for v in (n, c or 1, rows or 1))
-        if pow2 and w in (1, 2, 4, 8, 16, 32) and (r == 0 or 24 <= r <= 255):
-            return "groups", n, w, c, r, rows
+        plain_sweep = not c or not (p or fd or ev)  # the chunked (G, G) sweep has none of the suffixes
+        p_ok = mt.group(6) is None or 1 <= p <= 16
+        if pow2 and w in (1, 2, 4, 8, 16, 32) and (r == 0 or 24 <= r <= 255) and p_ok and plain_sweep:
+            return _TilingSpec("groups", n, w, c, r, rows, p, fd, ev, l2)
     raise ValueError(
-        f"quantize tiling: expected {TILINGS_HELP} (N, C powers of two, W in 1..32, R in 24..255), got {name!r}"
+        f"quantize tiling: expected {TILINGS_HELP} (N, C powers of two, W in 1..32, R in 24..255, P in 1..16, "
+        f"no p/fd/ev with c), got {name!r}"
     )
 
 
@@ -428,18 +476,24 @@ def _set_tiling(name: str) -> str:
 # a delayed (static) scale is one pass, as fast as the static path.
 # Default "atomic": measured on the H200 (benchmarks/results/quant-nvidia-h200-20261129-115248.json, 8192 x 8192):
 # tensor 54.0% of copy vs 47.7% ("partials"), 1.13x; col 38.9% vs 30.9%, 1.26x, interleaved.
-TWO_PASS_HELP = "atomic (default) or partials, atomic[p<P>][wide] (tensor/col: atomic-max amax pass, P programs per SM)"
+# - Suffixes "pf" and "fd" of atomic[p<P>][wide]: "pf" makes the amax pass load its next tile before it folds the
+#   current one (offline SASS of the default col amax pass, sm_90: ptxas interleaves the 8 16-byte loads per thread
+#   with the maxes and keeps only 2 in flight, so the pass waits on DRAM latency; the tensor one keeps all 8);
+#   "fd": fast exact division in the cast pass (see the tiling suffix "fd").
+TWO_PASS_HELP = ("atomic (default) or partials, atomic[p<P>][wide][pf][fd] (tensor/col: atomic-max amax pass, P "
+                 "programs per SM; pf: amax pass prefetches its next tile; fd: fast exact division in the cast)")
 _TWO_PASS = os.environ.get("TRITONFP8_QUANT_TWO_PASS", "atomic").strip().lower() or "atomic"
 _AMAX_ELEMS = 16384  # elements per amax-pass tile of the atomic scheme: 32 KB of bf16 per load, 8 warps
 
 
-def _parse_two_pass(name: str) -> tuple[str, int, bool]:
-    """("partials", 0, False) or ("atomic", programs per SM, wide col tile); ValueError naming the scheme."""
+def _parse_two_pass(name: str) -> tuple[str, int, bool, bool, bool]:
+    """("partials", 0, False, False, False) or ("atomic", programs per SM, wide col tile, prefetching amax pass, fast
+    division); ValueError naming the scheme."""
     if name == "partials":
-        return "partials", 0, False
-    mt = re.fullmatch(r"atomic(?:p(\d+))?(wide)?", name)
+        return "partials", 0, False, False, False
+    mt = re.fullmatch(r"atomic(?:p(\d+))?(wide)?(pf)?(fd)?", name)
     if mt and 1 <= int(mt.group(1) or 2) <= 16:
-        return "atomic", int(mt.group(1) or 2), mt.group(2) is not None
+        return ("atomic", int(mt.group(1) or 2), *(mt.group(i) is not None for i in (2, 3, 4)))
     raise ValueError(f"quantize two-pass scheme: expected {TWO_PASS_HELP} (P in 1..16), got {name!r}")
 
 
@@ -470,12 +524,12 @@ def _variant_applies(name: str, kind: str) -> bool:
         return kind in ("tensor", "col")
     if kind not in ("group", "block"):
         return False
-    mode, n, _, c, _, rows = _parse_tiling(name)
-    if mode == "wide" or rows:
+    t = _parse_tiling(name)
+    if t.mode == "wide" or t.rows:
         return kind == "group"
-    if c:
+    if t.chunk:
         return kind == "block"
-    return kind == "group" or n <= 2
+    return kind == "group" or t.groups <= 2
 
 
 def _wide_groups(n_groups: int) -> int:
@@ -493,7 +547,8 @@ def _wide_groups(n_groups: int) -> int:
 def _group_plan(base: dict, kind: str, group: int, m: int, k: int, static: bool, tiling: str,
                 k_contiguous: bool = True) -> _Plan:  # fmt: skip
     source = "given" if static else "tile"
-    mode, n, w, c, r, rows = _parse_tiling(tiling)
+    t = _parse_tiling(tiling)
+    mode, n, w, c, r, rows = t.mode, t.groups, t.warps, t.chunk, t.maxnreg, t.rows
     if mode == "auto":
         # The default stays on the tiling measured on the H200 (1x128 at 8192^2: 79.6% of copy,
         # benchmarks/results/quant-nvidia-h200-20261129-094659.json) until the wide one has been timed against it.
@@ -510,17 +565,19 @@ def _group_plan(base: dict, kind: str, group: int, m: int, k: int, static: bool,
     if mode == "legacy":
         block_m = group if kind == "block" else max(1, min(_pow2(m), _TILE_ELEMS // group))
         axis = "row" if kind == "group" else "tile"
-        return _Plan(**base, source=source, scale_axis=axis, cast=_tile(block_m, group))
+        return _Plan(**base, source=source, scale_axis=axis, cast=_tile(block_m, group),
+                     fast_div=t.fast_div and not static)  # fmt: skip
     n = max(1, min(n, _pow2(_cdiv(k, group))))
     block_m = group if kind == "block" else max(1, min(_pow2(m), rows or _TILE_ELEMS // (n * group)))
     return _Plan(**base, source=source, scale_axis="row" if kind == "group" else "tile",
                  cast=_Tile(block_m, n * group, w), kernel="groups", groups=n, maxnreg=r,
-                 chunk_m=c if kind == "block" and c < group else 0)  # fmt: skip
+                 chunk_m=c if kind == "block" and c < group else 0, fast_div=t.fast_div and not static,
+                 evict=t.evict, persist=t.persist, persist_l2=t.persist_l2)  # fmt: skip
 
 
 def _atomic_plan(base: dict, kind: str, m: int, k: int, interpreter: bool, sms: int) -> _Plan:
     """Two-pass tensor/col plan of the "atomic" scheme (see _TWO_PASS)."""
-    _, per_sm, wide = _parse_two_pass(_TWO_PASS)
+    _, per_sm, wide, prefetch, fast_div = _parse_two_pass(_TWO_PASS)
     block_k = min(max(_pow2(k), 16), 1024)
     block_m = max(1, min(_pow2(m), _AMAX_ELEMS // block_k))
     amax = _Tile(block_m, block_k, min(8, _warps(block_m * block_k)))
@@ -534,7 +591,7 @@ def _atomic_plan(base: dict, kind: str, m: int, k: int, interpreter: bool, sms: 
         cast = _elementwise_tile(m, k)
     return _Plan(**base, source="absmax", scale_axis="col" if kind == "col" else "tile", cast=cast, amax=amax,
                  reduce="atomic_col" if kind == "col" else "atomic_all", progs_m=progs_m, progs_k=tiles_k,
-                 extras=("atomic", f"p{per_sm}"))  # fmt: skip
+                 extras=("atomic", f"p{per_sm}"), prefetch=prefetch, fast_div=fast_div)  # fmt: skip
 
 
 def _plan(g: tuple, m: int, k: int, static: bool, arch: int = 90, interpreter: bool = False,
@@ -591,6 +648,12 @@ def _plan(g: tuple, m: int, k: int, static: bool, arch: int = 90, interpreter: b
                  progs_m=progs_m, progs_k=progs_k, npart=progs_m * progs_k)  # fmt: skip
 
 
+def _cast_programs(plan: _Plan, m: int, tiles_k: int, sms: int) -> int:
+    """Cast grid size: one program per tile, or (persistent "groups" plans) at most ``persist`` per SM."""
+    tiles = _cdiv(m, plan.cast.block_m) * tiles_k
+    return min(tiles, plan.persist * sms) if plan.persist else tiles
+
+
 @dataclass(frozen=True)
 class _Launch:
     """Everything of a call that depends only on the cache key of :func:`_launch`: grids, kernel names, the
@@ -638,7 +701,7 @@ def _launch(g: tuple, m: int, k: int, static: bool, in_dtype, out_dtype, arch: i
         partial_shape = plan.partial_shape(m, k)
     hit = _Launch(
         plan=plan,
-        cast_grid=(_cdiv(m, plan.cast.block_m) * tiles_k,),
+        cast_grid=(_cast_programs(plan, m, tiles_k, sms),),
         cast_tail=cast_tail,
         cast_warps=plan.cast.num_warps,
         cast_options={"maxnreg": plan.maxnreg} if plan.maxnreg else {},

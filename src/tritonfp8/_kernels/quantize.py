@@ -54,6 +54,55 @@ def _max_abs_native(acc, x):
     return tl.maximum(acc, a).to(acc.dtype)
 
 
+@triton.jit
+def _scale_operands(scale):
+    """Per-scale operands of :func:`_div_by_scale`: ``(d, r, nr)`` = (scale, RN(1 / scale), -RN(1 / scale)), with
+    ``d = 0`` and ``r = nr = 0`` (``nr`` = -0) for an infinite scale. For scales computed from the data only (the
+    rule's ``max(amax, AMAX_FLOOR) / FMAX`` with amax = max |x| of the group, NaN dropped): positive normal
+    (2^-48.8 .. 2^119.2) or +inf. One IEEE division per scale, not per element."""
+    r = tl.math.div_rn(1.0, scale)  # inf -> 0
+    d = tl.where(scale <= 3.4028234663852886e38, scale, 0.0)
+    # -r by flipping the sign bit: Triton's unary minus is 0 - r, which would make -0 of r = 0 a +0.
+    nr = (r.to(tl.int32, bitcast=True) ^ -2147483648).to(tl.float32, bitcast=True)
+    return d, r, nr
+
+
+@triton.jit
+def _div_by_scale(x, scale, d, r, nr, FAST_DIV: tl.constexpr):
+    """``div_rn(x, scale)`` for fp32 x of a group whose data-derived scale has the operands of
+    :func:`_scale_operands` (``|x| <= amax``, so ``|x / scale| <= FMAX (1 + 2^-23)``).
+
+    ``FAST_DIV`` (compiled only): the reciprocal is the group's, correctly rounded, and each element takes the
+    quotient ``q = x * r`` and two corrections ``q += (x - d q) r`` (remainder by FMA), written as
+    ``q = fma(fma(d, q, -x), -r, q)`` so that x = -0 gives -0 (x = +-0 then never meets a remainder of the other
+    sign). FMUL, FADD (-x) and 4 FFMA per element instead of the IEEE division's MUFU.RCP, 5 FFMA, FCHK and a
+    branch. Exact (the fp32 quotient of ``div_rn``) wherever the remainder has no underflow, |x| >= 2^-103; smaller
+    x give quotients below 2^-54, which every FP8 format rounds to a zero of x's sign, as this does. An infinite
+    scale (d = r = 0, nr = -0) gives x * 0: a zero of x's sign for finite x, NaN for inf/NaN, as inf / inf.
+    ``tests/test_quantize_fastdiv.py`` checks it against IEEE division with exact FMA emulation. The interpreter
+    rounds its fma twice (a * b + c in fp32), so there (and without ``FAST_DIV``) this is ``div_rn``.
+    """
+    if FAST_DIV and not _INTERPRETING:
+        d = tl.broadcast_to(d, x.shape)  # tl.fma does not broadcast
+        nr = tl.broadcast_to(nr, x.shape)
+        xn = -x
+        q = x * r
+        q = tl.fma(tl.fma(d, q, xn), nr, q)
+        q = tl.fma(tl.fma(d, q, xn), nr, q)
+        return q
+    else:
+        return tl.math.div_rn(x, scale)
+
+
+@triton.jit
+def _amax_tile_load(x_ptr, tm, tk, M, K, stride_xm, stride_xk, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Tile (tm, tk) of x for amax_kernel, masked (0 outside x)."""
+    offs_m = (tm * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+    offs_k = (tk * BLOCK_K + tl.arange(0, BLOCK_K)).to(tl.int64)
+    mask = (offs_m[:, None] < M) & (offs_k[None, :] < K)
+    return tl.load(x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :] * stride_xk, mask=mask, other=0.0)
+
+
 @named_jit
 def amax_kernel(
     x_ptr,
@@ -67,6 +116,7 @@ def amax_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_K: tl.constexpr,
     REDUCE: tl.constexpr,  # "all" | "col" | "row" (partials) | "atomic_all" | "atomic_col" (see below)
+    PREFETCH: tl.constexpr,  # load the next tile before folding the current one (see below)
     KERNEL_NAME: tl.constexpr,
 ):
     """First pass of tensor/col/long-row quantization: partial max |x| per program.
@@ -101,16 +151,31 @@ def amax_kernel(
         acc = tl.zeros((BLOCK_M, BLOCK_K), dtype=x_ptr.dtype.element_ty)
     else:
         acc = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float32)
-    for tm in range(pm, tiles_m, PROGS_M):
-        offs_m = (tm * BLOCK_M + rm).to(tl.int64)
-        for tk in range(pk, tiles_k, PROGS_K):
-            offs_k = (tk * BLOCK_K + rk).to(tl.int64)
-            mask = (offs_m[:, None] < M) & (offs_k[None, :] < K)
-            x = tl.load(x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :] * stride_xk, mask=mask, other=0.0)
+    if PREFETCH:
+        # One flat loop over this program's tiles (i -> M tile pm + (i // n_k) * PROGS_M, K tile pk + (i % n_k) *
+        # PROGS_K) with the next tile's loads issued before the current tile is folded: a whole tile stays in
+        # flight while the program works. Without it ptxas may interleave the loads of one tile with the maxes and
+        # reuse their registers (measured on sm_90 for atomic_col: 2 of 8 16-byte loads per thread in flight).
+        n_k = tl.cdiv(tiles_k - pk, PROGS_K)
+        n = tl.cdiv(tiles_m - pm, PROGS_M) * n_k
+        x = _amax_tile_load(x_ptr, pm, pk, M, K, stride_xm, stride_xk, BLOCK_M, BLOCK_K)
+        for i in range(0, n):
+            j = i + 1  # past the last tile: M tile >= tiles_m, the load is masked off
+            x_next = _amax_tile_load(x_ptr, pm + (j // n_k) * PROGS_M, pk + (j % n_k) * PROGS_K, M, K, stride_xm,
+                                     stride_xk, BLOCK_M, BLOCK_K)  # fmt: skip
             if ATOMIC:
                 acc = _max_abs_native(acc, x)
             else:
                 acc = tl.maximum(acc, _abs_no_nan(x))
+            x = x_next
+    else:
+        for tm in range(pm, tiles_m, PROGS_M):
+            for tk in range(pk, tiles_k, PROGS_K):
+                x = _amax_tile_load(x_ptr, tm, tk, M, K, stride_xm, stride_xk, BLOCK_M, BLOCK_K)
+                if ATOMIC:
+                    acc = _max_abs_native(acc, x)
+                else:
+                    acc = tl.maximum(acc, _abs_no_nan(x))
     if REDUCE == "atomic_all":
         amax = tl.max(tl.max(acc, axis=1), axis=0).to(tl.float32)
         tl.atomic_max(part_ptr, amax.to(tl.int32, bitcast=True), sem="relaxed")
@@ -151,6 +216,7 @@ def quantize_kernel(
     OUT_DTYPE: tl.constexpr,  # tl.float8e4nv | tl.float8e5
     FMAX: tl.constexpr,
     AMAX_FLOOR: tl.constexpr,
+    FAST_DIV: tl.constexpr,  # per-element division by the scale's reciprocal + 2 corrections (_div_by_scale)
     KERNEL_NAME: tl.constexpr,
 ):
     """Scale and cast one (BLOCK_M, BLOCK_K) tile of x to FP8; write its scales when it owns them.
@@ -231,9 +297,13 @@ def quantize_kernel(
         tl.store(s_ptr + s_offs, scale, mask=s_mask & own)
 
     if SCALE_AXIS == "row":
-        y = tl.math.div_rn(x, scale[:, None])
+        scale = scale[:, None]
     elif SCALE_AXIS == "col":
-        y = tl.math.div_rn(x, scale[None, :])
+        scale = scale[None, :]
+    if FAST_DIV:
+        tl.static_assert(SCALE_SRC != "given", "FAST_DIV is for scales computed from the data")
+        d, r, nr = _scale_operands(scale)
+        y = _div_by_scale(x, scale, d, r, nr, True)
     else:
         y = tl.math.div_rn(x, scale)
     q = cast_to_fp8(y, OUT_DTYPE)
@@ -276,6 +346,93 @@ def _quantize_blocks_chunked(x_ptr, q_ptr, s_ptr, M, K, stride_xm, stride_xk, st
         tl.store(q_ptr + offs_m * K + offs_k, cast_to_fp8(y, OUT_DTYPE), mask=mask)
 
 
+@triton.jit
+def _groups_tile_offsets(t, M, K, TILES_K, BLOCK_M: tl.constexpr, GROUPS: tl.constexpr, G: tl.constexpr):
+    """Tile ``t`` of quantize_groups_kernel (K fastest): its rows, groups, 3-D offsets and mask."""
+    pid_m = t // TILES_K
+    pid_k = t % TILES_K
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rg = pid_k * GROUPS + tl.arange(0, GROUPS)
+    offs_m = rm[:, None, None]  # [BLOCK_M, 1, 1]
+    offs_k = rg[None, :, None] * G + tl.arange(0, G)[None, None, :]  # [1, GROUPS, G]
+    mask = (offs_m < M) & (offs_k < K)
+    return pid_m, rm, rg, offs_m, offs_k, mask
+
+
+@triton.jit
+def _groups_load(x_ptr, t, M, K, stride_xm, stride_xk, TILES_K, BLOCK_M: tl.constexpr, GROUPS: tl.constexpr,
+                 G: tl.constexpr, EVICT: tl.constexpr):  # fmt: skip
+    """x of tile ``t`` (masked; a tile past the last one loads nothing). EVICT: evict-first (read once)."""
+    _, _, _, offs_m, offs_k, mask = _groups_tile_offsets(t, M, K, TILES_K, BLOCK_M, GROUPS, G)
+    ptrs = x_ptr + offs_m * stride_xm + offs_k * stride_xk
+    if EVICT:
+        x = tl.load(ptrs, mask=mask, other=0.0, eviction_policy="evict_first")
+    else:
+        x = tl.load(ptrs, mask=mask, other=0.0)
+    return x
+
+
+@triton.jit
+def _groups_prefetch_l2(x_ptr, t, M, K, stride_xm, stride_xk, TILES_K, BLOCK_M: tl.constexpr, GROUPS: tl.constexpr,
+                        G: tl.constexpr):  # fmt: skip
+    """Ask L2 for tile ``t`` of x without loading it into registers: one ``prefetch.global.L2`` per 128-byte line
+    (a 128 x 128 bf16 block: 256 lines, one per thread at 8 warps). Lines outside x prefetch x's first line instead
+    (prefetch takes no mask). Compiled only: the interpreter has no inline asm, and it needs no prefetch."""
+    if not _INTERPRETING:
+        LINE: tl.constexpr = 128 // (x_ptr.dtype.element_ty.primitive_bitwidth // 8)  # elements per line
+        LINES: tl.constexpr = (GROUPS * G + LINE - 1) // LINE
+        pid_m = t // TILES_K
+        pid_k = t % TILES_K
+        rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = pid_k * GROUPS * G + tl.arange(0, LINES) * LINE
+        inside = (rows[:, None] < M) & (cols[None, :] < K)
+        ptrs = tl.where(inside, x_ptr + rows[:, None] * stride_xm + cols[None, :] * stride_xk, x_ptr)
+        tl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs], dtype=tl.int32,
+                                  is_pure=False, pack=1)  # fmt: skip
+
+
+@triton.jit
+def _groups_quantize(x, t, q_ptr, s_ptr, M, K, stride_sm, stride_sk, TILES_K, BLOCK_M: tl.constexpr,
+                     GROUPS: tl.constexpr, G: tl.constexpr, BLOCKWISE: tl.constexpr, SCALE_SRC: tl.constexpr,
+                     OUT_DTYPE: tl.constexpr, FMAX: tl.constexpr, AMAX_FLOOR: tl.constexpr, FAST_DIV: tl.constexpr,
+                     EVICT: tl.constexpr):  # fmt: skip
+    """Scales (computed or read) and FP8 of tile ``t`` whose x (``_groups_load``) is given. EVICT: streaming stores."""
+    pid_m, rm, rg, offs_m, offs_k, mask = _groups_tile_offsets(t, M, K, TILES_K, BLOCK_M, GROUPS, G)
+    n_groups_k = tl.cdiv(K, G)
+    if BLOCKWISE:
+        s_offs = pid_m * stride_sm + rg * stride_sk  # [GROUPS]
+        s_mask = rg < n_groups_k
+    else:
+        s_offs = rm[:, None] * stride_sm + rg[None, :] * stride_sk  # [BLOCK_M, GROUPS]
+        s_mask = (rm[:, None] < M) & (rg[None, :] < n_groups_k)
+    if SCALE_SRC == "given":
+        scale = tl.load(s_ptr + s_offs, mask=s_mask, other=1.0)
+    else:
+        tl.static_assert(SCALE_SRC == "tile", "SCALE_SRC must be 'tile' or 'given'")
+        a = tl.abs(x)
+        a = tl.where(a == a, a, tl.zeros_like(a))  # NaN -> 0, as _abs_no_nan (masked elements are 0 already)
+        amax = tl.max(a, axis=2)
+        if BLOCKWISE:
+            amax = tl.max(amax, axis=0)
+        scale = tl.math.div_rn(tl.maximum(amax.to(tl.float32), AMAX_FLOOR), FMAX)
+        tl.store(s_ptr + s_offs, scale, mask=s_mask)
+    if BLOCKWISE:
+        scale = scale[None, :, None]
+    else:
+        scale = scale[:, :, None]
+    if FAST_DIV:
+        tl.static_assert(SCALE_SRC == "tile", "FAST_DIV is for scales computed from the data")
+        d, r, nr = _scale_operands(scale)
+        y = _div_by_scale(x.to(tl.float32), scale, d, r, nr, True)
+    else:
+        y = tl.math.div_rn(x.to(tl.float32), scale)
+    q = cast_to_fp8(y, OUT_DTYPE)
+    if EVICT:
+        tl.store(q_ptr + offs_m * K + offs_k, q, mask=mask, cache_modifier=".cs")
+    else:
+        tl.store(q_ptr + offs_m * K + offs_k, q, mask=mask)
+
+
 @named_jit
 def quantize_groups_kernel(
     x_ptr,
@@ -297,6 +454,9 @@ def quantize_groups_kernel(
     OUT_DTYPE: tl.constexpr,  # tl.float8e4nv | tl.float8e5
     FMAX: tl.constexpr,
     AMAX_FLOOR: tl.constexpr,
+    FAST_DIV: tl.constexpr,  # per-element division by the group's reciprocal + 2 corrections (_div_by_scale)
+    EVICT: tl.constexpr,  # evict-first loads, streaming (.cs) stores
+    PERSIST: tl.constexpr,  # "": one tile per program; "regs" / "l2": tiles pid, pid + grid, ..., next one prefetched
     KERNEL_NAME: tl.constexpr,
 ):
     """(1, G) / (G, G) quantization of a (BLOCK_M, GROUPS * G) tile seen as a 3-D [BLOCK_M, GROUPS, G] block.
@@ -313,45 +473,46 @@ def quantize_groups_kernel(
     elementwise max of one chunk) and once for the cast, the second read served by L1/L2 (a 128 x 128 bf16 block is
     32 KB). Registers then hold one chunk instead of the whole block, for more resident programs per SM; whether
     that beats the extra L1/L2 traffic is for the GPU to say (bench quant --variants).
+
+    PERSIST: a grid of a few programs per SM; each walks the tiles pid, pid + grid, ... (consecutive programs on
+    neighbouring tiles at every step). "regs": it issues the loads of its next tile before it reduces, divides and
+    stores the current one, so a program never waits for its own loads between tiles (software pipelining in
+    registers: two tiles live per program; the load of the tile after the last one is masked off entirely). "l2":
+    it asks L2 for its next tile (prefetch, no registers) before it loads and quantizes the current one, so DRAM
+    works on the next tile while the program works on this one, and the load that follows finds it in L2.
     """
     pid = tl.program_id(0).to(tl.int64)
     if CHUNK_M < BLOCK_M:
         tl.static_assert(BLOCKWISE, "CHUNK_M < BLOCK_M is for (G, G) blocks")
+        tl.static_assert(not (FAST_DIV or EVICT) and PERSIST == "", "the chunked sweep has no FAST_DIV/EVICT/PERSIST")
         _quantize_blocks_chunked(x_ptr, q_ptr, s_ptr, M, K, stride_xm, stride_xk, stride_sm, stride_sk, TILES_K, pid,
                                  BLOCK_M, CHUNK_M, GROUPS, G, SCALE_SRC, OUT_DTYPE, FMAX, AMAX_FLOOR)  # fmt: skip
         return
-    pid_m = pid // TILES_K
-    pid_k = pid % TILES_K
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rg = pid_k * GROUPS + tl.arange(0, GROUPS)
-    offs_m = rm[:, None, None]  # [BLOCK_M, 1, 1]
-    offs_k = rg[None, :, None] * G + tl.arange(0, G)[None, None, :]  # [1, GROUPS, G]
-    mask = (offs_m < M) & (offs_k < K)
-    x = tl.load(x_ptr + offs_m * stride_xm + offs_k * stride_xk, mask=mask, other=0.0)
-    n_groups_k = tl.cdiv(K, G)
-    if BLOCKWISE:
-        s_offs = pid_m * stride_sm + rg * stride_sk  # [GROUPS]
-        s_mask = rg < n_groups_k
+    if PERSIST == "l2":
+        n_tiles = tl.cdiv(M, BLOCK_M) * TILES_K
+        step = tl.num_programs(0)
+        for i in range(0, tl.cdiv(n_tiles - tl.program_id(0), step)):
+            t = pid + i * step
+            if t + step < n_tiles:
+                _groups_prefetch_l2(x_ptr, t + step, M, K, stride_xm, stride_xk, TILES_K, BLOCK_M, GROUPS, G)
+            x = _groups_load(x_ptr, t, M, K, stride_xm, stride_xk, TILES_K, BLOCK_M, GROUPS, G, EVICT)
+            _groups_quantize(x, t, q_ptr, s_ptr, M, K, stride_sm, stride_sk, TILES_K, BLOCK_M, GROUPS, G, BLOCKWISE,
+                             SCALE_SRC, OUT_DTYPE, FMAX, AMAX_FLOOR, FAST_DIV, EVICT)  # fmt: skip
+    elif PERSIST == "regs":
+        n_tiles = tl.cdiv(M, BLOCK_M) * TILES_K
+        step = tl.num_programs(0)
+        x = _groups_load(x_ptr, pid, M, K, stride_xm, stride_xk, TILES_K, BLOCK_M, GROUPS, G, EVICT)
+        for i in range(0, tl.cdiv(n_tiles - tl.program_id(0), step)):
+            t = pid + i * step
+            x_next = _groups_load(x_ptr, t + step, M, K, stride_xm, stride_xk, TILES_K, BLOCK_M, GROUPS, G, EVICT)
+            _groups_quantize(x, t, q_ptr, s_ptr, M, K, stride_sm, stride_sk, TILES_K, BLOCK_M, GROUPS, G, BLOCKWISE,
+                             SCALE_SRC, OUT_DTYPE, FMAX, AMAX_FLOOR, FAST_DIV, EVICT)  # fmt: skip
+            x = x_next
     else:
-        s_offs = rm[:, None] * stride_sm + rg[None, :] * stride_sk  # [BLOCK_M, GROUPS]
-        s_mask = (rm[:, None] < M) & (rg[None, :] < n_groups_k)
-    if SCALE_SRC == "given":
-        scale = tl.load(s_ptr + s_offs, mask=s_mask, other=1.0)
-    else:
-        tl.static_assert(SCALE_SRC == "tile", "SCALE_SRC must be 'tile' or 'given'")
-        a = tl.abs(x)
-        a = tl.where(a == a, a, tl.zeros_like(a))  # NaN -> 0, as _abs_no_nan (masked elements are 0 already)
-        amax = tl.max(a, axis=2)
-        if BLOCKWISE:
-            amax = tl.max(amax, axis=0)
-        scale = tl.math.div_rn(tl.maximum(amax.to(tl.float32), AMAX_FLOOR), FMAX)
-        tl.store(s_ptr + s_offs, scale, mask=s_mask)
-    if BLOCKWISE:
-        y = tl.math.div_rn(x.to(tl.float32), scale[None, :, None])
-    else:
-        y = tl.math.div_rn(x.to(tl.float32), scale[:, :, None])
-    q = cast_to_fp8(y, OUT_DTYPE)
-    tl.store(q_ptr + offs_m * K + offs_k, q, mask=mask)
+        tl.static_assert(PERSIST == "", "PERSIST must be '', 'regs' or 'l2'")
+        x = _groups_load(x_ptr, pid, M, K, stride_xm, stride_xk, TILES_K, BLOCK_M, GROUPS, G, EVICT)
+        _groups_quantize(x, pid, q_ptr, s_ptr, M, K, stride_sm, stride_sk, TILES_K, BLOCK_M, GROUPS, G, BLOCKWISE,
+                         SCALE_SRC, OUT_DTYPE, FMAX, AMAX_FLOOR, FAST_DIV, EVICT)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -394,10 +555,25 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         "quant_group_g64w8_bf16_e4m3": ((1, 128), False, bf16, e4m3, "g64w8"),
         "quant_group_g64w16m2_bf16_e4m3": ((1, 128), False, bf16, e4m3, "g64w16m2"),
         "quant_block_g2w16_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g2w16"),
+        # (G, G) variants of the third round: fast exact division (fd), more resident programs per SM (r80: 3 x 8
+        # warps), cache hints (ev), persistent grids prefetching the next tile into L2 (p<P>l2); and the (1, G) default
+        # tiling with fd. Persistent loops raise the registers (offline, sm_90: g1w16p<P>l2fd 120, one program per SM;
+        # capped to 64 for two per SM it spills), so only P = 1 has a spec. The persistent grids prefetching into
+        # registers (p<P>) have none: two 128 x 128 tiles per program need 252 registers at 8 warps (one program
+        # per SM) and spill at 16 warps (128 registers), beyond this module's 128-register rule.
+        "quant_block_legacyfd_bf16_e4m3": ((128, 128), False, bf16, e4m3, "legacyfd"),
+        "quant_block_g1w16fd_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g1w16fd"),
+        "quant_block_g1w8fd_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g1w8fd"),
+        "quant_block_g1w8r80fd_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g1w8r80fd"),
+        "quant_block_g1w8r80fdev_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g1w8r80fdev"),
+        "quant_block_g1w16p1l2fd_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g1w16p1l2fd"),
+        "quant_group_g64w8fd_bf16_e4m3": ((1, 128), False, bf16, e4m3, "g64w8fd"),
         # Atomic two-pass scheme (bench quant --variants atomic,...): cast passes reading the finished amax.
         "quant_col_atomic_bf16_e4m3": ("col", False, bf16, e4m3, "atomic"),
         "quant_col_atomicwide_bf16_e4m3": ("col", False, bf16, e4m3, "atomicwide"),
         "quant_tensor_atomic_bf16_e4m3": ("tensor", False, bf16, e4m3, "atomic"),
+        "quant_col_atomicfd_bf16_e4m3": ("col", False, bf16, e4m3, "atomicfd"),
+        "quant_tensor_atomicfd_bf16_e4m3": ("tensor", False, bf16, e4m3, "atomicfd"),
     }
 
     def plan_of(gran, static, variant):
@@ -469,6 +645,8 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         "quant_amax_col_bf16": ("col", bf16, None),
         "quant_amax_atomic_tensor_bf16": ("tensor", bf16, "atomic"),
         "quant_amax_atomic_col_bf16": ("col", bf16, "atomic"),
+        "quant_amax_atomicpf_tensor_bf16": ("tensor", bf16, "atomicpf"),
+        "quant_amax_atomicpf_col_bf16": ("col", bf16, "atomicpf"),
     }
     for key, (gran, xdt, variant) in amax_cases.items():
         plan = plan_of(gran, False, variant)
