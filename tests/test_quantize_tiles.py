@@ -331,9 +331,11 @@ def test_atomic_plans_and_names(two_pass):
             "absmax", 32, 8, 16, 1024, 8)
         assert (p.cast.block_m, p.cast.block_k) == cast
         assert p.partial_shape(8192, 8192) == ((1,) if g == "tensor" else (8192,))
+        # The default col amax pass prefetches (H200-measured 1.20x; slower for the tensor): named "pf"
+        assert p.prefetch == (g == "col")
         for name in (p.cast_name(torch.bfloat16, E4M3), p.amax_name(torch.bfloat16)):
-            built = name.build("cutlass")
-            assert naming.parse_kernel_name(built)["rest"][-2:] == ("atomic", "p2")
+            rest = naming.parse_kernel_name(name.build("cutlass"))["rest"]
+            assert rest[rest.index("atomic"):][:2] == ("atomic", "p2")
         assert p.cast_name(torch.bfloat16, E4M3).build("cutlass") != default[g].cast_name(torch.bfloat16, E4M3).build(
             "cutlass")
     two_pass("atomicp4wide")

@@ -317,8 +317,8 @@ class _Plan:
 
     def _cast_extras(self) -> tuple[str, ...]:
         # The groups kernel's tile (block_m, groups * G) tells it from quantize_kernel's (block_m, G) except at one
-        # group per program: "g1" then. "c<C>" / "r<R>": chunked (G, G) sweep, register cap. The default plans'
-        # names end with the scaling token, as before.
+        # group per program: "g1" then. "c<C>" / "r<R>": chunked (G, G) sweep, register cap. Names end with the
+        # scaling token, then "fd" where the fast exact division is used (the default for computed group scales).
         fd = ("fd",) if self.fast_div else ()
         if self.kernel != "groups":
             return self.extras + fd
@@ -408,6 +408,11 @@ _WIDE_MIN_ELEMS = 1 << 21
 # "auto" = "wide": measured on the H200 (benchmarks/results/quant-nvidia-h200-20261129-115248.json, 8192 x 8192
 # bf16 -> e4m3 (1, 128)): 82.5% of copy bandwidth vs 78.5% for the legacy tiling, 1.05x, interleaved.
 _WIDE_BY_DEFAULT = True
+# "auto" divides with the fast exact division ("fd" suffix; computed scales only): measured on the H200
+# (benchmarks/results/quant-nvidia-h200-20261129-134821.json / -134831.json, 8192 x 8192 bf16 -> e4m3, bit-exact
+# against the reference there; exactness proof in _kernels/quantize._div_by_scale and tests/test_quantize_fastdiv.py):
+# (128, 128) 79.6% of copy vs 74.2% (legacyfd, 1.07x); (1, 128) 87.4% vs 81.5% (g64w8fd = wide + fd, 1.07x).
+_FAST_DIV_BY_DEFAULT = True
 
 
 @dataclass(frozen=True)
@@ -549,10 +554,12 @@ def _group_plan(base: dict, kind: str, group: int, m: int, k: int, static: bool,
     source = "given" if static else "tile"
     t = _parse_tiling(tiling)
     mode, n, w, c, r, rows = t.mode, t.groups, t.warps, t.chunk, t.maxnreg, t.rows
+    fast_div = t.fast_div
     if mode == "auto":
         # The default stays on the tiling measured on the H200 (1x128 at 8192^2: 79.6% of copy,
         # benchmarks/results/quant-nvidia-h200-20261129-094659.json) until the wide one has been timed against it.
         mode = "wide" if _WIDE_BY_DEFAULT else "legacy"
+        fast_div = _FAST_DIV_BY_DEFAULT
     if mode == "wide":
         # Wide row segments only pay when K is the contiguous axis: on a column-major x a 1 x 8192 tile would touch
         # one 32-byte sector per element, where the legacy 64-row tile reads 128 B runs down each column.
@@ -566,18 +573,22 @@ def _group_plan(base: dict, kind: str, group: int, m: int, k: int, static: bool,
         block_m = group if kind == "block" else max(1, min(_pow2(m), _TILE_ELEMS // group))
         axis = "row" if kind == "group" else "tile"
         return _Plan(**base, source=source, scale_axis=axis, cast=_tile(block_m, group),
-                     fast_div=t.fast_div and not static)  # fmt: skip
+                     fast_div=fast_div and not static)  # fmt: skip
     n = max(1, min(n, _pow2(_cdiv(k, group))))
     block_m = group if kind == "block" else max(1, min(_pow2(m), rows or _TILE_ELEMS // (n * group)))
     return _Plan(**base, source=source, scale_axis="row" if kind == "group" else "tile",
                  cast=_Tile(block_m, n * group, w), kernel="groups", groups=n, maxnreg=r,
-                 chunk_m=c if kind == "block" and c < group else 0, fast_div=t.fast_div and not static,
+                 chunk_m=c if kind == "block" and c < group else 0, fast_div=fast_div and not static,
                  evict=t.evict, persist=t.persist, persist_l2=t.persist_l2)  # fmt: skip
 
 
 def _atomic_plan(base: dict, kind: str, m: int, k: int, interpreter: bool, sms: int) -> _Plan:
     """Two-pass tensor/col plan of the "atomic" scheme (see _TWO_PASS)."""
     _, per_sm, wide, prefetch, fast_div = _parse_two_pass(_TWO_PASS)
+    if _TWO_PASS == "atomic" and kind == "col":
+        # The default col amax pass prefetches ("atomicpf"): measured on the H200 (quant-nvidia-h200-20261129-134821
+        # .json, 8192 x 8192) col 46.5% of copy vs 38.9%, 1.20x; for the tensor it was slower (0.73x): not there.
+        prefetch = True
     block_k = min(max(_pow2(k), 16), 1024)
     block_m = max(1, min(_pow2(m), _AMAX_ELEMS // block_k))
     amax = _Tile(block_m, block_k, min(8, _warps(block_m * block_k)))
