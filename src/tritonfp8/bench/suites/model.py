@@ -78,9 +78,13 @@ forbids; a guarded call inside a capture raises saying so). ``--decode-only`` sk
 Targets (H200): 70b-layer prefill at 8k tokens >= 1.6x BF16 eager; 8b prefill >= 1.4x; decode at batch 32,
 context 4096 >= 1.3x; cosine >= 0.99 for every recipe.
 
-``--checkpoint DIR`` (a local transformers causal-LM checkpoint, e.g. a small Llama) adds next-token agreement and
-perplexity of BF16 vs FP8 on ``--text FILE`` (or a built-in paragraph), through
-:mod:`tritonfp8.integrations.transformers`.
+``--checkpoint DIR`` (a local transformers causal-LM checkpoint, e.g. a small Llama) adds the same criterion on
+trained weights, through :mod:`tritonfp8.integrations.transformers` (FP8 linears, lm_head kept in BF16, FP8
+attention): per ``--agree-recipe``, cos(final hidden) (after the final norm) and cos(logits) vs the BF16 model,
+next-token agreement, perplexity, the exact-FP8 reference (no kernel) and BF16 vs FP32, on ``--text FILE`` (default:
+the checkpoint's ``eval.txt``, else a built-in paragraph). ``--checkpoint-only`` skips the random-weight shapes.
+``benchmarks/checkpoints/tiny-llama-bytes`` (``benchmarks/train_tiny_llama.py``) is a tiny trained byte-level Llama
+for this: ``python -m tritonfp8 bench model --checkpoint benchmarks/checkpoints/tiny-llama-bytes --checkpoint-only``.
 """
 
 from __future__ import annotations
@@ -377,7 +381,7 @@ def compiled(model: Decoder) -> Decoder:
 # the same FP8 arithmetic in plain PyTorch (the library's references): what exact FP8 rounding gives, kernels aside
 
 
-def reference_attention(q, k, v):
+def reference_attention(q, k, v, softmax_scale: float | None = None):
     """Causal prefill attention as :func:`tritonfp8.ops.attention` computes it from BF16 q/k/v, in plain PyTorch:
     per-(batch, KV head) E4M3 quantization (:func:`~tritonfp8.attention.quantize_per_head_torch`), fp32 softmax
     with P rounded through E4M3 (``p_fp8``), output in q's dtype."""
@@ -385,8 +389,8 @@ def reference_attention(q, k, v):
 
     hkv = k.shape[-2]
     (qq, sq), (kq, sk), (vq, sv) = (quantize_per_head_torch(t, hkv) for t in (q, k, v))
-    return attention_torch(qq, kq, vq, causal=True, q_descale=sq, k_descale=sk, v_descale=sv,
-                           p_fp8=True).to(q.dtype)
+    return attention_torch(qq, kq, vq, causal=True, softmax_scale=softmax_scale, q_descale=sq, k_descale=sk,
+                           v_descale=sv, p_fp8=True).to(q.dtype)
 
 
 class ReferenceFP8Linear(nn.Module):
@@ -411,10 +415,8 @@ class ReferenceFP8Linear(nn.Module):
         return y.reshape(*x.shape[:-1], f.out_features)
 
 
-def emulated(fp8_model: Decoder) -> Decoder:
-    """``fp8_model`` (from :func:`to_fp8`, sharing its weights) with every FP8Linear computed by
-    :class:`ReferenceFP8Linear` and prefill attention by :func:`reference_attention`: the FP8 model as exact FP8
-    arithmetic predicts it, with no kernel involved (prefill only; decode steps still run the kernels)."""
+def with_reference_linears(fp8_model: nn.Module) -> nn.Module:
+    """A copy of ``fp8_model`` sharing its weights, every FP8Linear replaced by :class:`ReferenceFP8Linear`."""
     from tritonfp8.nn import FP8Linear
 
     shared = {id(t): t for t in (*fp8_model.parameters(), *fp8_model.buffers())}
@@ -423,6 +425,14 @@ def emulated(fp8_model: Decoder) -> Decoder:
         for name, child in mod.named_children():
             if isinstance(child, FP8Linear):
                 setattr(mod, name, ReferenceFP8Linear(child))
+    return m
+
+
+def emulated(fp8_model: Decoder) -> Decoder:
+    """``fp8_model`` (from :func:`to_fp8`, sharing its weights) with every FP8Linear computed by
+    :class:`ReferenceFP8Linear` and prefill attention by :func:`reference_attention`: the FP8 model as exact FP8
+    arithmetic predicts it, with no kernel involved (prefill only; decode steps still run the kernels)."""
+    m = with_reference_linears(fp8_model)
     for layer in m.layers:
         layer.self_attn.reference = True
     m.run_layers = list(m.layers)
@@ -516,8 +526,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="prefill timing alone (no agreement check, no decode; default shapes 8b and 70b-layer)")
     p.add_argument("--agree-recipe", action="append", default=None,
                    help="recipes of the agreement check (default tensor, row, block; e.g. row-precise)")
-    p.add_argument("--checkpoint", default=None, help="local transformers checkpoint: next-token agreement, ppl")
-    p.add_argument("--text", default=None, help="text file for --checkpoint perplexity (default: built-in)")
+    p.add_argument("--checkpoint", default=None,
+                   help="local transformers checkpoint: BF16 vs FP8 per --agree-recipe (cos(final hidden), "
+                        "next-token agreement, perplexity) and BF16 vs FP32")
+    p.add_argument("--checkpoint-only", action="store_true",
+                   help="with --checkpoint: the checkpoint's agreement alone (no random-weight shapes, no timing)")
+    p.add_argument("--checkpoint-tokens", type=int, default=None,
+                   help="tokens per sequence for --checkpoint (default: its max_position_embeddings, at most the "
+                        f"text; the text is cut into up to {CHECKPOINT_MAX_SEQS} sequences)")
+    p.add_argument("--text", default=None,
+                   help="text file for --checkpoint (default: the checkpoint's eval.txt, else a built-in paragraph)")
 
 
 def layer_inputs(model: Decoder, inputs, positions) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
@@ -711,9 +729,15 @@ def run(args: argparse.Namespace) -> int:
     prefill_only = getattr(args, "prefill_only", False)
     if decode_only + agreement_only + prefill_only > 1:
         raise ValueError("--decode-only, --agreement-only, --prefill-only: give at most one")
+    ckpt = getattr(args, "checkpoint", None)
+    checkpoint_only = getattr(args, "checkpoint_only", False)
+    if checkpoint_only and not ckpt:
+        raise ValueError("--checkpoint-only needs --checkpoint DIR")
     agree_recipes = getattr(args, "agree_recipe", None) or ["tensor", "row", "block"]
     do_graph = not getattr(args, "no_graph", False)
     shapes = [SHAPES[n] for n in (getattr(args, "shape", None) or (["8b"] if decode_only else ["8b", "70b-layer"]))]
+    if checkpoint_only:
+        shapes = []
     prefills = getattr(args, "prefill", None) or ([8192] if quick else [2048, 4096, 8192])
     batches = getattr(args, "decode_batch", None) or ([32] if quick else [1, 8, 32, 64])
     context = getattr(args, "context", 4096)
@@ -722,8 +746,10 @@ def run(args: argparse.Namespace) -> int:
     agree_tokens = getattr(args, "agree_tokens", None) or min(2048, max(prefills))
     if decode_only or agreement_only:
         prefills = []
-    if agreement_only or prefill_only:
+    if agreement_only or prefill_only or checkpoint_only:
         batches = []
+    if checkpoint_only:
+        prefills = []
     console.print(f"[bold]model[/]: {env.get('gpu')}, recipe {recipe!r}, {args.repeats} interleaved rounds; "
                   f"prefill {prefills} tokens, decode batch {batches} at context {context}"
                   + ("" if do_graph else "; no CUDA graphs"))
@@ -833,26 +859,39 @@ def run(args: argparse.Namespace) -> int:
                               "to a whole output, invisible to the cosine)")
     failures += sum(1 for a in agree if not a["ok"])
 
-    ckpt = getattr(args, "checkpoint", None)
     ck_rows = []
     if ckpt:
-        ck_rows = checkpoint_agreement(ckpt, getattr(args, "text", None), recipe)
+        ck_rows = checkpoint_agreement(ckpt, getattr(args, "text", None), agree_recipes,
+                                       tokens=getattr(args, "checkpoint_tokens", None))
+        b, n = ck_rows[0]["batch"], ck_rows[0]["tokens"]
         H.print_table(ck_rows, [H.Column("variant", justify="left"), H.Column("ppl", "perplexity", "{:.3f}"),
                                 H.Column("next_token_agree", "next-token agreement", "{:.4f}"),
-                                H.Column("cos_logits", "cos(logits)", "{:.5f}")],
-                      title=f"checkpoint {ckpt}", console=console)
+                                H.Column("cos_hidden", "cos(final hidden)", "{:.5f}"),
+                                H.Column("cos_logits", "cos(logits)", "{:.5f}"),
+                                H.Column("cos_hidden_vs_fp32", "cos(final hidden) vs FP32", "{:.5f}"),
+                                H.Column("cos_hidden_emulated", "exact FP8", "{:.5f}"),
+                                H.Column("cos_kernel_vs_exact", "kernels vs exact", "{:.6f}"),
+                                H.Column("ok", f">= {MIN_COSINE}")],
+                      title=f"checkpoint {ckpt}: {b} x {n} tokens, vs BF16", console=console,
+                      caption="trained weights: cos(final hidden) (after the final norm) vs the BF16 model is the "
+                              "criterion; the fp32 row is BF16's own rounding (BF16 vs FP32); next-token agreement: "
+                              "argmax equal to BF16's at every position; exact FP8: the same FP8 model in "
+                              "plain-PyTorch FP8 arithmetic (no kernel) vs BF16")
+        failures += sum(1 for r in ck_rows if r.get("ok") is False)
     stats = tritonfp8.stats()
     if stats.total_fallbacks:
         notes.append(f"guard fallbacks during the run: {stats.as_dict()['fallbacks']}")
     if not args.no_save:
         w = H.ResultsWriter("model", out_dir=args.out, env=env)
-        path = w.write(rows + [{"phase": "agreement", **a} for a in agree] + ck_rows,
+        path = w.write(rows + [{"phase": "agreement", **a} for a in agree]
+                       + [{"phase": "checkpoint", **c} for c in ck_rows],
                        config={"recipe": recipe, "prefill": prefills, "decode_batch": batches, "context": context,
                                "compile": do_compile, "shapes": [s.name for s in shapes],
                                "decode_only": decode_only, "agreement_only": agreement_only, "prefill_only": prefill_only,
                                "agreement_recipes": agree_recipes, "cuda_graphs": do_graph, "proj": proj,
                                "graph_guard_policy": GRAPH_POLICY if do_graph else None,
-                               "variants": VARIANTS}, notes=notes)
+                               "variants": VARIANTS, "checkpoint": ckpt,
+                               "checkpoint_only": checkpoint_only}, notes=notes)
         if rows:
             labels = [f"{r['phase']} {r['shape']} {r['tokens']}"
                       + (f" b{r['batch']}" if r["phase"] == "decode" else "") for r in rows]
@@ -893,29 +932,100 @@ _DEFAULT_TEXT = (
 )
 
 
-def checkpoint_agreement(path: str, text_file: str | None, recipe: str) -> list[dict]:
-    """Perplexity and next-token agreement of a local checkpoint in BF16 (SDPA) and FP8 (tritonfp8)."""
+CHECKPOINT_MAX_SEQS = 8
+
+
+def checkpoint_inputs(tok, text: str, tokens: int | None, max_positions: int, seqs: int = CHECKPOINT_MAX_SEQS,
+                      device=None) -> torch.Tensor:
+    """Token ids (B, S) for :func:`checkpoint_agreement`: ``text`` tokenized and cut into up to ``seqs``
+    consecutive sequences of ``tokens`` (default: the checkpoint's ``max_positions``, at most the text's length);
+    no padding, so the FP8 attention runs its dense causal path."""
+    ids = tok(text, return_tensors="pt").input_ids[0]
+    n = min(tokens or max_positions, max_positions, ids.numel())
+    if n < 2:
+        raise ValueError(f"text: {ids.numel()} tokens, need at least 2")
+    b = max(1, min(seqs, ids.numel() // n))
+    return ids[: b * n].view(b, n).to(device or _DEVICE)
+
+
+def _reference_attention_hf(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
+    """transformers attention interface (query (B, Hq, S, D)) computed by :func:`reference_attention`: exact FP8
+    arithmetic for the causal prefill of :func:`checkpoint_agreement` (unpadded, Sq = Sk)."""
+    if attention_mask is not None or query.shape[2] != key.shape[2]:
+        raise ValueError("attention_mask: the exact-FP8 reference covers unpadded causal prefill only")
+    q, k, v = query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2)
+    return reference_attention(q, k, v, softmax_scale=scaling), None
+
+
+def _emulated_hf(fp8_model: nn.Module) -> nn.Module:
+    """A converted transformers model (sharing its weights) with every FP8Linear computed by
+    :class:`ReferenceFP8Linear` and attention by :func:`reference_attention`: exact FP8 arithmetic, no kernel."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, flash_attention_mask
+
+    AttentionInterface.register("tritonfp8-reference", _reference_attention_hf)
+    AttentionMaskInterface.register("tritonfp8-reference", flash_attention_mask)
+    m = with_reference_linears(fp8_model)
+    m.set_attn_implementation("tritonfp8-reference")
+    return m
+
+
+def checkpoint_agreement(path: str, text_file: str | None, recipes, tokens: int | None = None,
+                         seqs: int = CHECKPOINT_MAX_SEQS, device=None, exact: bool = True) -> list[dict]:
+    """A local transformers causal-LM checkpoint in BF16 (SDPA), FP32 (the same weights) and FP8 per recipe
+    (:func:`tritonfp8.integrations.transformers.convert`: FP8 linears, lm_head kept in BF16, FP8 attention), on
+    ``text_file`` (default: the checkpoint's ``eval.txt`` if it has one, else a built-in paragraph).
+
+    One row per variant: perplexity, next-token agreement with BF16 (argmax at every position), cosine with BF16
+    of the final hidden states (after the final norm: what lm_head sees; the issue's criterion, ``ok``) and of the
+    logits, and the final-hidden cosine with FP32. The FP32 row's ``cos_hidden`` is BF16 vs FP32 (the rounding
+    scale of BF16 itself). With ``exact``, FP8 rows also carry ``cos_hidden_emulated``: the same FP8 model in
+    plain-PyTorch FP8 arithmetic vs BF16 (kernels aside), and ``cos_kernel_vs_exact``."""
+    import os
+
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     import tritonfp8.integrations.transformers as tfp8
 
-    text = open(text_file).read() if text_file else _DEFAULT_TEXT
+    device = device or _DEVICE
+    if text_file is None and os.path.exists(os.path.join(path, "eval.txt")):
+        text_file = os.path.join(path, "eval.txt")
+    text = open(text_file, encoding="utf-8").read() if text_file else _DEFAULT_TEXT
     tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    ids = tok(text, return_tensors="pt").input_ids.to(_DEVICE)
     ref = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.bfloat16,
-                                               attn_implementation="sdpa").to(_DEVICE).eval()
-    fp8 = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.bfloat16,
-                                               attn_implementation="sdpa").to(_DEVICE).eval()
-    tfp8.convert(fp8, recipe=recipe)
+                                               attn_implementation="sdpa").to(device).eval()
+    ids = checkpoint_inputs(tok, text, tokens, getattr(ref.config, "max_position_embeddings", 2048), seqs, device)
+
+    def run_model(m):
+        out = m(ids, output_hidden_states=True)
+        return out.hidden_states[-1].float(), out.logits.float()
+
+    def row(variant, h, lg, **extra):
+        nll = F.cross_entropy(lg[:, :-1].reshape(-1, lg.shape[-1]), ids[:, 1:].reshape(-1))
+        return {"variant": variant, "checkpoint": path, "batch": ids.shape[0], "tokens": ids.shape[1],
+                "ppl": math.exp(float(nll)),
+                "next_token_agree": float((lg.argmax(-1) == l_ref.argmax(-1)).float().mean()),
+                "cos_hidden": cosine(h, h_ref), "cos_logits": cosine(lg, l_ref),
+                "cos_hidden_vs_fp32": cosine(h, h32), **extra}
+
     out = []
     with torch.no_grad():
-        lr = ref(ids).logits.float()
-        lf = fp8(ids).logits.float()
-    for name, lg in (("bf16", lr), (f"fp8 {recipe}", lf)):
-        nll = F.cross_entropy(lg[0, :-1], ids[0, 1:])
-        out.append({"variant": name, "ppl": math.exp(float(nll)),
-                    "next_token_agree": float((lg[0].argmax(-1) == lr[0].argmax(-1)).float().mean()),
-                    "cos_logits": cosine(lg, lr)})
+        h_ref, l_ref = run_model(ref)
+        m32 = copy.deepcopy(ref).float()
+        h32, l32 = run_model(m32)
+        del m32
+        out.append(row("bf16", h_ref, l_ref))
+        out.append(row("fp32", h32, l32))
+        for r in recipes:
+            m = tfp8.convert(copy.deepcopy(ref), recipe=r)
+            h, lg = run_model(m)
+            extra = {}
+            if exact:
+                h_em, _ = run_model(_emulated_hf(m))
+                extra = {"cos_hidden_emulated": cosine(h_em, h_ref), "cos_kernel_vs_exact": cosine(h, h_em)}
+            out.append(row(f"fp8 {r}", h, lg, recipe=r, **extra))
+            out[-1]["ok"] = out[-1]["cos_hidden"] >= MIN_COSINE
+            del m
     return out
 
 
