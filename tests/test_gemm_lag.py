@@ -80,7 +80,7 @@ def test_lag_block_scales_match_sync(cfg, Kd, device):
 
 
 def test_lag_config_field_and_kernel_names():
-    assert PROMOTES == ("sync", "lag")
+    assert PROMOTES == ("sync", "lag", "split")
     with pytest.raises(ValueError, match="GemmConfig.promote"):
         GemmConfig(promote="early")
     lag = GemmConfig(128, 128, 128, num_warps=8, num_stages=5, promote="lag")
