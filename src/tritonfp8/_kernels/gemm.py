@@ -124,18 +124,38 @@ def _scaled_block(blk, xs, ys, X_SCALAR: tl.constexpr, Y_SCALAR: tl.constexpr):
         return blk * (xs[:, None] * ys[None, :])
 
 @triton.jit
-def _promote(acc, blk, kb, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k, stride_ys_r, stride_ys_k,
-             blk_scale, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, X_SCALE_GROUP: tl.constexpr,
-             Y_SCALE_GROUP: tl.constexpr):
-    """``acc + blk * (scale of K block kb)`` in fp32: the block scales of K block ``kb`` (X_SCALE_GROUP > 0;
-    BLOCK_K = 128, so K block kb is scale column kb of both operands), else the scalar per-block factor."""
+def _kb_scales(kb, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k, stride_ys_r, stride_ys_k,
+               blk_scale, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, X_SCALE_GROUP: tl.constexpr,
+               Y_SCALE_GROUP: tl.constexpr):
+    """The scales of K block ``kb`` as (xs, ys): its block scales (X_SCALE_GROUP > 0; BLOCK_K = 128, so K block kb
+    is scale column kb of both operands), else the scalar per-block factor (and an unused copy)."""
     if X_SCALE_GROUP > 0:
         xs = _block_scale(x_scale, off_r, R, kb, stride_xs_r, stride_xs_k, BLOCK_R, X_SCALE_GROUP)
         ys = _block_scale(y_scale, off_s, S, kb, stride_ys_r, stride_ys_k, BLOCK_S, Y_SCALE_GROUP)
+        return xs, ys
+    else:
+        return blk_scale, blk_scale
+
+
+@triton.jit
+def _add_scaled(acc, blk, xs, ys, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, X_SCALE_GROUP: tl.constexpr,
+                Y_SCALE_GROUP: tl.constexpr):
+    """``acc + blk * scale`` in fp32 with (xs, ys) from :func:`_kb_scales`."""
+    if X_SCALE_GROUP > 0:
         acc += _scaled_block(blk, xs, ys, X_SCALE_GROUP >= BLOCK_R, Y_SCALE_GROUP >= BLOCK_S)
     else:
-        acc += blk * blk_scale
+        acc += blk * xs
     return acc
+
+
+@triton.jit
+def _promote(acc, blk, kb, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k, stride_ys_r, stride_ys_k,
+             blk_scale, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, X_SCALE_GROUP: tl.constexpr,
+             Y_SCALE_GROUP: tl.constexpr):
+    """``acc + blk * (scale of K block kb)`` in fp32 (see :func:`_kb_scales`)."""
+    xs, ys = _kb_scales(kb, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k, stride_ys_r,
+                        stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP, Y_SCALE_GROUP)
+    return _add_scaled(acc, blk, xs, ys, BLOCK_R, BLOCK_S, X_SCALE_GROUP, Y_SCALE_GROUP)
 
 
 @triton.jit
@@ -216,16 +236,24 @@ def _k_loop_split(acc, x, y, K, kb_lo, kb_hi, off_r, off_s, y_off, x_scale, y_sc
     zero = tl.zeros((BLOCK_R, BLOCK_S), dtype=tl.float32)
     p1 = zero  # block kb-1 (zeros in the first step)
     c0 = zero
+    # Block kb's scales are loaded one step ahead (block scales are global loads; loaded in the step, they sat right
+    # before the promotion, after the running wgmma's issue: offline PTX). Block kb-1's stay in its promotion: loaded
+    # ahead too, ptxas moved that promotion's FFMAs before the second half's QGMMAs (nothing in flight).
+    xs0, ys0 = _kb_scales(kb_lo, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k, stride_ys_r,
+                          stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP, Y_SCALE_GROUP)
     for kb in tl.range(kb_lo, kb_hi, 2):
+        nxs0, nys0 = _kb_scales(tl.minimum(kb + 2, kb_hi - 1), x_scale, y_scale, off_r, off_s, R, S, stride_xs_r,
+                                stride_xs_k, stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP,
+                                Y_SCALE_GROUP)
         c0 = _half_block_dot(x, y, off_r, y_off, kb, zero, BLOCK_K)
         acc = _promote(acc, p1, tl.maximum(kb - 1, kb_lo), x_scale, y_scale, off_r, off_s, R, S, stride_xs_r,
                        stride_xs_k, stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP,
                        Y_SCALE_GROUP)
         c1 = _half_block_dot(x, y, off_r, y_off, kb + 1, tl.where(K < 0, acc, zero), BLOCK_K)
         if kb + 1 < kb_hi:
-            acc = _promote(acc, c0, kb, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k,
-                           stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP, Y_SCALE_GROUP)
+            acc = _add_scaled(acc, c0, xs0, ys0, BLOCK_R, BLOCK_S, X_SCALE_GROUP, Y_SCALE_GROUP)
         p1 = c1
+        xs0, ys0 = nxs0, nys0
     if (kb_hi - kb_lo) % 2 == 1:  # odd count: the last step's first block is the last one (its second is past it)
         acc = _promote(acc, c0, kb_hi - 1, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k,
                        stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP, Y_SCALE_GROUP)
