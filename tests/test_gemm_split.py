@@ -22,6 +22,8 @@ from tritonfp8._kernels.gemm_configs import PROMOTES, smem_bytes
 from tritonfp8.bench.harness import rel_error
 from tritonfp8.gemm import GemmConfig, error_bound, gemm, gemm_torch
 
+from test_gemm_lag import _inputs as lag_inputs, kernel_name
+
 E4 = torch.float8_e4m3fn
 
 # Small tiles (interpreter time); BLOCK_K 128 so block scales run too; partial tiles in M and N everywhere below.
@@ -33,21 +35,14 @@ SPLIT_CONFIGS = [
 IDS = ["persistent", "splitk2", "swapab"]
 
 
-def _inputs(M, N, Kd, device, *, block=False, integer=False, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    if integer:  # |x| <= 4: products <= 16, sums over any K here far below 2^24: exact in fp32 in any order
+def _inputs(M, N, Kd, device, *, block=False, integer=False):
+    """test_gemm_lag's operands and scales; ``integer``: the operands replaced by integers |x| <= 4 (products
+    <= 16, sums over any K here far below 2^24: every dot exact in fp32, in any order)."""
+    a, b, sa, sb = lag_inputs(M, N, Kd, "cpu", block=block)
+    if integer:
+        g = torch.Generator().manual_seed(1)
         a = torch.randint(-4, 5, (M, Kd), generator=g).float().to(E4)
         b = torch.randint(-4, 5, (N, Kd), generator=g).float().to(E4)
-    else:
-        a = torch.randn(M, Kd, generator=g).to(E4)
-        b = torch.randn(N, Kd, generator=g).to(E4)
-    if block:
-        kb = -(-Kd // 128)
-        sa = torch.rand(M, kb, generator=g) + 0.5
-        sb = torch.rand(-(-N // 128), kb, generator=g) + 0.5
-    else:
-        sa = torch.tensor(0.75)
-        sb = torch.tensor(1.25)
     return [t.to(device) for t in (a, b, sa, sb)]
 
 
@@ -91,11 +86,7 @@ def test_split_config_field_names_and_smem():
     split = GemmConfig(128, 128, 128, num_warps=8, num_stages=3, promote="split")
     assert split.short().endswith(" split") and GemmConfig.from_dict(split.as_dict()) == split
 
-    def name(cfg, **kw):
-        args = dict(arch=90, a_dtype=E4, b_dtype=E4, out_dtype=torch.bfloat16, a_vec=False, b_vec=False,
-                    precise=False, has_bias=False, activation=None)
-        return K_.gemm_kernel_name(cfg, **{**args, **kw}).build()
-
+    name = kernel_name
     assert name(split, precise=True).endswith("_tensorwise_precise_split")
     assert name(split, b_block_rows=128).endswith("_blockwise_split")
     assert name(split) == name(dataclasses.replace(split, promote="sync"))  # fast mode: nothing to promote
@@ -141,3 +132,31 @@ def test_bench_gemm_times_split_in_precise_and_block_modes(cpu_tools, tmp_path, 
         assert row["err"] <= row["err_bound"], row
     assert suite.variant_config(GemmConfig(128, 128, 128), "split").promote == "split"
     assert suite.variant_config(GemmConfig(128, 128, 128), "splitnp").schedule == "tma"
+
+
+@pytest.mark.parametrize("block", [False, True], ids=["precise", "block"])
+def test_split_grouped_matches_sync_bit_exact(block, device):
+    """The grouped (MoE) GEMM runs the same K loop: with "split", integer inputs, bit for bit the unsplit
+    kernel's output (groups of 5 and 3 K blocks: odd counts; an empty group)."""
+    from tritonfp8.grouped import grouped_gemm
+
+    if device == "cuda" and torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("TMA schedules need sm_90")
+    G, N, Kd, sizes = 3, 96, 640, (37, 0, 70)
+    M = sum(sizes)
+    g = torch.Generator().manual_seed(1)
+    a = torch.randint(-4, 5, (M, Kd), generator=g).float().to(E4).to(device)
+    b = torch.randint(-4, 5, (G, N, Kd), generator=g).float().to(E4).to(device)
+    kb = -(-Kd // 128)
+    if block:
+        sa = (torch.rand(M, kb, generator=g) + 0.5).to(device)
+        sb = (torch.rand(G, -(-N // 128), kb, generator=g) + 0.5).to(device)
+    else:
+        sa = torch.tensor(0.75, device=device)
+        sb = (torch.rand(G, generator=g) + 0.5).to(device)
+    cfg = GemmConfig(64, 64, 128, group_m=2, num_warps=4, num_stages=2, schedule="tmapersistent", promote="split")
+    kw = dict(m_sizes=torch.tensor(sizes, device=device), out_dtype=torch.float32,
+              accumulate="fast" if block else "precise")
+    out = grouped_gemm(a, b, sa, sb, config=cfg, **kw)
+    base = grouped_gemm(a, b, sa, sb, config=dataclasses.replace(cfg, promote="sync"), **kw)
+    assert torch.equal(out, base)
