@@ -258,7 +258,7 @@ def ffma_in_flight(sass):
 
 out = {}
 for k in ("gemm_precise_tensorwise", "gemm_precise_tensorwise_lag", "gemm_precise_tensorwise_split",
-          "gemm_precise_tensorwise_splitnp", "gemm_block_128x128_split"):
+          "gemm_precise_tensorwise_splitnp", "gemm_block_128x128_split", "gemm_block_128x128_splitnp"):
     r = codegen.inspect_kernel(k, arch=90, compare_names=False)
     d = r.as_dict()
     d.pop("sass", None)
@@ -274,7 +274,8 @@ print(json.dumps(out))
     # Measured: 0 (default), 7 (lag: a few FFMAs ptxas moved ahead of a wait-free point), 125-128 (split).
     assert reports["gemm_precise_tensorwise"]["ffma_in_flight"] == 0
     assert reports["gemm_precise_tensorwise_lag"]["ffma_in_flight"] < 64
-    for k in ("gemm_precise_tensorwise_split", "gemm_precise_tensorwise_splitnp", "gemm_block_128x128_split"):
+    for k in ("gemm_precise_tensorwise_split", "gemm_precise_tensorwise_splitnp", "gemm_block_128x128_split",
+              "gemm_block_128x128_splitnp"):
         r = reports[k]
         assert r["name"].endswith("_split"), r["name"]
         assert r["qgmma"] > 0 and r["spill_stores"] == 0 and r["spill_loads"] == 0 and r["stack_bytes"] == 0, r

@@ -1200,7 +1200,7 @@ MAIN_CONFIG = GemmConfig(128, 256, 128, num_warps=8, num_stages=4, schedule="tma
 BLOCK_CONFIG = GemmConfig(128, 128, 128, num_warps=8, num_stages=5, schedule="tmapersistent")
 # The lagged promotion (GemmConfig.promote = "lag") on the precise / block tile.
 PRECISE_CONFIG_LAG = BLOCK_CONFIG_LAG = dataclasses.replace(BLOCK_CONFIG, promote="lag")
-# The split-lag promotion (GemmConfig.promote = "split"): each block's second half-K wgmma overlaps the promotion.
+# The split promotion (GemmConfig.promote = "split"): each block is promoted while the next one's second half runs.
 # Two K blocks per pipeline stage: 3 stages hold the 6 blocks of 6 unsplit stages.
 PRECISE_CONFIG_SPLIT = BLOCK_CONFIG_SPLIT = dataclasses.replace(BLOCK_CONFIG, promote="split", num_stages=3)
 
@@ -1222,10 +1222,10 @@ def _specs() -> dict:
             description="precise, lagged promotion: block kb-1 added while block kb's dot is issued"),
         "gemm_precise_tensorwise_split": codegen_spec(
             PRECISE_CONFIG_SPLIT, precise=True,
-            description="precise, split-lag promotion: block kb-1 added while block kb's second half-K wgmma runs"),
+            description="precise, split promotion: each block added while the next one's second half-K wgmmas run"),
         "gemm_precise_tensorwise_splitnp": codegen_spec(
             dataclasses.replace(PRECISE_CONFIG_SPLIT, schedule="tma"), precise=True,
-            description="precise, split-lag promotion, one tile per program"),
+            description="precise, split promotion, one tile per program"),
         "gemm_fast_nonpersistent": codegen_spec(
             GemmConfig(128, 256, 128, num_warps=8, num_stages=4, schedule="tma", epilogue_subtile=2),
             description="one tile per program"),
@@ -1249,7 +1249,10 @@ def _specs() -> dict:
         "gemm_block_128x128_lag": codegen_spec(
             BLOCK_CONFIG_LAG, b_block_rows=128, description="block scales 1x128 / 128x128, lagged promotion"),
         "gemm_block_128x128_split": codegen_spec(
-            BLOCK_CONFIG_SPLIT, b_block_rows=128, description="block scales 1x128 / 128x128, split-lag promotion"),
+            BLOCK_CONFIG_SPLIT, b_block_rows=128, description="block scales 1x128 / 128x128, split promotion"),
+        "gemm_block_128x128_splitnp": codegen_spec(
+            dataclasses.replace(BLOCK_CONFIG_SPLIT, schedule="tma"), b_block_rows=128,
+            description="block scales 1x128 / 128x128, split promotion, one tile per program"),
         "gemm_block_group1x128_bias_gelu": codegen_spec(
             BLOCK_CONFIG, b_block_rows=1, bias_dtype=torch.bfloat16, activation="gelu",
             description="block scales: 1x128 groups of a and b, + bias + gelu"),
