@@ -79,6 +79,12 @@ def test_split_block_scales_match_sync_bit_exact(cfg, Kd, device):
     _check(cfg, 70, 160, Kd, device, block=True, integer=True)
 
 
+def test_split_block_scales_split_k_with_an_empty_split(device):
+    """5 K blocks over 4 splits of 2: the last split has none (its range starts past the last scale column)."""
+    cfg = dataclasses.replace(SPLIT_CONFIGS[1], split_k=4)
+    _check(cfg, 70, 160, 640, device, block=True, integer=True)
+
+
 def test_split_config_field_names_and_smem():
     assert PROMOTES == ("sync", "lag", "split")
     with pytest.raises(ValueError, match="GemmConfig.promote"):

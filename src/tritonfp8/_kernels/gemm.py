@@ -239,8 +239,10 @@ def _k_loop_split(acc, x, y, K, kb_lo, kb_hi, off_r, off_s, y_off, x_scale, y_sc
     # Block kb's scales are loaded one step ahead (block scales are global loads; loaded in the step, they sat right
     # before the promotion, after the running wgmma's issue: offline PTX). Block kb-1's stay in its promotion: loaded
     # ahead too, ptxas moved that promotion's FFMAs before the second half's QGMMAs (nothing in flight).
-    xs0, ys0 = _kb_scales(kb_lo, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k, stride_ys_r,
-                          stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP, Y_SCALE_GROUP)
+    # (clamped: the range of an empty split-K slice can start past the last scale column; kb_hi - 1 >= 0)
+    xs0, ys0 = _kb_scales(tl.minimum(kb_lo, kb_hi - 1), x_scale, y_scale, off_r, off_s, R, S, stride_xs_r,
+                          stride_xs_k, stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP,
+                          Y_SCALE_GROUP)
     for kb in tl.range(kb_lo, kb_hi, 2):
         nxs0, nys0 = _kb_scales(tl.minimum(kb + 2, kb_hi - 1), x_scale, y_scale, off_r, off_s, R, S, stride_xs_r,
                                 stride_xs_k, stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP,
