@@ -79,19 +79,22 @@ def test_lag_block_scales_match_sync(cfg, Kd, device):
     _check(cfg, 70, 160, Kd, device, block=True)
 
 
+def kernel_name(cfg, **kw):
+    """The built kernel name of ``cfg`` for an E4M3 x E4M3 -> bf16 call (fast, per tensor, unless ``kw`` says)."""
+    args = dict(arch=90, a_dtype=E4, b_dtype=E4, out_dtype=torch.bfloat16, a_vec=False, b_vec=False,
+                precise=False, has_bias=False, activation=None)
+    return K_.gemm_kernel_name(cfg, **{**args, **kw}).build()
+
+
 def test_lag_config_field_and_kernel_names():
-    assert PROMOTES == ("sync", "lag")
+    assert PROMOTES == ("sync", "lag", "split")
     with pytest.raises(ValueError, match="GemmConfig.promote"):
         GemmConfig(promote="early")
     lag = GemmConfig(128, 128, 128, num_warps=8, num_stages=5, promote="lag")
     assert lag.short().endswith(" lag") and GemmConfig.from_dict(lag.as_dict()) == lag
     assert "promote" not in GemmConfig().short() and GemmConfig.from_dict({"block_m": 64}).promote == "sync"
 
-    def name(cfg, **kw):
-        args = dict(arch=90, a_dtype=E4, b_dtype=E4, out_dtype=torch.bfloat16, a_vec=False, b_vec=False,
-                    precise=False, has_bias=False, activation=None)
-        return K_.gemm_kernel_name(cfg, **{**args, **kw}).build()
-
+    name = kernel_name
     assert name(lag, precise=True).endswith("_tensorwise_precise_lag")
     assert name(lag, b_block_rows=128).endswith("_blockwise_lag")
     assert name(lag) == name(dataclasses.replace(lag, promote="sync"))  # fast mode: no promotion to lag

@@ -124,18 +124,38 @@ def _scaled_block(blk, xs, ys, X_SCALAR: tl.constexpr, Y_SCALAR: tl.constexpr):
         return blk * (xs[:, None] * ys[None, :])
 
 @triton.jit
-def _promote(acc, blk, kb, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k, stride_ys_r, stride_ys_k,
-             blk_scale, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, X_SCALE_GROUP: tl.constexpr,
-             Y_SCALE_GROUP: tl.constexpr):
-    """``acc + blk * (scale of K block kb)`` in fp32: the block scales of K block ``kb`` (X_SCALE_GROUP > 0;
-    BLOCK_K = 128, so K block kb is scale column kb of both operands), else the scalar per-block factor."""
+def _kb_scales(kb, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k, stride_ys_r, stride_ys_k,
+               blk_scale, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, X_SCALE_GROUP: tl.constexpr,
+               Y_SCALE_GROUP: tl.constexpr):
+    """The scales of K block ``kb`` as (xs, ys): its block scales (X_SCALE_GROUP > 0; BLOCK_K = 128, so K block kb
+    is scale column kb of both operands), else the scalar per-block factor (and an unused copy)."""
     if X_SCALE_GROUP > 0:
         xs = _block_scale(x_scale, off_r, R, kb, stride_xs_r, stride_xs_k, BLOCK_R, X_SCALE_GROUP)
         ys = _block_scale(y_scale, off_s, S, kb, stride_ys_r, stride_ys_k, BLOCK_S, Y_SCALE_GROUP)
+        return xs, ys
+    else:
+        return blk_scale, blk_scale
+
+
+@triton.jit
+def _add_scaled(acc, blk, xs, ys, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, X_SCALE_GROUP: tl.constexpr,
+                Y_SCALE_GROUP: tl.constexpr):
+    """``acc + blk * scale`` in fp32 with (xs, ys) from :func:`_kb_scales`."""
+    if X_SCALE_GROUP > 0:
         acc += _scaled_block(blk, xs, ys, X_SCALE_GROUP >= BLOCK_R, Y_SCALE_GROUP >= BLOCK_S)
     else:
-        acc += blk * blk_scale
+        acc += blk * xs
     return acc
+
+
+@triton.jit
+def _promote(acc, blk, kb, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k, stride_ys_r, stride_ys_k,
+             blk_scale, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, X_SCALE_GROUP: tl.constexpr,
+             Y_SCALE_GROUP: tl.constexpr):
+    """``acc + blk * (scale of K block kb)`` in fp32 (see :func:`_kb_scales`)."""
+    xs, ys = _kb_scales(kb, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k, stride_ys_r,
+                        stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP, Y_SCALE_GROUP)
+    return _add_scaled(acc, blk, xs, ys, BLOCK_R, BLOCK_S, X_SCALE_GROUP, Y_SCALE_GROUP)
 
 
 @triton.jit
@@ -168,6 +188,81 @@ def _k_step(acc, prev, xt, yt, kb, kb_lo, x_scale, y_scale, off_r, off_s, R, S, 
     else:
         acc = tl.dot(xt, yt.T, acc)
     return acc, prev
+
+
+@triton.jit
+def _half_block_dot(x, y, off_r, y_off, kb, init, BLOCK_K: tl.constexpr):
+    """The fp32 dot of K block ``kb`` (fresh accumulator), from two TMA loads of BLOCK_K // 2 per operand, as the
+    chain ``dot(second halves, dot(first halves))``: on sm_90 the same k32 wgmmas into the same accumulator as
+    one dot of the whole block, but two ops for Triton's pipeliner (see :func:`_k_loop_split`)."""
+    k0 = kb * BLOCK_K
+    lo = tl.dot(x.load([off_r, k0]), y.load([y_off, k0]).T, init)
+    return tl.dot(x.load([off_r, k0 + BLOCK_K // 2]), y.load([y_off, k0 + BLOCK_K // 2]).T, lo)
+
+
+@triton.jit
+def _k_loop_split(acc, x, y, K, kb_lo, kb_hi, off_r, off_s, y_off, x_scale, y_scale, R, S, stride_xs_r,
+                  stride_xs_k, stride_ys_r, stride_ys_k, blk_scale, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr,
+                  BLOCK_K: tl.constexpr, X_SCALE_GROUP: tl.constexpr, Y_SCALE_GROUP: tl.constexpr):
+    """K loop of the "split" promotion (PROMOTE_LAG 2; TMA descriptors with BLOCK_K // 2 wide blocks): the fp32
+    sum of the unlagged loop (same blocks, same scales, same order), scheduled so that each block's promotion
+    runs while the second half of the next block's wgmmas does. Two blocks per step:
+
+        c0 = dot(block kb)        first half waited for (which retires block kb-1, p1); second half left running
+        acc += p1 * s[kb-1]         ... while this promotes block kb-1
+        c1 = dot(block kb+1)      first half waited for (retires c0); second half left running, carried as p1
+        acc += c0 * s[kb]           ... while this promotes block kb
+        p1 = c1                   (promoted in the next step, or after the loop)
+
+    How Triton 3.6 is led there (offline TTGIR/PTX/SASS, tests/test_codegen_gemm.py):
+    - Its wgmma pipeliner leaves a dot asynchronous ("properly async": no ``warp_group_dot_wait`` right after it)
+      only if the loop body reads its result under an ``if`` at most (else: only the loop's yield) and the value
+      carried from the previous iteration is read after a ``warp_group_dot_wait {pendings = 0}`` of the body.
+      A fresh dot read by its promotion (default, "lag") gets a wait right after it: nothing overlaps. Here each
+      block is two chained half-K dots (:func:`_half_block_dot`): the first half is read by the second, so it is
+      waited for, and that wait retires every earlier wgmma; the second halves are read after such a wait only
+      (c0's promotion sits under an ``if``, true except at an odd count's last step; p1 is loop-carried).
+    - Two blocks per step, so the registers alternate between two tiles and no copy of a running wgmma's result
+      is made at the loop back edge: a one-block-per-step version copied it, and ptxas then serialized every wgmma
+      (warning C7514: a non-wgmma instruction reads a running wgmma's accumulator).
+    - The loop scheduler puts promotion arithmetic after all dots and loads of the step unless it feeds a dot; at
+      the end p1, c0 and the running c1 were all live (255 registers, spills). So c1's first half starts from
+      ``where(K < 0, acc, 0)``: zero (K > 0 inside the loop; the tensor core adds the products to +0, as to a
+      fresh accumulator, up to the sign of an all-zero sum) but dependent on p1's promotion, which thereby
+      stays before it. 64 FSEL per step.
+    An odd block count reads one block past kb_hi (zeros past K, by TMA; a split-K neighbour's block otherwise),
+    which is never promoted: the odd count's last block is c0, promoted after the loop.
+    """
+    zero = tl.zeros((BLOCK_R, BLOCK_S), dtype=tl.float32)
+    p1 = zero  # block kb-1 (zeros in the first step)
+    c0 = zero
+    # Block kb's scales are loaded one step ahead (block scales are global loads; loaded in the step, they sat right
+    # before the promotion, after the running wgmma's issue: offline PTX). Block kb-1's stay in its promotion: loaded
+    # ahead too, ptxas moved that promotion's FFMAs before the second half's QGMMAs (nothing in flight).
+    # (clamped: the range of an empty split-K slice can start past the last scale column; kb_hi - 1 >= 0)
+    xs0, ys0 = _kb_scales(tl.minimum(kb_lo, kb_hi - 1), x_scale, y_scale, off_r, off_s, R, S, stride_xs_r,
+                          stride_xs_k, stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP,
+                          Y_SCALE_GROUP)
+    for kb in tl.range(kb_lo, kb_hi, 2):
+        nxs0, nys0 = _kb_scales(tl.minimum(kb + 2, kb_hi - 1), x_scale, y_scale, off_r, off_s, R, S, stride_xs_r,
+                                stride_xs_k, stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP,
+                                Y_SCALE_GROUP)
+        c0 = _half_block_dot(x, y, off_r, y_off, kb, zero, BLOCK_K)
+        acc = _promote(acc, p1, tl.maximum(kb - 1, kb_lo), x_scale, y_scale, off_r, off_s, R, S, stride_xs_r,
+                       stride_xs_k, stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP,
+                       Y_SCALE_GROUP)
+        c1 = _half_block_dot(x, y, off_r, y_off, kb + 1, tl.where(K < 0, acc, zero), BLOCK_K)
+        if kb + 1 < kb_hi:
+            acc = _add_scaled(acc, c0, xs0, ys0, BLOCK_R, BLOCK_S, X_SCALE_GROUP, Y_SCALE_GROUP)
+        p1 = c1
+        xs0, ys0 = nxs0, nys0
+    if (kb_hi - kb_lo) % 2 == 1:  # odd count: the last step's first block is the last one (its second is past it)
+        acc = _promote(acc, c0, kb_hi - 1, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k,
+                       stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP, Y_SCALE_GROUP)
+    else:
+        acc = _promote(acc, p1, kb_hi - 1, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k,
+                       stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP, Y_SCALE_GROUP)
+    return acc
 
 
 @triton.jit
@@ -243,7 +338,11 @@ def _gemm_tile(
 
     acc = tl.zeros((BLOCK_R, BLOCK_S), dtype=tl.float32)
     prev = acc  # the lagged promotion's pending block (PROMOTE_LAG; else unused)
-    if USE_TMA:
+    if PROMOTE_LAG == 2:
+        acc = _k_loop_split(acc, x, y, K, kb_lo, kb_hi, off_r, off_s, y_off, x_scale, y_scale, R, S, stride_xs_r,
+                            stride_xs_k, stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, BLOCK_K,
+                            X_SCALE_GROUP, Y_SCALE_GROUP)
+    elif USE_TMA:
         for kb in tl.range(kb_lo, kb_hi, warp_specialize=WS_KLOOP):
             xt = x.load([off_r, kb * BLOCK_K])
             yt = y.load([y_off, kb * BLOCK_K])
@@ -266,7 +365,7 @@ def _gemm_tile(
             acc, prev = _k_step(acc, prev, xt, yt, kb, kb_lo, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r,
                                 stride_xs_k, stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP,
                                 Y_SCALE_GROUP, K_SCALED, PROMOTE_LAG)
-    if PROMOTE_LAG:
+    if PROMOTE_LAG == 1:
         # The last block (zeros when this split has no K blocks; kb_hi - 1 is a valid scale column: K > 0).
         acc = _promote(acc, prev, kb_hi - 1, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r, stride_xs_k,
                        stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP, Y_SCALE_GROUP)
@@ -459,7 +558,11 @@ def fp8_gemm_kernel(
         g_tiles = 0
         g_cum = 0
     if PERSISTENT:
-        for work_id in tl.range(pid, num_tiles * SPLIT_K, num_programs, flatten=FLATTEN,
+        # The "split" promotion (PROMOTE_LAG 2) keeps the nested loop: flattened, the tile's last promotion moves
+        # into the loop body (under the epilogue's if) and reads the still-running second-half wgmma, which Triton
+        # 3.6 does not wait for there (offline TTGIR: no warp_group_dot_wait before that use); nested, the
+        # pipeliner's wait after the K loop precedes it.
+        for work_id in tl.range(pid, num_tiles * SPLIT_K, num_programs, flatten=FLATTEN and PROMOTE_LAG != 2,
                                 warp_specialize=WARP_SPECIALIZE):
             _gemm_tile(
                 x, y, c, ws, x_scale, y_scale, bias, R, S, K, stride_xr, stride_yr, stride_cm,
@@ -520,13 +623,22 @@ _TL_OUT = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32
 REDUCE_BLOCK = 1024
 
 
-def promote_lag(cfg: GemmConfig, k_scaled: bool) -> bool:
-    """Constexpr PROMOTE_LAG: the config asks for the lagged promotion, the mode has a promotion at all (precise or
-    block scales), and the loads are TMA (wgmma, asynchronous) without warp specialization. The others keep the
-    unlagged loop: the pointer path (Ada's mma.sync is synchronous: nothing to overlap; its lagged build measured 252
-    registers vs 178, offline sm_89) and the warp-specialized schedules (Triton 3.6's NVGPUWarpSpecialization pass
-    fails on the lagged loop: measured offline, tmaws and tmawspersistent)."""
-    return cfg.promote == "lag" and k_scaled and cfg.uses_tma and not cfg.warp_specialized
+def promote_lag(cfg: GemmConfig, k_scaled: bool) -> int:
+    """Constexpr PROMOTE_LAG: 0 (unlagged), 1 ("lag") or 2 ("split"): non-zero when the config asks for a lagged
+    promotion, the mode has a promotion at all (precise or block scales), and the loads are TMA (wgmma,
+    asynchronous) without warp specialization. The others keep the unlagged loop: the pointer path (Ada's mma.sync
+    is synchronous: nothing to overlap; its lagged build measured 252 registers vs 178, offline sm_89) and the
+    warp-specialized schedules (Triton 3.6's NVGPUWarpSpecialization pass fails on the lagged loop: measured
+    offline, tmaws and tmawspersistent)."""
+    if cfg.promote == "sync" or not k_scaled or not cfg.uses_tma or cfg.warp_specialized:
+        return 0
+    return 1 if cfg.promote == "lag" else 2
+
+
+def tma_k_box(cfg: GemmConfig, k_scaled: bool) -> int:
+    """K width of the operands' TMA blocks: block_k, or half of it for the "split" promotion (each K block is
+    loaded as two halves)."""
+    return cfg.block_k // 2 if promote_lag(cfg, k_scaled) == 2 else cfg.block_k
 
 
 def scaling_token(a_vec: bool, b_vec: bool, b_block_rows: int | None = None) -> str:
@@ -556,8 +668,9 @@ def gemm_kernel_name(
     extras = []
     if precise and b_block_rows is None:  # block scaling is always per-K-block fp32: the scaling field says so
         extras.append("precise")
-    if promote_lag(cfg, precise or b_block_rows is not None):
-        extras.append("lag")
+    lag = promote_lag(cfg, precise or b_block_rows is not None)
+    if lag:
+        extras.append("lag" if lag == 1 else "split")
     if cfg.swap_ab:
         extras.append("swapab")
     if cfg.split_k > 1:
@@ -678,9 +791,10 @@ def launch_gemm(
     else:
         x_group = y_group = 0
         xs_strides = ys_strides = (0, 0)
+    box_k = tma_k_box(cfg, precise or b_block_rows is not None)
     if cfg.uses_tma:
-        x_arg = TensorDescriptor.from_tensor(x, [BR, BK])
-        y_arg = TensorDescriptor.from_tensor(y, [BS, BK])
+        x_arg = TensorDescriptor.from_tensor(x, [BR, box_k])
+        y_arg = TensorDescriptor.from_tensor(y, [BS, box_k])
     else:
         x_arg, y_arg = x, y
     split = cfg.split_k
@@ -729,7 +843,7 @@ def launch_gemm(
         _TEMPLATES[tkey] = _Template(
             cfg=cfg, main=main, main_grid=(grid_size, 1, 1), mid=mid,
             main_tail=_fast._tail_values(fp8_gemm_kernel, 7 + len(mid), kwargs), tma_store=tma_store,
-            x_block=[BR, BK], y_block=[BS, BK], c_block=[BR, BS // cfg.epilogue_subtile], ws_shape=(split, M, N),
+            x_block=[BR, box_k], y_block=[BS, box_k], c_block=[BR, BS // cfg.epilogue_subtile], ws_shape=(split, M, N),
             red=red, red_grid=(triton.cdiv(M * N, REDUCE_BLOCK), 1, 1),
             red_tail=_fast._tail_values(fp8_gemm_splitk_reduce_kernel, 5, rkw) if red is not None else None,
             M=M, N=N,
@@ -895,15 +1009,16 @@ def launch_grouped(
     G, N, _ = b.shape
     y = b.view(G * N, K)
     ce = _grouped_args(cfg, mode=mode, G=G, a_vec=a_vec, b_vec=b_vec, b_block_rows=b_block_rows)
-    BR, BS, BK = cfg.block_m, cfg.block_n, cfg.block_k
+    BR, BS = cfg.block_m, cfg.block_n
     if b_block_rows is not None:
         xs_strides = tuple(scale_a.stride())
         ys_strides = (scale_b.stride(1), scale_b.stride(2))
     else:
         xs_strides = ys_strides = (0, 0)
+    box_k = tma_k_box(cfg, precise or b_block_rows is not None)
     if cfg.uses_tma:
-        x_arg = TensorDescriptor.from_tensor(a, [BR, BK])
-        y_arg = TensorDescriptor.from_tensor(y, [BS, BK])
+        x_arg = TensorDescriptor.from_tensor(a, [BR, box_k])
+        y_arg = TensorDescriptor.from_tensor(y, [BS, box_k])
     else:
         x_arg, y_arg = a, y
     # Upper bound of the tile count without reading the group sizes: every group adds at most one partial row tile.
@@ -943,12 +1058,13 @@ def grouped_codegen_spec(
     from tritonfp8.codegen import CodegenSpec
 
     ce = _grouped_args(cfg, mode=mode, G=G, a_vec=a_vec, b_vec=b_vec, b_block_rows=b_block_rows)
-    BR, BS, BK = cfg.block_m, cfg.block_n, cfg.block_k
+    BR, BS = cfg.block_m, cfg.block_n
+    box_k = tma_k_box(cfg, precise or b_block_rows is not None)
     fp8 = triton_sig(torch.float8_e4m3fn)
     has_bias = bias_dtype is not None
     signature = {
-        "x": f"tensordesc<{fp8}[{BR}, {BK}]>" if cfg.uses_tma else f"*{fp8}",
-        "y": f"tensordesc<{fp8}[{BS}, {BK}]>" if cfg.uses_tma else f"*{fp8}",
+        "x": f"tensordesc<{fp8}[{BR}, {box_k}]>" if cfg.uses_tma else f"*{fp8}",
+        "y": f"tensordesc<{fp8}[{BS}, {box_k}]>" if cfg.uses_tma else f"*{fp8}",
         "c": f"*{triton_sig(out_dtype)}", "ws": "constexpr",
         "x_scale": "*fp32", "y_scale": "*fp32", "bias": f"*{triton_sig(bias_dtype)}" if has_bias else "constexpr",
         "R": "i32", "S": "i32", "K": "i32", "stride_xr": "i32", "stride_yr": "i32", "stride_cm": "i32",
@@ -1005,9 +1121,10 @@ def codegen_spec(
     BR, BS, BK = cfg.block_m, cfg.block_n, cfg.block_k
     split = cfg.split_k
     has_bias = bias_dtype is not None and split == 1
+    box_k = tma_k_box(cfg, precise or b_block_rows is not None)
     if cfg.uses_tma:
-        x_sig = f"tensordesc<{triton_sig(x_dt)}[{BR}, {BK}]>"
-        y_sig = f"tensordesc<{triton_sig(y_dt)}[{BS}, {BK}]>"
+        x_sig = f"tensordesc<{triton_sig(x_dt)}[{BR}, {box_k}]>"
+        y_sig = f"tensordesc<{triton_sig(y_dt)}[{BS}, {box_k}]>"
     else:
         x_sig, y_sig = f"*{triton_sig(x_dt)}", f"*{triton_sig(y_dt)}"
     c_sig = (f"tensordesc<{triton_sig(out_dtype)}[{BR}, {BS // cfg.epilogue_subtile}]>" if cfg.tma_store
@@ -1085,6 +1202,9 @@ MAIN_CONFIG = GemmConfig(128, 256, 128, num_warps=8, num_stages=4, schedule="tma
 BLOCK_CONFIG = GemmConfig(128, 128, 128, num_warps=8, num_stages=5, schedule="tmapersistent")
 # The lagged promotion (GemmConfig.promote = "lag") on the precise / block tile.
 PRECISE_CONFIG_LAG = BLOCK_CONFIG_LAG = dataclasses.replace(BLOCK_CONFIG, promote="lag")
+# The split promotion (GemmConfig.promote = "split"): each block is promoted while the next one's second half runs.
+# Two K blocks per pipeline stage: 3 stages hold the 6 blocks of 6 unsplit stages.
+PRECISE_CONFIG_SPLIT = BLOCK_CONFIG_SPLIT = dataclasses.replace(BLOCK_CONFIG, promote="split", num_stages=3)
 
 
 def _specs() -> dict:
@@ -1102,6 +1222,12 @@ def _specs() -> dict:
         "gemm_precise_tensorwise_lag": codegen_spec(
             PRECISE_CONFIG_LAG, precise=True,
             description="precise, lagged promotion: block kb-1 added while block kb's dot is issued"),
+        "gemm_precise_tensorwise_split": codegen_spec(
+            PRECISE_CONFIG_SPLIT, precise=True,
+            description="precise, split promotion: each block added while the next one's second half-K wgmmas run"),
+        "gemm_precise_tensorwise_splitnp": codegen_spec(
+            dataclasses.replace(PRECISE_CONFIG_SPLIT, schedule="tma"), precise=True,
+            description="precise, split promotion, one tile per program"),
         "gemm_fast_nonpersistent": codegen_spec(
             GemmConfig(128, 256, 128, num_warps=8, num_stages=4, schedule="tma", epilogue_subtile=2),
             description="one tile per program"),
@@ -1124,6 +1250,11 @@ def _specs() -> dict:
             description="block scales: 1x128 groups of a, 128x128 blocks of b, applied per 128-K step in fp32"),
         "gemm_block_128x128_lag": codegen_spec(
             BLOCK_CONFIG_LAG, b_block_rows=128, description="block scales 1x128 / 128x128, lagged promotion"),
+        "gemm_block_128x128_split": codegen_spec(
+            BLOCK_CONFIG_SPLIT, b_block_rows=128, description="block scales 1x128 / 128x128, split promotion"),
+        "gemm_block_128x128_splitnp": codegen_spec(
+            dataclasses.replace(BLOCK_CONFIG_SPLIT, schedule="tma"), b_block_rows=128,
+            description="block scales 1x128 / 128x128, split promotion, one tile per program"),
         "gemm_block_group1x128_bias_gelu": codegen_spec(
             BLOCK_CONFIG, b_block_rows=1, bias_dtype=torch.bfloat16, activation="gelu",
             description="block scales: 1x128 groups of a and b, + bias + gelu"),

@@ -39,7 +39,12 @@ SCHEDULES = ("tma", "tmapersistent", "tmaws", "tmawspersistent", "ptr")
 #   "sync"  block kb's dot is promoted in the same step (the default).
 #   "lag"   block kb's dot is promoted one step later, after block kb+1's dot is issued (one more fp32 tile live);
 #           same fp32 sum in the same order. Kernel names carry "lag".
-PROMOTES = ("sync", "lag")
+#   "split" two K blocks per loop step, each loaded as two halves (TMA blocks of block_k // 2) and computed as two
+#           chained half-K dots, the form Triton 3.6 keeps asynchronous: each block is promoted while the second
+#           half of the next block's wgmmas runs (see _k_loop_split in _kernels/gemm.py). Same sum, same order as
+#           "sync" (block_k >= 64: each half a whole FP8 wgmma K of 32). A pipeline stage holds two K blocks.
+#           Kernel names carry "split".
+PROMOTES = ("sync", "lag", "split")
 
 # Hopper (sm_90) shared memory per block: 227 KB opt-in (232448 bytes). Triton adds barriers (8 bytes per stage)
 # and alignment; keep 1 KB spare.
@@ -86,6 +91,9 @@ class GemmConfig:
             raise ValueError(f"GemmConfig.epilogue_subtile: expected 1 or 2, got {self.epilogue_subtile}")
         if self.promote not in PROMOTES:
             raise ValueError(f"GemmConfig.promote: expected one of {PROMOTES}, got {self.promote!r}")
+        if self.promote == "split" and self.block_k < 64:
+            raise ValueError(f"GemmConfig.promote: 'split' needs block_k >= 64 (two halves of >= 32), got "
+                             f"{self.block_k}")
         if self.split_k < 1:
             raise ValueError(f"GemmConfig.split_k: expected >= 1, got {self.split_k}")
         if self.num_warps not in (1, 2, 4, 8, 16):
@@ -148,9 +156,12 @@ def smem_bytes(cfg: GemmConfig, out_size: int, stages: int | None = None) -> int
     warp-specialized 128x256x128 s4, pointer store: 229608 (ring + 33000 layout-conversion scratch: half a tile);
     warp-specialized 128x128x128 s5 split-K (fp32 partials): 229712 (ring + the full fp32 tile).
     Rule: ring + staging (persistent or warp-specialized), else the larger of the two.
+    promote = "split": a stage holds two K blocks (its loop step; measured: persistent 128x128x128 s3, 229496 =
+    ring 196608 + 32768 staging), counted so for every mode (the fast mode ignores ``promote``: an overestimate).
     """
     stages = cfg.num_stages if stages is None else stages
-    ring = stages * (cfg.block_m + cfg.block_n) * cfg.block_k  # FP8: one byte per element
+    blocks_per_stage = 2 if cfg.promote == "split" else 1
+    ring = stages * blocks_per_stage * (cfg.block_m + cfg.block_n) * cfg.block_k  # FP8: one byte per element
     elem = 4 if cfg.split_k > 1 else out_size
     tile = cfg.block_m * cfg.block_n * elem
     if cfg.tma_store:

@@ -54,6 +54,10 @@ VARIANTS = {
     # Lagged fp32 promotion (GemmConfig.promote): block kb-1's fresh dot is added while block kb's dot is issued.
     "lag": {"promote": "lag"},
     "lagnp": {"promote": "lag", "schedule": "tma"},  # the lag where the offline SASS overlaps most (one tile/program)
+    # Two K blocks per step, each as two chained half-K dots: each block's promotion overlaps the second half of
+    # the next block's wgmmas (offline SASS: FFMAs issued between QGMMAs with no WARPGROUP.DEPBAR between them).
+    "split": {"promote": "split"},
+    "splitnp": {"promote": "split", "schedule": "tma"},
     # Precise/block on 64x128 tiles, one warpgroup, 3 stages: 143 (154 block) registers and 72 KB of shared memory
     # (offline sm_90), so three CTAs share an SM and one CTA's fp32 promotion overlaps the others' wgmma (the trick
     # that made the hd128 attention default 1.2-1.5x faster). Not yet timed.
@@ -65,7 +69,7 @@ VARIANTS = {
 # Modes a variant is timed in (default: fast). "lag" changes only the per-K-block promotion, which exists in the
 # precise mode and with block scales (--scaling block); it is timed there, on that mode's own config.
 VARIANT_MODES = {"lag": ("precise", "block"), "lagnp": ("precise", "block"), "p64": ("precise", "block"),
-                 "p64lag": ("precise", "block")}
+                 "p64lag": ("precise", "block"), "split": ("precise", "block"), "splitnp": ("precise", "block")}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
