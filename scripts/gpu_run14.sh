@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Session 3, device call 6 (last): the new quantize defaults' GPU acceptance test (fast exact division, edge
+# values, both layouts), the split promotion for precise and block-scaled GEMM, the trained tiny Llama's agreement,
+# the attention overlap variants. Steps in priority order; results are copied to $OUT after each step.
+set -u
+export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=$PYTHONPATH:/tmp/site
+fi
+mkdir -p benchmarks/results $OUT/results
+T0=$(date +%s); el() { echo "=== $(( $(date +%s) - T0 )) s: $*"; }
+save() { cp -n benchmarks/results/*.json benchmarks/results/*.png $OUT/results/ 2>/dev/null; true; }
+el quant-gpu-acceptance
+timeout 60 python3 -m pytest -q -p no:cacheprovider tests/test_quantize.py -k "gpu_large_bit_exact or gpu_long_rows" 2>&1 | tail -3
+el precise-split
+timeout 70 python3 -m tritonfp8 bench gemm --modes precise --variants split,splitnp --quick --no-bf16 2>&1 | tee $OUT/bench_precise.log | tail -9
+save
+el block-split
+timeout 70 python3 -m tritonfp8 bench gemm --scaling block --variants split,splitnp --quick --no-bf16 2>&1 | tee $OUT/bench_block.log | tail -9
+save
+el checkpoint
+timeout 80 python3 -m tritonfp8 bench model --checkpoint benchmarks/checkpoints/tiny-llama-bytes --checkpoint-only \
+  --agree-recipe tensor --agree-recipe row --agree-recipe block --agree-recipe tensor-precise --agree-recipe row-precise 2>&1 | tee $OUT/checkpoint.log | tail -16
+save
+el attention
+timeout 90 python3 -m tritonfp8 bench attention ATTN_ARGS 2>&1 | tee $OUT/bench_attention.log | tail -5
+save
+el done
