@@ -25,7 +25,10 @@ Rounding rule (kernel and reference, bit for bit):
   fp32): an all-zero group gets the finite scale ``2**-40 / fmax`` and exact zeros. ``fmax`` is 448 (E4M3) or
   57344 (E5M2).
 - ``xq = fp8(round_nearest_even(clamp(x / scale, -fmax, fmax)))`` with IEEE fp32 division: values saturate at
-  ±fmax, never NaN or inf, -0 stays -0.
+  ±fmax, never NaN or inf, -0 stays -0. The (1, G) and (G, G) kernels with computed scales get that division's
+  result without a per-element division (the group's correctly rounded reciprocal, then a multiply and two FMA
+  corrections: ``_kernels/quantize._div_by_scale``, exactness argument there and in tests/test_quantize_fastdiv.py;
+  1.07x faster on the H200); the bits are the same.
 - A given ``scale`` (static quantization) replaces the computed one; nothing else changes.
 - NaN elements quantize to NaN. ±inf makes its group's amax and scale inf: the group's finite values become 0 and
   the inf itself NaN (inf / inf). Guarding against that is the precision guard's job, not this op's.
