@@ -190,6 +190,40 @@ def test_pinned_tiles_and_v_layouts(cfg, causal, device):
     check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))
 
 
+@pytest.mark.parametrize("overlap", [1, 2], ids=["pvfirst", "lookahead"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_overlapped_loop_matches_the_plain_loop(overlap, causal, device):
+    """``AttnConfig(overlap=1|2)`` reorders the unmasked key loop (P·V of block j-1 first; with 2 also Q·Kᵀ of
+    block j+1 before block j's softmax) without changing the arithmetic: the same P, the same rescales in the same
+    order, so the output and lse equal the plain loop's bit for bit (interpreter), and the rule holds on the GPU.
+    Key lengths cover no unmasked block (Sk < BLOCK_N), one, an odd and an even number, with a ragged tail, and a
+    varlen batch with an empty key sequence."""
+    gen = torch.Generator().manual_seed(37)
+    base = AttnConfig(block_m=32, block_n=32, num_warps=4, num_stages=1)
+    cfg = base.evolve(overlap=overlap)
+    exact = device == "cpu"
+    for sq, sk in ((40, 20), (40, 32), (50, 100), (70, 128), (33, 161)):
+        (q8, k8, v8), (qd, kd, vd) = fp8_inputs((1, sq, 2, 64), (1, sk, 1, 64), 1, 1, True, gen, device)
+        kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd, return_lse=True)
+        out, lse = attention(q8, k8, v8, config=cfg, **kw)
+        out_plain, lse_plain = attention(q8, k8, v8, config=base, **kw)
+        if exact:
+            assert torch.equal(out, out_plain) and torch.equal(lse, lse_plain), (sq, sk)
+        kw.pop("return_lse")
+        check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))
+    lq, lk = [33, 70, 5], [90, 0, 64]
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((sum(lq), 2, 64), (sum(lk), 1, 64), 1, len(lq), True, gen, device)
+    kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd, cu_seqlens_q=_cu(lq, device),
+              cu_seqlens_k=_cu(lk, device), max_seqlen_q=max(lq), max_seqlen_k=max(lk), return_lse=True)
+    out, lse = attention(q8, k8, v8, config=cfg, **kw)
+    out_plain, lse_plain = attention(q8, k8, v8, config=base, **kw)
+    if exact:
+        assert torch.equal(out, out_plain) and torch.equal(lse, lse_plain)
+    assert (out[33:103].float() == 0).all() and torch.isneginf(lse[:, 33:103]).all()
+    kw.pop("return_lse")
+    check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))
+
+
 def _cu(lens, device):
     return torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int32, device=device)
 

@@ -169,7 +169,10 @@ class AttnConfig:
     without cross-lane shuffles (see ``_kernels.attention._permute_keys``). ``warp_specialize``: ask Triton's
     automatic warp specialization for the unmasked key loop (Triton 3.6 documents it for Blackwell; on sm_90 the
     offline compile gave the same instruction count as without it). ``maxnreg`` caps registers per thread (e.g.
-    128 lets two 8-warp hd64 CTAs share an SM: 122 registers, no spills, offline sm_90).
+    128 lets two 8-warp hd64 CTAs share an SM: 122 registers, no spills, offline sm_90). ``overlap`` (0, 1, 2):
+    restructure the unmasked key loop (``_kernels.attention._kv_loop_overlap``): 1 issues P_{j-1}·V_{j-1} before
+    S_j = Q·K_jᵀ (P goes through shared memory), 2 also issues S_{j+1} before block j's softmax so that the tensor
+    core computes it while the softmax runs (FlashAttention-3's intra-warpgroup overlap). 0: the plain loop.
     """
 
     block_m: int = 128
@@ -180,6 +183,7 @@ class AttnConfig:
     warp_specialize: bool = False
     permute_p: bool = True
     maxnreg: int | None = None
+    overlap: int = 0
 
     def evolve(self, **kw) -> "AttnConfig":
         return replace(self, **kw)
@@ -227,6 +231,8 @@ def kernel_name_of(arch: int, head_dim: int, causal: bool, cfg: AttnConfig, *, v
         extras.append("lse")
     if cfg.maxnreg:
         extras.append(f"r{cfg.maxnreg}")
+    if cfg.overlap:
+        extras.append(f"ov{cfg.overlap}")
     return KernelName(
         arch=arch,
         op="fmhafwd",
@@ -736,7 +742,7 @@ def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_c
         CAUSAL=bool(causal), VARLEN=prob.varlen, V_TRANSPOSED=cfg.v_transposed,
         DESCALE_PER_HEAD=per_head, OUT_FP8=out_fp8, OUT_SCALE_PER_HEAD=out_fp8 and out_scale.dim() == 2,
         WRITE_LSE=bool(return_lse), LOG2_P_SCALE=int(math.log2(P_SCALE)), EXACT_P_ROUND=interpreting(),
-        WARP_SPECIALIZE=cfg.warp_specialize, PERMUTE_P=cfg.v_transposed and cfg.permute_p,
+        WARP_SPECIALIZE=cfg.warp_specialize, PERMUTE_P=cfg.v_transposed and cfg.permute_p, OVERLAP=cfg.overlap,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages,
         **({"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}),
     )

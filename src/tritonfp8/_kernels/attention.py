@@ -47,6 +47,62 @@ def _permute_keys(x, ROWS: tl.constexpr, COLS: tl.constexpr):
 
 
 @triton.jit
+def _softmax_exponents(qk, m_i, qk_scale, keep, MASKED: tl.constexpr, LOG2_P_SCALE: tl.constexpr):
+    """First half of a key block's online-softmax update: the new row max and the exp2 arguments (the last use
+    of the scores ``qk``). ``keep`` (MASKED only) marks the visible (query, key) pairs; the others get -inf."""
+    if MASKED:
+        qk = tl.where(keep, qk, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        # A row with no visible key so far has m_new = -inf: use 0 so exp2 sees -inf - 0, not NaN.
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+    else:
+        # qk_scale > 0 (validated on the host), so max(qk) * scale is the max of the scaled row.
+        m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        m_use = m_new
+    # P_SCALE folded into the exponent: p = P_SCALE * exp2(s - m), in (0, P_SCALE].
+    return qk * qk_scale - (m_use - LOG2_P_SCALE)[:, None], m_new, m_use
+
+
+@triton.jit
+def _softmax_finish(x, m_i, m_use, l_i, LOG2_P_SCALE: tl.constexpr, EXACT_P_ROUND: tl.constexpr,
+                    PERMUTE_P: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Second half: P = exp2(x) as E4M3 (key-permuted with PERMUTE_P), the factor alpha for acc, the new l."""
+    p = tl.math.exp2(x)
+    alpha = tl.math.exp2(m_i - m_use)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    if EXACT_P_ROUND:
+        # Interpreter: its fp32 -> fp8 cast truncates; round to nearest even first (the GPU's cvt.rn does it).
+        p = round_to_fp8_grid(p, -6, 3, 448.0)
+    p8 = p.to(tl.float8e4nv)
+    if PERMUTE_P:
+        # Relabel P's key axis so that its wgmma-accumulator registers already sit where the FP8 A operand
+        # wants them (Vᵀ was written with the same key permutation): no shuffles, only byte repacking.
+        p8 = _permute_keys(p8, p8.shape[0], BLOCK_N)
+    return p8, alpha, l_i
+
+
+@triton.jit
+def _online_softmax(qk, m_i, l_i, qk_scale, keep, MASKED: tl.constexpr, LOG2_P_SCALE: tl.constexpr,
+                    EXACT_P_ROUND: tl.constexpr, PERMUTE_P: tl.constexpr, BLOCK_N: tl.constexpr):
+    """One key block's online-softmax update: (E4M3 P, the factor alpha for acc, new l, new m)."""
+    x, m_new, m_use = _softmax_exponents(qk, m_i, qk_scale, keep, MASKED, LOG2_P_SCALE)
+    p8, alpha, l_i = _softmax_finish(x, m_i, m_use, l_i, LOG2_P_SCALE, EXACT_P_ROUND, PERMUTE_P, BLOCK_N)
+    return p8, alpha, l_i, m_new
+
+
+@triton.jit
+def _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, start_n, V_TRANSPOSED: tl.constexpr):
+    """acc + P·V for the key block starting at ``start_n`` (FP8 wgmma, fp32 accumulator)."""
+    if V_TRANSPOSED:
+        vt = v_desc.load([vt_row0, vt_col0 + start_n])  # [D, BLOCK_N], key sequence contiguous
+        acc = tl.dot(p8, vt.T, acc)
+    else:
+        v = v_desc.load([k_row0 + start_n, kv_col])  # [BLOCK_N, D], D contiguous
+        acc = tl.dot(p8, v, acc)
+    return acc
+
+
+@triton.jit
 def _kv_loop(
     acc, l_i, m_i, q,
     k_desc, v_desc,
@@ -64,39 +120,67 @@ def _kv_loop(
         start_n = tl.multiple_of(start_n, BLOCK_N)
         k = k_desc.load([k_row0 + start_n, kv_col])  # [BLOCK_N, D] e4m3, D contiguous (K-major for Q·Kᵀ)
         qk = tl.dot(q, k.T)  # fp32 [BLOCK_M, BLOCK_N]
+        keep = None
         if MASKED:
             cols = start_n + offs_n
             keep = cols[None, :] < seqlen_k
             if CAUSAL:
                 keep = keep & (cols[None, :] <= offs_m[:, None] + (seqlen_k - seqlen_q))
-            qk = tl.where(keep, qk, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-            # A row with no visible key so far has m_new = -inf: use 0 so exp2 sees -inf - 0, not NaN.
-            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
-        else:
-            # qk_scale > 0 (validated on the host), so max(qk) * scale is the max of the scaled row.
-            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-            m_use = m_new
-        # P_SCALE folded into the exponent: p = P_SCALE * exp2(s - m), in (0, P_SCALE].
-        p = tl.math.exp2(qk * qk_scale - (m_use - LOG2_P_SCALE)[:, None])
-        alpha = tl.math.exp2(m_i - m_use)
-        l_i = l_i * alpha + tl.sum(p, 1)
+        p8, alpha, l_i, m_i = _online_softmax(qk, m_i, l_i, qk_scale, keep, MASKED, LOG2_P_SCALE, EXACT_P_ROUND,
+                                              PERMUTE_P, BLOCK_N)
         acc = acc * alpha[:, None]
-        if EXACT_P_ROUND:
-            # Interpreter: its fp32 -> fp8 cast truncates; round to nearest even first (the GPU's cvt.rn does it).
-            p = round_to_fp8_grid(p, -6, 3, 448.0)
-        p8 = p.to(tl.float8e4nv)
-        if PERMUTE_P:
-            # Relabel P's key axis so that its wgmma-accumulator registers already sit where the FP8 A operand
-            # wants them (Vᵀ was written with the same key permutation): no shuffles, only byte repacking.
-            p8 = _permute_keys(p8, p8.shape[0], BLOCK_N)
-        if V_TRANSPOSED:
-            vt = v_desc.load([vt_row0, vt_col0 + start_n])  # [D, BLOCK_N], key sequence contiguous
-            acc = tl.dot(p8, vt.T, acc)
+        acc = _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, start_n, V_TRANSPOSED)
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _kv_loop_overlap(
+    q, k_desc, v_desc,
+    k_row0, kv_col, vt_row0, vt_col0,
+    hi, qk_scale,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, V_TRANSPOSED: tl.constexpr,
+    LOG2_P_SCALE: tl.constexpr, EXACT_P_ROUND: tl.constexpr, PERMUTE_P: tl.constexpr, LOOKAHEAD: tl.constexpr,
+):
+    """The unmasked key blocks [0, hi) from the initial state, software-pipelined within the warpgroup.
+
+    Iteration j (1 <= j < n): acc += P_{j-1}·V_{j-1} (waited for: its result is rescaled below), then
+    S_{j+1} = Q·K_{j+1}ᵀ is issued and left in flight (loop-carried, only yielded: Triton 3.6's wgmma pass makes
+    such a dot "properly async" and the wait after the P·V covers it one iteration later), and block j's softmax
+    (FFMA/MUFU work on S_j, computed by the previous iteration) runs while the tensor core computes S_{j+1}.
+    This is the FlashAttention-3 intra-warpgroup overlap in the order Triton's wait insertion allows.
+    Prologue: S_0 and S_1 issued, block 0's softmax (masked against hi, so hi = 0 leaves m = -inf, l = 0, P = 0);
+    epilogue: the last block's P·V. The last iteration's S_{n+1} (a block at or past hi) is computed and dropped.
+    The arithmetic is the plain loop's (same P, same rescale of acc before each P·V), only the issue order differs.
+    """
+    offs_n = tl.arange(0, BLOCK_N)
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    k = k_desc.load([k_row0, kv_col])
+    qk = tl.dot(q, k.T)
+    p8, alpha, l_i, m_i = _online_softmax(qk, m_i, l_i, qk_scale, offs_n[None, :] < hi, True, LOG2_P_SCALE,
+                                          EXACT_P_ROUND, PERMUTE_P, BLOCK_N)
+    if LOOKAHEAD:
+        k = k_desc.load([k_row0 + BLOCK_N, kv_col])
+        qk = tl.dot(q, k.T)  # S_1 (unused when hi <= BLOCK_N)
+    for start_n in tl.range(BLOCK_N, hi, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        acc = _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, start_n - BLOCK_N, V_TRANSPOSED)
+        if LOOKAHEAD:
+            # Block j's row max and exp2 arguments first: that is the last use of S_j, so S_{j+1} (issued next,
+            # in flight during the exp2/sum/convert work) can take S_j's registers (no copy of a wgmma
+            # accumulator that is still being written, which makes ptxas serialize the wgmmas).
+            x, m_new, m_use = _softmax_exponents(qk, m_i, qk_scale, None, False, LOG2_P_SCALE)
+            k = k_desc.load([k_row0 + start_n + BLOCK_N, kv_col])
+            qk = tl.dot(q, k.T)  # S_{j+1}
         else:
-            v = v_desc.load([k_row0 + start_n, kv_col])  # [BLOCK_N, D], D contiguous
-            acc = tl.dot(p8, v, acc)
+            k = k_desc.load([k_row0 + start_n, kv_col])
+            x, m_new, m_use = _softmax_exponents(tl.dot(q, k.T), m_i, qk_scale, None, False, LOG2_P_SCALE)
+        p8, alpha, l_i = _softmax_finish(x, m_i, m_use, l_i, LOG2_P_SCALE, EXACT_P_ROUND, PERMUTE_P, BLOCK_N)
         m_i = m_new
+        acc = acc * alpha[:, None]
+    # Epilogue: the last block's P·V (block 0 when hi <= BLOCK_N, P = 0 when hi = 0).
+    acc = _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, tl.maximum(hi - BLOCK_N, 0), V_TRANSPOSED)
     return acc, l_i, m_i
 
 
@@ -114,7 +198,7 @@ def attn_fwd_kernel(
     CAUSAL: tl.constexpr, VARLEN: tl.constexpr, V_TRANSPOSED: tl.constexpr,
     DESCALE_PER_HEAD: tl.constexpr, OUT_FP8: tl.constexpr, OUT_SCALE_PER_HEAD: tl.constexpr,
     WRITE_LSE: tl.constexpr, LOG2_P_SCALE: tl.constexpr, EXACT_P_ROUND: tl.constexpr,
-    WARP_SPECIALIZE: tl.constexpr, PERMUTE_P: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr, PERMUTE_P: tl.constexpr, OVERLAP: tl.constexpr,
 ):
     """Flash-attention forward, E4M3 Q/K/V, fp32 descales, bf16/f16/e4m3 output, optional fp32 lse.
 
@@ -183,11 +267,17 @@ def attn_fwd_kernel(
     vt_row0 = vt_row0.to(tl.int32)
     vt_col0 = vt_col0.to(tl.int32)
 
-    acc, l_i, m_i = _kv_loop(
-        acc, l_i, m_i, q, k_desc, v_desc, k_row0, kv_col, vt_row0, vt_col0, 0, n_full,
-        offs_m, seqlen_q, seqlen_k, qk_scale,
-        BLOCK_N, HEAD_DIM, False, CAUSAL, V_TRANSPOSED, LOG2_P_SCALE, EXACT_P_ROUND, WARP_SPECIALIZE, PERMUTE_P,
-    )
+    if OVERLAP:
+        acc, l_i, m_i = _kv_loop_overlap(
+            q, k_desc, v_desc, k_row0, kv_col, vt_row0, vt_col0, n_full, qk_scale,
+            BLOCK_M, BLOCK_N, HEAD_DIM, V_TRANSPOSED, LOG2_P_SCALE, EXACT_P_ROUND, PERMUTE_P, OVERLAP == 2,
+        )
+    else:
+        acc, l_i, m_i = _kv_loop(
+            acc, l_i, m_i, q, k_desc, v_desc, k_row0, kv_col, vt_row0, vt_col0, 0, n_full,
+            offs_m, seqlen_q, seqlen_k, qk_scale,
+            BLOCK_N, HEAD_DIM, False, CAUSAL, V_TRANSPOSED, LOG2_P_SCALE, EXACT_P_ROUND, WARP_SPECIALIZE, PERMUTE_P,
+        )
     acc, l_i, m_i = _kv_loop(
         acc, l_i, m_i, q, k_desc, v_desc, k_row0, kv_col, vt_row0, vt_col0, n_full, n_end,
         offs_m, seqlen_q, seqlen_k, qk_scale,
@@ -368,7 +458,7 @@ def codegen_specs() -> dict:
             BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, GROUP=1, CAUSAL=causal, VARLEN=varlen,
             V_TRANSPOSED=cfg.v_transposed, DESCALE_PER_HEAD=False, OUT_FP8=out == "e4m3", OUT_SCALE_PER_HEAD=False,
             WRITE_LSE=lse, LOG2_P_SCALE=8, EXACT_P_ROUND=False, WARP_SPECIALIZE=cfg.warp_specialize,
-            PERMUTE_P=cfg.v_transposed and cfg.permute_p,
+            PERMUTE_P=cfg.v_transposed and cfg.permute_p, OVERLAP=cfg.overlap,
         )
         for k in const:
             sig[k] = "constexpr"
@@ -393,6 +483,14 @@ def codegen_specs() -> dict:
     cfg = default_config(128)
     add("attn_fwd_hd128_full_vonchip", 128, False, cfg.evolve(v_transposed=False),
         desc="D=128 non-causal, V as given (B,S,H,D), transposed on chip")
+    ov = cfg.evolve(overlap=2, block_n=64)
+    add("attn_fwd_hd128_full_ov2bn64", 128, False, ov,
+        desc="D=128 non-causal, 64x64 tiles, Q·K_{j+1}ᵀ in flight during block j's softmax (bench variant ov2bn64)")
+    add("attn_fwd_hd128_causal_ov2bn64", 128, True, ov, desc="D=128 causal, bench variant ov2bn64")
+    add("attn_fwd_hd128_full_ov2s1", 128, False, cfg.evolve(overlap=2, num_stages=1, maxnreg=None),
+        desc="D=128 non-causal, 64x128 tiles, overlapped loop, 1 stage, no register cap (bench variant ov2s1)")
+    add("attn_fwd_hd128_full_nocap", 128, False, cfg.evolve(maxnreg=None),
+        desc="D=128 non-causal, default tiles without the 168-register cap (bench variant nocap)")
     add("attn_fwd_hd128_varlen_causal_lse", 128, True, cfg, varlen=True, lse=True,
         desc="D=128 varlen causal, lse written")
     add("attn_fwd_hd128_full_e4m3out", 128, False, cfg, out="e4m3", desc="D=128 non-causal, E4M3 output")

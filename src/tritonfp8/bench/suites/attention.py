@@ -60,6 +60,16 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "prev256": (dict(num_stages=2), (256,)),
     "s2": (dict(num_stages=2), None),
     "bm64w4r168s3": (dict(block_m=64, num_warps=4, maxnreg=168, num_stages=3), (128,)),
+    # Offline sm_90 facts (python -m tritonfp8 codegen NAME --arch 90 --json: gmma_waited, mufu_in_flight): the
+    # default hd128 kernel's 16 QGMMA each wait for themselves (ptxas serializes the wgmmas at 168 registers).
+    # ov2bn64: 64 x 64 tiles, S_{j+1} = Q·Kᵀ in flight during block j's exp2 (33 MUFU.EX2 under a wgmma), wgmma
+    # groups not serialized (7 waits / 22 QGMMA), 157 registers under the 168 cap (3 CTAs/SM), no spills.
+    "ov2bn64": (dict(overlap=2, block_n=64), (128,)),
+    "ov2bn64s3": (dict(overlap=2, block_n=64, num_stages=3), (128,)),  # 82 KB shared memory: 2 CTAs/SM
+    # The default tiles without the register cap: 205 registers (2 CTAs/SM), wgmma not serialized (4 waits / 16).
+    "nocap": (dict(maxnreg=None), (128,)),
+    # 64 x 128 tiles with the overlap: 226 registers (2 CTAs/SM), one K/Vᵀ buffer (2 stages need 123 KB).
+    "ov2s1": (dict(overlap=2, num_stages=1, maxnreg=None), (128,)),
 }
 DEFAULT_VARIANTS = ("vonchip", "prev128", "prev64", "prev256", "s3")
 QUICK_VARIANTS = ("vonchip", "noperm")
