@@ -224,6 +224,31 @@ def test_overlapped_loop_matches_the_plain_loop(overlap, causal, device):
     check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_lazy_rescale_obeys_the_rule(causal, device):
+    """``AttnConfig(overlap=2, lazy_rescale=True)`` moves the reference max only when a row max grew by more than
+    0.75 (log2 units): exact in fp32 terms, P rounded against a slightly stale max (P <= 2^8.75 < 448). Keys whose
+    scale grows along the sequence force rescales in later blocks; flat ones leave the max alone after the first."""
+    gen = torch.Generator().manual_seed(41)
+    cfg = AttnConfig(block_m=32, block_n=32, num_warps=4, num_stages=1, overlap=2, lazy_rescale=True)
+    for sk, ramp in ((161, True), (128, False), (20, False)):
+        (q8, k8, v8), (qd, kd, vd) = fp8_inputs((1, 48, 2, 64), (1, sk, 1, 64), 1, 1, False, gen, device)
+        if ramp:  # key j scaled by 1 + 3j/Sk (values stay exact E4M3 multiples of a power of two where possible)
+            k8 = (k8.float() * (1 + 3 * torch.arange(sk, device=k8.device) / sk)[None, :, None, None]).to(FP8)
+        kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
+        out, lse = attention(q8, k8, v8, config=cfg, return_lse=True, **kw)
+        ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
+        check_out(out, ref, attention_torch(q8, k8, v8, p_fp8=True, **kw))
+        check_lse(lse, lse_ref, 64, sk, score_bound(q8, k8, qd, kd, 1 / math.sqrt(64)))
+
+
+def test_overlap_config_is_validated():
+    with pytest.raises(ValueError, match="overlap"):
+        AttnConfig(overlap=3)
+    with pytest.raises(ValueError, match="lazy_rescale"):
+        AttnConfig(lazy_rescale=True)
+
+
 def _cu(lens, device):
     return torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int32, device=device)
 

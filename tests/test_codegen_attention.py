@@ -69,15 +69,16 @@ def test_overlapped_hd128_loop_runs_exp2_under_the_next_qk_wgmma(kernel):
     while S_{j+1} = Q·K_{j+1}ᵀ is in flight on the tensor core."""
     r = _codegen(kernel)
     assert r["name"].startswith("cutlass_sm90_fmhafwd_e4m3_e4m3_f32_bf16_64x64x128_w4s2"), r["name"]
-    assert r["name"].endswith("_r168_ov2") and r["registers"] <= 168
+    assert r["name"].endswith("_r168_ov2") and r["registers"] <= 168 and r["shared_bytes"] <= 76 * 1024
     assert r["spill_stores"] == 0 and r["spill_loads"] == 0
     assert r["gmma_waited"] < r["qgmma"] // 2, r
     assert r["mufu_in_flight"] >= 32, r
 
 
-def test_overlapped_hd128_tile_without_register_cap():
-    """Bench variant ov2s1 (64 x 128, overlap=2, one stage, no cap): no spills, wgmmas not serialized, the 64 exp2
-    per thread of a 64 x 128 block under the next Q·Kᵀ."""
-    r = _codegen("attn_fwd_hd128_full_ov2s1")
+@pytest.mark.parametrize("kernel", ["attn_fwd_hd128_full_ov2nocap", "attn_fwd_hd128_full_ov2s1lazy"])
+def test_overlapped_hd128_tile_without_register_cap(kernel):
+    """Bench variants ov2nocap / ov2s1lazy (64 x 128, overlap=2, no register cap; 2 or 1 stages, lazy rescale):
+    no spills, wgmmas not serialized, most of the 64 exp2 per thread of a 64 x 128 block under the next Q·Kᵀ."""
+    r = _codegen(kernel)
     assert r["spill_stores"] == 0 and r["spill_loads"] == 0
-    assert r["gmma_waited"] < r["qgmma"] // 2 and r["mufu_in_flight"] >= 56, r
+    assert r["gmma_waited"] < r["qgmma"] // 2 and r["mufu_in_flight"] >= 48, r

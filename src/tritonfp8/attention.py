@@ -173,6 +173,8 @@ class AttnConfig:
     restructure the unmasked key loop (``_kernels.attention._kv_loop_overlap``): 1 issues P_{j-1}·V_{j-1} before
     S_j = Q·K_jᵀ (P goes through shared memory), 2 also issues S_{j+1} before block j's softmax so that the tensor
     core computes it while the softmax runs (FlashAttention-3's intra-warpgroup overlap). 0: the plain loop.
+    ``lazy_rescale`` (with overlap only): in that loop, rescale acc only when some row max grew by more than 0.75
+    (log2 units) since the last rescale; exact, P stays <= 2^8.75 < 448.
     """
 
     block_m: int = 128
@@ -184,6 +186,13 @@ class AttnConfig:
     permute_p: bool = True
     maxnreg: int | None = None
     overlap: int = 0
+    lazy_rescale: bool = False
+
+    def __post_init__(self):
+        if self.overlap not in (0, 1, 2):
+            raise ValueError(f"AttnConfig: overlap must be 0, 1 or 2, got {self.overlap!r}")
+        if self.lazy_rescale and not self.overlap:
+            raise ValueError("AttnConfig: lazy_rescale is implemented in the overlapped loop only (overlap=1 or 2)")
 
     def evolve(self, **kw) -> "AttnConfig":
         return replace(self, **kw)
@@ -233,6 +242,8 @@ def kernel_name_of(arch: int, head_dim: int, causal: bool, cfg: AttnConfig, *, v
         extras.append(f"r{cfg.maxnreg}")
     if cfg.overlap:
         extras.append(f"ov{cfg.overlap}")
+    if cfg.lazy_rescale:
+        extras.append("lazy")
     return KernelName(
         arch=arch,
         op="fmhafwd",
@@ -743,7 +754,7 @@ def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_c
         DESCALE_PER_HEAD=per_head, OUT_FP8=out_fp8, OUT_SCALE_PER_HEAD=out_fp8 and out_scale.dim() == 2,
         WRITE_LSE=bool(return_lse), LOG2_P_SCALE=int(math.log2(P_SCALE)), EXACT_P_ROUND=interpreting(),
         WARP_SPECIALIZE=cfg.warp_specialize, PERMUTE_P=cfg.v_transposed and cfg.permute_p, OVERLAP=cfg.overlap,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        LAZY_RESCALE=cfg.lazy_rescale, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
         **({"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}),
     )
 

@@ -30,6 +30,9 @@ from tritonfp8._kernels.fp8cast import cast_to_fp8, round_to_fp8_grid
 from tritonfp8.naming import named_jit
 
 LN2 = tl.constexpr(0.6931471805599453)
+# Lazy rescaling threshold (log2 units): the reference row max moves only when a row max grew by more than this.
+# With P_SCALE = 2^8, P <= 2^(8 + 0.75) = 430.5 < 448 (E4M3 max), so P never saturates.
+LAZY_TAU = tl.constexpr(0.75)
 
 
 @triton.jit
@@ -61,6 +64,19 @@ def _softmax_exponents(qk, m_i, qk_scale, keep, MASKED: tl.constexpr, LOG2_P_SCA
         m_use = m_new
     # P_SCALE folded into the exponent: p = P_SCALE * exp2(s - m), in (0, P_SCALE].
     return qk * qk_scale - (m_use - LOG2_P_SCALE)[:, None], m_new, m_use
+
+
+@triton.jit
+def _softmax_exponents_lazy(qk, m_i, qk_scale, LOG2_P_SCALE: tl.constexpr):
+    """Unmasked first half with lazy rescaling: the reference max m moves (for every row) only when some row's
+    max grew by more than LAZY_TAU; otherwise m, l and acc stay as they are (alpha = 1, the caller skips the
+    acc rescale). Exact: acc and l are always relative to the same m. P = P_SCALE·exp2(s - m) <= 2^(8 + LAZY_TAU)
+    = 430.5 stays inside E4M3 (448). Returns (exp2 arguments, new m, whether m moved)."""
+    tl.static_assert(LOG2_P_SCALE == 8, "LAZY_TAU is sized for P_SCALE = 2^8")
+    m_cand = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+    grow = tl.max(m_cand - m_i, 0) > LAZY_TAU  # one decision per program (a cross-warp reduction)
+    m_new = tl.where(grow, m_cand, m_i)
+    return qk * qk_scale - (m_new - LOG2_P_SCALE)[:, None], m_new, grow
 
 
 @triton.jit
@@ -140,46 +156,52 @@ def _kv_loop_overlap(
     hi, qk_scale,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, V_TRANSPOSED: tl.constexpr,
     LOG2_P_SCALE: tl.constexpr, EXACT_P_ROUND: tl.constexpr, PERMUTE_P: tl.constexpr, LOOKAHEAD: tl.constexpr,
+    LAZY_RESCALE: tl.constexpr,
 ):
-    """The unmasked key blocks [0, hi) from the initial state, software-pipelined within the warpgroup.
+    """The unmasked key blocks [0, hi) from the initial state, with the P·V product one block behind.
 
-    Iteration j (1 <= j < n): acc += P_{j-1}·V_{j-1} (waited for: its result is rescaled below), then
-    S_{j+1} = Q·K_{j+1}ᵀ is issued and left in flight (loop-carried, only yielded: Triton 3.6's wgmma pass makes
-    such a dot "properly async" and the wait after the P·V covers it one iteration later), and block j's softmax
-    (FFMA/MUFU work on S_j, computed by the previous iteration) runs while the tensor core computes S_{j+1}.
-    This is the FlashAttention-3 intra-warpgroup overlap in the order Triton's wait insertion allows.
-    Prologue: S_0 and S_1 issued, block 0's softmax (masked against hi, so hi = 0 leaves m = -inf, l = 0, P = 0);
-    epilogue: the last block's P·V. The last iteration's S_{n+1} (a block at or past hi) is computed and dropped.
-    The arithmetic is the plain loop's (same P, same rescale of acc before each P·V), only the issue order differs.
+    Iteration j: acc += P_{j-1}·V_{j-1} (P from the previous iteration, through shared memory; waited for, since
+    acc is rescaled below; P_{-1} = 0), then block j's softmax and the rescale of acc. Epilogue: the last P·V.
+    LOOKAHEAD (FlashAttention-3's intra-warpgroup overlap, in the form Triton 3.6's wgmma pass keeps async): S_j
+    comes from the previous iteration, and S_{j+1} = Q·K_{j+1}ᵀ is issued right after block j's row max and
+    exp2 arguments, i.e. after the last use of S_j: the result is only carried to the next iteration, so the wgmma
+    stays in flight during block j's exp2/row sum/E4M3 convert/rescale (the wait after the next P·V covers it), and
+    S_{j+1} can take S_j's registers (a copy of a wgmma accumulator still being written makes ptxas serialize
+    every wgmma of the kernel). The last iteration's S (a block at or past hi) is computed and dropped.
+    Without LAZY_RESCALE the arithmetic is the plain loop's (same P, same rescales in the same order).
     """
-    offs_n = tl.arange(0, BLOCK_N)
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
-    k = k_desc.load([k_row0, kv_col])
-    qk = tl.dot(q, k.T)
-    p8, alpha, l_i, m_i = _online_softmax(qk, m_i, l_i, qk_scale, offs_n[None, :] < hi, True, LOG2_P_SCALE,
-                                          EXACT_P_ROUND, PERMUTE_P, BLOCK_N)
+    p8 = tl.zeros([BLOCK_M, BLOCK_N], tl.float8e4nv)
     if LOOKAHEAD:
-        k = k_desc.load([k_row0 + BLOCK_N, kv_col])
-        qk = tl.dot(q, k.T)  # S_1 (unused when hi <= BLOCK_N)
-    for start_n in tl.range(BLOCK_N, hi, BLOCK_N):
+        k = k_desc.load([k_row0, kv_col])
+        qk = tl.dot(q, k.T)  # S_0 (unused when hi = 0)
+    for start_n in tl.range(0, hi, BLOCK_N):
         start_n = tl.multiple_of(start_n, BLOCK_N)
-        acc = _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, start_n - BLOCK_N, V_TRANSPOSED)
+        acc = _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, tl.maximum(start_n - BLOCK_N, 0),
+                  V_TRANSPOSED)
         if LOOKAHEAD:
-            # Block j's row max and exp2 arguments first: that is the last use of S_j, so S_{j+1} (issued next,
-            # in flight during the exp2/sum/convert work) can take S_j's registers (no copy of a wgmma
-            # accumulator that is still being written, which makes ptxas serialize the wgmmas).
-            x, m_new, m_use = _softmax_exponents(qk, m_i, qk_scale, None, False, LOG2_P_SCALE)
+            s_j = qk
             k = k_desc.load([k_row0 + start_n + BLOCK_N, kv_col])
-            qk = tl.dot(q, k.T)  # S_{j+1}
         else:
             k = k_desc.load([k_row0 + start_n, kv_col])
-            x, m_new, m_use = _softmax_exponents(tl.dot(q, k.T), m_i, qk_scale, None, False, LOG2_P_SCALE)
-        p8, alpha, l_i = _softmax_finish(x, m_i, m_use, l_i, LOG2_P_SCALE, EXACT_P_ROUND, PERMUTE_P, BLOCK_N)
+            s_j = tl.dot(q, k.T)
+        # Every row sees every key of these blocks, so m_new is finite from block 0 on (alpha = exp2(-inf) = 0).
+        if LAZY_RESCALE:
+            x, m_new, grow = _softmax_exponents_lazy(s_j, m_i, qk_scale, LOG2_P_SCALE)
+        else:
+            x, m_new, m_use = _softmax_exponents(s_j, m_i, qk_scale, None, False, LOG2_P_SCALE)
+        if LOOKAHEAD:
+            qk = tl.dot(q, k.T)  # S_{j+1}, issued after the last use of S_j
+        p8, alpha, l_i = _softmax_finish(x, m_i, m_new, l_i, LOG2_P_SCALE, EXACT_P_ROUND, PERMUTE_P, BLOCK_N)
         m_i = m_new
-        acc = acc * alpha[:, None]
-    # Epilogue: the last block's P·V (block 0 when hi <= BLOCK_N, P = 0 when hi = 0).
+        if LAZY_RESCALE:
+            if grow:
+                acc = acc * alpha[:, None]
+        else:
+            acc = acc * alpha[:, None]
+    # The last block's P·V (P = 0 when hi = 0).
     acc = _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, tl.maximum(hi - BLOCK_N, 0), V_TRANSPOSED)
     return acc, l_i, m_i
 
@@ -198,7 +220,7 @@ def attn_fwd_kernel(
     CAUSAL: tl.constexpr, VARLEN: tl.constexpr, V_TRANSPOSED: tl.constexpr,
     DESCALE_PER_HEAD: tl.constexpr, OUT_FP8: tl.constexpr, OUT_SCALE_PER_HEAD: tl.constexpr,
     WRITE_LSE: tl.constexpr, LOG2_P_SCALE: tl.constexpr, EXACT_P_ROUND: tl.constexpr,
-    WARP_SPECIALIZE: tl.constexpr, PERMUTE_P: tl.constexpr, OVERLAP: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr, PERMUTE_P: tl.constexpr, OVERLAP: tl.constexpr, LAZY_RESCALE: tl.constexpr,
 ):
     """Flash-attention forward, E4M3 Q/K/V, fp32 descales, bf16/f16/e4m3 output, optional fp32 lse.
 
@@ -271,6 +293,7 @@ def attn_fwd_kernel(
         acc, l_i, m_i = _kv_loop_overlap(
             q, k_desc, v_desc, k_row0, kv_col, vt_row0, vt_col0, n_full, qk_scale,
             BLOCK_M, BLOCK_N, HEAD_DIM, V_TRANSPOSED, LOG2_P_SCALE, EXACT_P_ROUND, PERMUTE_P, OVERLAP == 2,
+            LAZY_RESCALE,
         )
     else:
         acc, l_i, m_i = _kv_loop(
@@ -459,6 +482,7 @@ def codegen_specs() -> dict:
             V_TRANSPOSED=cfg.v_transposed, DESCALE_PER_HEAD=False, OUT_FP8=out == "e4m3", OUT_SCALE_PER_HEAD=False,
             WRITE_LSE=lse, LOG2_P_SCALE=8, EXACT_P_ROUND=False, WARP_SPECIALIZE=cfg.warp_specialize,
             PERMUTE_P=cfg.v_transposed and cfg.permute_p, OVERLAP=cfg.overlap,
+            LAZY_RESCALE=cfg.lazy_rescale,
         )
         for k in const:
             sig[k] = "constexpr"
@@ -487,8 +511,11 @@ def codegen_specs() -> dict:
     add("attn_fwd_hd128_full_ov2bn64", 128, False, ov,
         desc="D=128 non-causal, 64x64 tiles, Q·K_{j+1}ᵀ in flight during block j's softmax (bench variant ov2bn64)")
     add("attn_fwd_hd128_causal_ov2bn64", 128, True, ov, desc="D=128 causal, bench variant ov2bn64")
-    add("attn_fwd_hd128_full_ov2s1", 128, False, cfg.evolve(overlap=2, num_stages=1, maxnreg=None),
-        desc="D=128 non-causal, 64x128 tiles, overlapped loop, 1 stage, no register cap (bench variant ov2s1)")
+    add("attn_fwd_hd128_full_ov2nocap", 128, False, cfg.evolve(overlap=2, maxnreg=None),
+        desc="D=128 non-causal, 64x128 tiles, overlapped loop, no register cap (bench variant ov2nocap)")
+    add("attn_fwd_hd128_full_ov2s1lazy", 128, False,
+        cfg.evolve(overlap=2, num_stages=1, maxnreg=None, lazy_rescale=True),
+        desc="D=128 non-causal, 64x128, overlapped loop, 1 stage, lazy rescaling of acc (bench variant ov2s1lazy)")
     add("attn_fwd_hd128_full_nocap", 128, False, cfg.evolve(maxnreg=None),
         desc="D=128 non-causal, default tiles without the 168-register cap (bench variant nocap)")
     add("attn_fwd_hd128_varlen_causal_lse", 128, True, cfg, varlen=True, lse=True,

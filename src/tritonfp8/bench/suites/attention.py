@@ -62,14 +62,18 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "bm64w4r168s3": (dict(block_m=64, num_warps=4, maxnreg=168, num_stages=3), (128,)),
     # Offline sm_90 facts (python -m tritonfp8 codegen NAME --arch 90 --json: gmma_waited, mufu_in_flight): the
     # default hd128 kernel's 16 QGMMA each wait for themselves (ptxas serializes the wgmmas at 168 registers).
-    # ov2bn64: 64 x 64 tiles, S_{j+1} = Q·Kᵀ in flight during block j's exp2 (33 MUFU.EX2 under a wgmma), wgmma
-    # groups not serialized (7 waits / 22 QGMMA), 157 registers under the 168 cap (3 CTAs/SM), no spills.
+    # The ov* variants run AttnConfig(overlap=2): Q·K_{j+1}ᵀ in flight during block j's exp2, wgmmas not serialized.
+    # ov2bn64: 64 x 64 tiles, 156 registers (3 CTAs/SM under the 168 cap), 57 KB shared, 33 MUFU.EX2 under a wgmma.
     "ov2bn64": (dict(overlap=2, block_n=64), (128,)),
-    "ov2bn64s3": (dict(overlap=2, block_n=64, num_stages=3), (128,)),  # 82 KB shared memory: 2 CTAs/SM
+    "ov2bn64s3": (dict(overlap=2, block_n=64, num_stages=3), (128,)),  # 155 registers, 74 KB: still 3 CTAs/SM
+    # ov2nocap: 64 x 128 tiles, no register cap: 225 registers, 107 KB shared -> 2 CTAs/SM, 65 MUFU.EX2 under a wgmma.
+    "ov2nocap": (dict(overlap=2, maxnreg=None), (128,)),
     # The default tiles without the register cap: 205 registers (2 CTAs/SM), wgmma not serialized (4 waits / 16).
     "nocap": (dict(maxnreg=None), (128,)),
-    # 64 x 128 tiles with the overlap: 226 registers (2 CTAs/SM), one K/Vᵀ buffer (2 stages need 123 KB).
+    # 64 x 128, overlap, one K/Vᵀ buffer (33 KB), 220 registers; lazy: rescale acc (64 FMUL per thread and block)
+    # only when a row max grew by more than 0.75 (log2 units), 223 registers.
     "ov2s1": (dict(overlap=2, num_stages=1, maxnreg=None), (128,)),
+    "ov2s1lazy": (dict(overlap=2, num_stages=1, maxnreg=None, lazy_rescale=True), (128,)),
 }
 DEFAULT_VARIANTS = ("vonchip", "prev128", "prev64", "prev256", "s3")
 QUICK_VARIANTS = ("vonchip", "noperm")
