@@ -242,11 +242,31 @@ def test_lazy_rescale_obeys_the_rule(causal, device):
         check_lse(lse, lse_ref, 64, sk, score_bound(q8, k8, qd, kd, 1 / math.sqrt(64)))
 
 
+@pytest.mark.parametrize("poly", [2, 4], ids=["half", "quarter"])
+def test_polynomial_exp2_obeys_the_rule(poly, device):
+    """``AttnConfig(overlap=2, poly_exp2=2|4)``: half / a quarter of the loop's exp2 by the FMA-pipe cubic
+    (relative error < 7.5e-5, against E4M3's 2^-4 step for P; l and lse move by at most that much, well inside the
+    lse tolerance). A sequence long enough for several unmasked blocks, causal and not, with the ragged tail."""
+    gen = torch.Generator().manual_seed(43)
+    cfg = AttnConfig(block_m=32, block_n=32, num_warps=4, num_stages=1, overlap=2, poly_exp2=poly)
+    for causal in (False, True):
+        (q8, k8, v8), (qd, kd, vd) = fp8_inputs((1, 48, 2, 64), (1, 150, 1, 64), 1, 1, True, gen, device)
+        kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
+        out, lse = attention(q8, k8, v8, config=cfg, return_lse=True, **kw)
+        ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
+        check_out(out, ref, attention_torch(q8, k8, v8, p_fp8=True, **kw))
+        check_lse(lse, lse_ref, 64, 150, score_bound(q8, k8, qd, kd, 1 / math.sqrt(64)))
+
+
 def test_overlap_config_is_validated():
     with pytest.raises(ValueError, match="overlap"):
         AttnConfig(overlap=3)
     with pytest.raises(ValueError, match="lazy_rescale"):
         AttnConfig(lazy_rescale=True)
+    with pytest.raises(ValueError, match="poly_exp2"):
+        AttnConfig(overlap=2, poly_exp2=3)
+    with pytest.raises(ValueError, match="overlapped loop"):
+        AttnConfig(poly_exp2=4)
 
 
 def _cu(lens, device):

@@ -82,3 +82,14 @@ def test_overlapped_hd128_tile_without_register_cap(kernel):
     r = _codegen(kernel)
     assert r["spill_stores"] == 0 and r["spill_loads"] == 0
     assert r["gmma_waited"] < r["qgmma"] // 2 and r["mufu_in_flight"] >= 48, r
+
+
+def test_polynomial_exp2_moves_a_quarter_of_the_loop_exp2_off_the_sfu():
+    """Bench variant ov2bn64px4: 8 of the 32 exp2 per thread and 64 x 64 block by the FMA-pipe cubic; still under
+    the 168-register cap, no spills, wgmmas not serialized."""
+    base = _codegen("attn_fwd_hd128_full_ov2bn64")
+    r = _codegen("attn_fwd_hd128_full_ov2bn64px4")
+    assert r["name"].endswith("_r168_ov2_px4") and r["registers"] <= 168
+    assert r["spill_stores"] == 0 and r["spill_loads"] == 0
+    assert r["mufu_ex2"] == base["mufu_ex2"] - 8, (r["mufu_ex2"], base["mufu_ex2"])
+    assert r["gmma_waited"] < r["qgmma"] // 2, r

@@ -79,6 +79,7 @@ class SassReport:
     cutlass_name_changes_sass: bool | None = None
     plain_name: str | None = None
     gmma_waited: int = 0
+    mufu_ex2: int = 0
     mufu_in_flight: int = 0
     sass: str = field(default="", repr=False)
 
@@ -193,6 +194,7 @@ def sass_facts(sass: str, res_usage: str) -> dict:
         "stack_bytes": int(stack.group(1)) if stack else -1,
         "shared_bytes": int(shared.group(1)) if shared else -1,
         "gmma_waited": waited,
+        "mufu_ex2": ops.count("MUFU.EX2"),
         "mufu_in_flight": in_flight,
     }
 

@@ -80,10 +80,44 @@ def _softmax_exponents_lazy(qk, m_i, qk_scale, LOG2_P_SCALE: tl.constexpr):
 
 
 @triton.jit
+def _exp2_poly(x):
+    """2^x on the FMA/ALU pipes instead of the SFU (MUFU.EX2): x = n + f with n = round(x) (the 1.5·2^23 trick,
+    no F2I), 2^f by a cubic on [-1/2, 1/2] (relative error < 7.5e-5, far below E4M3's 2^-4 step), and n added to
+    the exponent field. x is clamped at -125 (2^-125 is 0 after the E4M3 cast of P·2^8 and negligible in l)."""
+    x = tl.maximum(x, -125.0)
+    t = x + 12582912.0  # 1.5·2^23: round(x) lands in the low mantissa bits
+    f = x - (t - 12582912.0)
+    p = ((0.05517165 * f + 0.24261115) * f + 0.69326097) * f + 0.99992806
+    return (p.to(tl.int32, bitcast=True) + (t.to(tl.int32, bitcast=True) << 23)).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _exp2_mixed(x, ROWS: tl.constexpr, COLS: tl.constexpr, POLY_EXP2: tl.constexpr):
+    """exp2 of a [ROWS, COLS] wgmma-accumulator tile with 1/POLY_EXP2 of the columns (2: half, 4: a quarter) on
+    :func:`_exp2_poly` and the rest on MUFU.EX2. The split is on columns a thread owns itself (bits 3 and 4 of the
+    column: the accumulator register index), so the halves need no data movement between lanes."""
+    y = x.reshape([ROWS, COLS // 16, 2, 8]).permute(0, 1, 3, 2)
+    a, b = tl.split(y)  # [ROWS, COLS // 16, 8] each: column bit 3 = 0 / 1
+    a = tl.math.exp2(a)
+    if POLY_EXP2 == 2:
+        b = _exp2_poly(b)
+    else:
+        tl.static_assert(POLY_EXP2 == 4, "POLY_EXP2 must be 0, 2 or 4")
+        z = b.reshape([ROWS, COLS // 32, 2, 8]).permute(0, 1, 3, 2)
+        b0, b1 = tl.split(z)  # column bit 4 = 0 / 1
+        b = tl.join(tl.math.exp2(b0), _exp2_poly(b1)).permute(0, 1, 3, 2).reshape([ROWS, COLS // 16, 8])
+    return tl.join(a, b).permute(0, 1, 3, 2).reshape([ROWS, COLS])
+
+
+@triton.jit
 def _softmax_finish(x, m_i, m_use, l_i, LOG2_P_SCALE: tl.constexpr, EXACT_P_ROUND: tl.constexpr,
-                    PERMUTE_P: tl.constexpr, BLOCK_N: tl.constexpr):
-    """Second half: P = exp2(x) as E4M3 (key-permuted with PERMUTE_P), the factor alpha for acc, the new l."""
-    p = tl.math.exp2(x)
+                    PERMUTE_P: tl.constexpr, BLOCK_N: tl.constexpr, POLY_EXP2: tl.constexpr = 0):
+    """Second half: P = exp2(x) as E4M3 (key-permuted with PERMUTE_P), the factor alpha for acc, the new l.
+    POLY_EXP2 (2 or 4): that fraction of the exp2s on the FMA pipe (:func:`_exp2_mixed`)."""
+    if POLY_EXP2:
+        p = _exp2_mixed(x, x.shape[0], BLOCK_N, POLY_EXP2)
+    else:
+        p = tl.math.exp2(x)
     alpha = tl.math.exp2(m_i - m_use)
     l_i = l_i * alpha + tl.sum(p, 1)
     if EXACT_P_ROUND:
@@ -156,7 +190,7 @@ def _kv_loop_overlap(
     hi, qk_scale,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, V_TRANSPOSED: tl.constexpr,
     LOG2_P_SCALE: tl.constexpr, EXACT_P_ROUND: tl.constexpr, PERMUTE_P: tl.constexpr, LOOKAHEAD: tl.constexpr,
-    LAZY_RESCALE: tl.constexpr,
+    LAZY_RESCALE: tl.constexpr, POLY_EXP2: tl.constexpr,
 ):
     """The unmasked key blocks [0, hi) from the initial state, with the P·V product one block behind.
 
@@ -194,7 +228,8 @@ def _kv_loop_overlap(
             x, m_new, m_use = _softmax_exponents(s_j, m_i, qk_scale, None, False, LOG2_P_SCALE)
         if LOOKAHEAD:
             qk = tl.dot(q, k.T)  # S_{j+1}, issued after the last use of S_j
-        p8, alpha, l_i = _softmax_finish(x, m_i, m_new, l_i, LOG2_P_SCALE, EXACT_P_ROUND, PERMUTE_P, BLOCK_N)
+        p8, alpha, l_i = _softmax_finish(x, m_i, m_new, l_i, LOG2_P_SCALE, EXACT_P_ROUND, PERMUTE_P, BLOCK_N,
+                                         POLY_EXP2)
         m_i = m_new
         if LAZY_RESCALE:
             if grow:
@@ -221,6 +256,7 @@ def attn_fwd_kernel(
     DESCALE_PER_HEAD: tl.constexpr, OUT_FP8: tl.constexpr, OUT_SCALE_PER_HEAD: tl.constexpr,
     WRITE_LSE: tl.constexpr, LOG2_P_SCALE: tl.constexpr, EXACT_P_ROUND: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr, PERMUTE_P: tl.constexpr, OVERLAP: tl.constexpr, LAZY_RESCALE: tl.constexpr,
+    POLY_EXP2: tl.constexpr,
 ):
     """Flash-attention forward, E4M3 Q/K/V, fp32 descales, bf16/f16/e4m3 output, optional fp32 lse.
 
@@ -293,7 +329,7 @@ def attn_fwd_kernel(
         acc, l_i, m_i = _kv_loop_overlap(
             q, k_desc, v_desc, k_row0, kv_col, vt_row0, vt_col0, n_full, qk_scale,
             BLOCK_M, BLOCK_N, HEAD_DIM, V_TRANSPOSED, LOG2_P_SCALE, EXACT_P_ROUND, PERMUTE_P, OVERLAP == 2,
-            LAZY_RESCALE,
+            LAZY_RESCALE, POLY_EXP2,
         )
     else:
         acc, l_i, m_i = _kv_loop(
@@ -482,7 +518,7 @@ def codegen_specs() -> dict:
             V_TRANSPOSED=cfg.v_transposed, DESCALE_PER_HEAD=False, OUT_FP8=out == "e4m3", OUT_SCALE_PER_HEAD=False,
             WRITE_LSE=lse, LOG2_P_SCALE=8, EXACT_P_ROUND=False, WARP_SPECIALIZE=cfg.warp_specialize,
             PERMUTE_P=cfg.v_transposed and cfg.permute_p, OVERLAP=cfg.overlap,
-            LAZY_RESCALE=cfg.lazy_rescale,
+            LAZY_RESCALE=cfg.lazy_rescale, POLY_EXP2=cfg.poly_exp2,
         )
         for k in const:
             sig[k] = "constexpr"
@@ -511,6 +547,8 @@ def codegen_specs() -> dict:
     add("attn_fwd_hd128_full_ov2bn64", 128, False, ov,
         desc="D=128 non-causal, 64x64 tiles, Q·K_{j+1}ᵀ in flight during block j's softmax (bench variant ov2bn64)")
     add("attn_fwd_hd128_causal_ov2bn64", 128, True, ov, desc="D=128 causal, bench variant ov2bn64")
+    add("attn_fwd_hd128_full_ov2bn64px4", 128, False, ov.evolve(poly_exp2=4),
+        desc="bench variant ov2bn64 with a quarter of the loop's exp2 on the FMA pipe (bench variant ov2bn64px4)")
     add("attn_fwd_hd128_full_ov2nocap", 128, False, cfg.evolve(overlap=2, maxnreg=None),
         desc="D=128 non-causal, 64x128 tiles, overlapped loop, no register cap (bench variant ov2nocap)")
     add("attn_fwd_hd128_full_ov2s1lazy", 128, False,

@@ -66,6 +66,12 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     # ov2bn64: 64 x 64 tiles, 156 registers (3 CTAs/SM under the 168 cap), 57 KB shared, 33 MUFU.EX2 under a wgmma.
     "ov2bn64": (dict(overlap=2, block_n=64), (128,)),
     "ov2bn64s3": (dict(overlap=2, block_n=64, num_stages=3), (128,)),  # 155 registers, 74 KB: still 3 CTAs/SM
+    # px4 / px2: a quarter / half of the loop's exp2 by a cubic on the FMA pipe (MUFU.EX2 per thread and 64 x 64
+    # block 32 -> 24 / 16; 160 registers, no spills, no extra shuffles): the SFU's exp2 rate equals the tensor core's.
+    "ov2bn64px4": (dict(overlap=2, block_n=64, poly_exp2=4), (128,)),
+    "ov2bn64s3px4": (dict(overlap=2, block_n=64, num_stages=3, poly_exp2=4), (128,)),
+    "ov2bn64px2": (dict(overlap=2, block_n=64, poly_exp2=2), (128,)),
+    "ov2nocappx4": (dict(overlap=2, maxnreg=None, poly_exp2=4), (128,)),  # 238 registers, 2 CTAs/SM
     # ov2nocap: 64 x 128 tiles, no register cap: 225 registers, 107 KB shared -> 2 CTAs/SM, 65 MUFU.EX2 under a wgmma.
     "ov2nocap": (dict(overlap=2, maxnreg=None), (128,)),
     # The default tiles without the register cap: 205 registers (2 CTAs/SM), wgmma not serialized (4 waits / 16).
