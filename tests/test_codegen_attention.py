@@ -93,3 +93,13 @@ def test_polynomial_exp2_moves_a_quarter_of_the_loop_exp2_off_the_sfu():
     assert r["spill_stores"] == 0 and r["spill_loads"] == 0
     assert r["mufu_ex2"] == base["mufu_ex2"] - 8, (r["mufu_ex2"], base["mufu_ex2"])
     assert r["gmma_waited"] < r["qgmma"] // 2, r
+
+
+@pytest.mark.parametrize("kernel,max_regs", [("attn_fwd_hd64_full_ov2bn64", 128), ("attn_fwd_hd256_full_ov2", 255)])
+def test_overlapped_loop_other_head_dims(kernel, max_regs):
+    """Bench variants ov2bn64 at hd64 (r128: 4 CTAs/SM) and ov2 at hd256: no spills, wgmmas not serialized, exp2
+    under the next Q·Kᵀ."""
+    r = _codegen(kernel)
+    assert r["registers"] <= max_regs and r["spill_stores"] == 0 and r["spill_loads"] == 0, r
+    # hd64: chains of 2 QGMMA (K = 64 in steps of 32), one wait each; serialized would be one wait per QGMMA.
+    assert r["gmma_waited"] < r["qgmma"] and r["mufu_in_flight"] >= 8, r

@@ -556,6 +556,10 @@ def codegen_specs() -> dict:
         desc="D=128 non-causal, 64x128, overlapped loop, 1 stage, lazy rescaling of acc (bench variant ov2s1lazy)")
     add("attn_fwd_hd128_full_nocap", 128, False, cfg.evolve(maxnreg=None),
         desc="D=128 non-causal, default tiles without the 168-register cap (bench variant nocap)")
+    add("attn_fwd_hd64_full_ov2bn64", 64, False, default_config(64).evolve(overlap=2, block_n=64),
+        desc="D=64 non-causal, 64x64 tiles, overlapped loop, r128 (bench variant ov2bn64)")
+    add("attn_fwd_hd256_full_ov2", 256, False, default_config(256).evolve(overlap=2),
+        desc="D=256 non-causal, default 128x64 tiles, overlapped loop (bench variant ov2)")
     add("attn_fwd_hd128_varlen_causal_lse", 128, True, cfg, varlen=True, lse=True,
         desc="D=128 varlen causal, lse written")
     add("attn_fwd_hd128_full_e4m3out", 128, False, cfg, out="e4m3", desc="D=128 non-causal, E4M3 output")
