@@ -110,16 +110,21 @@ def _exp2_mixed(x, ROWS: tl.constexpr, COLS: tl.constexpr, POLY_EXP2: tl.constex
 
 
 @triton.jit
-def _softmax_finish(x, m_i, m_use, l_i, LOG2_P_SCALE: tl.constexpr, EXACT_P_ROUND: tl.constexpr,
-                    PERMUTE_P: tl.constexpr, BLOCK_N: tl.constexpr, POLY_EXP2: tl.constexpr = 0):
-    """Second half: P = exp2(x) as E4M3 (key-permuted with PERMUTE_P), the factor alpha for acc, the new l.
-    POLY_EXP2 (2 or 4): that fraction of the exp2s on the FMA pipe (:func:`_exp2_mixed`)."""
+def _softmax_sum(x, m_i, m_use, l_i, BLOCK_N: tl.constexpr, POLY_EXP2: tl.constexpr):
+    """P = exp2(x) in fp32, the factor alpha for acc, the new l. POLY_EXP2 (2 or 4): that fraction of the exp2s on
+    the FMA pipe (:func:`_exp2_mixed`)."""
     if POLY_EXP2:
         p = _exp2_mixed(x, x.shape[0], BLOCK_N, POLY_EXP2)
     else:
         p = tl.math.exp2(x)
     alpha = tl.math.exp2(m_i - m_use)
     l_i = l_i * alpha + tl.sum(p, 1)
+    return p, alpha, l_i
+
+
+@triton.jit
+def _p_operand(p, EXACT_P_ROUND: tl.constexpr, PERMUTE_P: tl.constexpr, BLOCK_N: tl.constexpr):
+    """P as the E4M3 A operand of the P·V wgmma (key-permuted with PERMUTE_P)."""
     if EXACT_P_ROUND:
         # Interpreter: its fp32 -> fp8 cast truncates; round to nearest even first (the GPU's cvt.rn does it).
         p = round_to_fp8_grid(p, -6, 3, 448.0)
@@ -128,16 +133,7 @@ def _softmax_finish(x, m_i, m_use, l_i, LOG2_P_SCALE: tl.constexpr, EXACT_P_ROUN
         # Relabel P's key axis so that its wgmma-accumulator registers already sit where the FP8 A operand
         # wants them (Vᵀ was written with the same key permutation): no shuffles, only byte repacking.
         p8 = _permute_keys(p8, p8.shape[0], BLOCK_N)
-    return p8, alpha, l_i
-
-
-@triton.jit
-def _online_softmax(qk, m_i, l_i, qk_scale, keep, MASKED: tl.constexpr, LOG2_P_SCALE: tl.constexpr,
-                    EXACT_P_ROUND: tl.constexpr, PERMUTE_P: tl.constexpr, BLOCK_N: tl.constexpr):
-    """One key block's online-softmax update: (E4M3 P, the factor alpha for acc, new l, new m)."""
-    x, m_new, m_use = _softmax_exponents(qk, m_i, qk_scale, keep, MASKED, LOG2_P_SCALE)
-    p8, alpha, l_i = _softmax_finish(x, m_i, m_use, l_i, LOG2_P_SCALE, EXACT_P_ROUND, PERMUTE_P, BLOCK_N)
-    return p8, alpha, l_i, m_new
+    return p8
 
 
 @triton.jit
@@ -176,10 +172,12 @@ def _kv_loop(
             keep = cols[None, :] < seqlen_k
             if CAUSAL:
                 keep = keep & (cols[None, :] <= offs_m[:, None] + (seqlen_k - seqlen_q))
-        p8, alpha, l_i, m_i = _online_softmax(qk, m_i, l_i, qk_scale, keep, MASKED, LOG2_P_SCALE, EXACT_P_ROUND,
-                                              PERMUTE_P, BLOCK_N)
+        x, m_new, m_use = _softmax_exponents(qk, m_i, qk_scale, keep, MASKED, LOG2_P_SCALE)
+        p, alpha, l_i = _softmax_sum(x, m_i, m_use, l_i, BLOCK_N, 0)
         acc = acc * alpha[:, None]
+        p8 = _p_operand(p, EXACT_P_ROUND, PERMUTE_P, BLOCK_N)
         acc = _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, start_n, V_TRANSPOSED)
+        m_i = m_new
     return acc, l_i, m_i
 
 
@@ -228,14 +226,14 @@ def _kv_loop_overlap(
             x, m_new, m_use = _softmax_exponents(s_j, m_i, qk_scale, None, False, LOG2_P_SCALE)
         if LOOKAHEAD:
             qk = tl.dot(q, k.T)  # S_{j+1}, issued after the last use of S_j
-        p8, alpha, l_i = _softmax_finish(x, m_i, m_new, l_i, LOG2_P_SCALE, EXACT_P_ROUND, PERMUTE_P, BLOCK_N,
-                                         POLY_EXP2)
+        p, alpha, l_i = _softmax_sum(x, m_i, m_new, l_i, BLOCK_N, POLY_EXP2)
         m_i = m_new
         if LAZY_RESCALE:
             if grow:
                 acc = acc * alpha[:, None]
         else:
             acc = acc * alpha[:, None]
+        p8 = _p_operand(p, EXACT_P_ROUND, PERMUTE_P, BLOCK_N)
     # The last block's P·V (P = 0 when hi = 0).
     acc = _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, tl.maximum(hi - BLOCK_N, 0), V_TRANSPOSED)
     return acc, l_i, m_i
