@@ -190,6 +190,85 @@ def test_pinned_tiles_and_v_layouts(cfg, causal, device):
     check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))
 
 
+@pytest.mark.parametrize("overlap", [1, 2], ids=["pvfirst", "lookahead"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_overlapped_loop_matches_the_plain_loop(overlap, causal, device):
+    """``AttnConfig(overlap=1|2)`` reorders the unmasked key loop (P·V of block j-1 first; with 2 also Q·Kᵀ of
+    block j+1 before block j's softmax) without changing the arithmetic: the same P, the same rescales in the same
+    order, so the output and lse equal the plain loop's bit for bit (interpreter), and the rule holds on the GPU.
+    Key lengths cover no unmasked block (Sk < BLOCK_N), one, an odd and an even number, with a ragged tail, and a
+    varlen batch with an empty key sequence."""
+    gen = torch.Generator().manual_seed(37)
+    base = AttnConfig(block_m=32, block_n=32, num_warps=4, num_stages=1)
+    cfg = base.evolve(overlap=overlap)
+    exact = device == "cpu"
+    for sq, sk in ((40, 20), (40, 32), (50, 100), (70, 128), (33, 161)):
+        (q8, k8, v8), (qd, kd, vd) = fp8_inputs((1, sq, 2, 64), (1, sk, 1, 64), 1, 1, True, gen, device)
+        kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd, return_lse=True)
+        out, lse = attention(q8, k8, v8, config=cfg, **kw)
+        out_plain, lse_plain = attention(q8, k8, v8, config=base, **kw)
+        if exact:
+            assert torch.equal(out, out_plain) and torch.equal(lse, lse_plain), (sq, sk)
+        kw.pop("return_lse")
+        check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))
+    lq, lk = [33, 70, 5], [90, 0, 64]
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((sum(lq), 2, 64), (sum(lk), 1, 64), 1, len(lq), True, gen, device)
+    kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd, cu_seqlens_q=_cu(lq, device),
+              cu_seqlens_k=_cu(lk, device), max_seqlen_q=max(lq), max_seqlen_k=max(lk), return_lse=True)
+    out, lse = attention(q8, k8, v8, config=cfg, **kw)
+    out_plain, lse_plain = attention(q8, k8, v8, config=base, **kw)
+    if exact:
+        assert torch.equal(out, out_plain) and torch.equal(lse, lse_plain)
+    assert (out[33:103].float() == 0).all() and torch.isneginf(lse[:, 33:103]).all()
+    kw.pop("return_lse")
+    check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_lazy_rescale_obeys_the_rule(causal, device):
+    """``AttnConfig(overlap=2, lazy_rescale=True)`` moves the reference max only when a row max grew by more than
+    0.75 (log2 units): exact in fp32 terms, P rounded against a slightly stale max (P <= 2^8.75 < 448). Keys whose
+    scale grows along the sequence force rescales in later blocks; flat ones leave the max alone after the first."""
+    gen = torch.Generator().manual_seed(41)
+    cfg = AttnConfig(block_m=32, block_n=32, num_warps=4, num_stages=1, overlap=2, lazy_rescale=True)
+    for sk, ramp in ((161, True), (128, False), (20, False)):
+        (q8, k8, v8), (qd, kd, vd) = fp8_inputs((1, 48, 2, 64), (1, sk, 1, 64), 1, 1, False, gen, device)
+        if ramp:  # key j scaled by 1 + 3j/Sk (values stay exact E4M3 multiples of a power of two where possible)
+            k8 = (k8.float() * (1 + 3 * torch.arange(sk, device=k8.device) / sk)[None, :, None, None]).to(FP8)
+        kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
+        out, lse = attention(q8, k8, v8, config=cfg, return_lse=True, **kw)
+        ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
+        check_out(out, ref, attention_torch(q8, k8, v8, p_fp8=True, **kw))
+        check_lse(lse, lse_ref, 64, sk, score_bound(q8, k8, qd, kd, 1 / math.sqrt(64)))
+
+
+@pytest.mark.parametrize("poly", [2, 4], ids=["half", "quarter"])
+def test_polynomial_exp2_obeys_the_rule(poly, device):
+    """``AttnConfig(overlap=2, poly_exp2=2|4)``: half / a quarter of the loop's exp2 by the FMA-pipe cubic
+    (relative error < 7.5e-5, against E4M3's 2^-4 step for P; l and lse move by at most that much, well inside the
+    lse tolerance). A sequence long enough for several unmasked blocks, causal and not, with the ragged tail."""
+    gen = torch.Generator().manual_seed(43)
+    cfg = AttnConfig(block_m=32, block_n=32, num_warps=4, num_stages=1, overlap=2, poly_exp2=poly)
+    for causal in (False, True):
+        (q8, k8, v8), (qd, kd, vd) = fp8_inputs((1, 48, 2, 64), (1, 150, 1, 64), 1, 1, True, gen, device)
+        kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
+        out, lse = attention(q8, k8, v8, config=cfg, return_lse=True, **kw)
+        ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
+        check_out(out, ref, attention_torch(q8, k8, v8, p_fp8=True, **kw))
+        check_lse(lse, lse_ref, 64, 150, score_bound(q8, k8, qd, kd, 1 / math.sqrt(64)))
+
+
+def test_overlap_config_is_validated():
+    with pytest.raises(ValueError, match="overlap"):
+        AttnConfig(overlap=3)
+    with pytest.raises(ValueError, match="lazy_rescale"):
+        AttnConfig(lazy_rescale=True)
+    with pytest.raises(ValueError, match="poly_exp2"):
+        AttnConfig(overlap=2, poly_exp2=3)
+    with pytest.raises(ValueError, match="overlapped loop"):
+        AttnConfig(poly_exp2=4)
+
+
 def _cu(lens, device):
     return torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int32, device=device)
 

@@ -174,3 +174,24 @@ def test_fallback_path_when_not_hopper(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the second call warns no more
         attention(q8, k8, v8, **kw)
+
+
+@pytest.mark.parametrize("variant,d", [("ov2bn64", 128), ("ov2bn64s3", 128), ("ov2bn64px4", 128), ("ov2nocap", 128),
+                                       ("ov2s1lazy", 128), ("nocap", 128), ("ov2bn64", 64), ("ov2", 256)])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_loop_variants_match_reference(variant, d, causal):
+    """The bench's loop variants (overlapped loop, lazy rescale, polynomial exp2, no register cap) obey the
+    same rule as the default on an odd length (ragged tail, several unmasked blocks) and GQA 2:1."""
+    from tritonfp8.attention import default_config
+    from tritonfp8.bench.suites.attention import VARIANTS
+
+    cfg = default_config(d).evolve(**VARIANTS[variant][0])
+    gen = torch.Generator().manual_seed(47)
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((1, 3001, 2, d), (1, 3001, 1, d), 1, 1, False, gen, "cuda")
+    kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
+    out, lse = attention(q8, k8, v8, config=cfg, return_lse=True, **kw)
+    ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
+    ref_pt = attention_torch(q8, k8, v8, p_fp8=True, **kw)
+    check_out(out, ref, ref_pt)
+    check_lse(lse, lse_ref, d, 3001, score_bound(q8, k8, qd, kd, 1 / math.sqrt(d)))
+    assert rel_error(out.float(), ref) <= rel_error(ref_pt, ref) + 2 * U_OUT[torch.bfloat16]

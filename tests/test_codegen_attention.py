@@ -51,3 +51,55 @@ def test_quantize_vt_pass_has_no_spills():
     r = _codegen("attn_quant_bf16_hd128_vt")
     assert r["name"] == "cutlass_sm90_attnquant_bf16_e4m3_64x128x1_w4s1_ptr_headwise_vt"
     assert r["spill_stores"] == 0 and r["spill_loads"] == 0
+
+
+def test_default_hd128_vs_uncapped_wgmma_serialization():
+    """At the 168-register cap ptxas serializes the default hd128 kernel's wgmmas (every QGMMA carries its own
+    wait); without the cap (205 registers, 2 CTAs/SM) each Q·Kᵀ / P·V chain of 4 waits once."""
+    capped = _codegen("attn_fwd_hd128_full")
+    free = _codegen("attn_fwd_hd128_full_nocap")
+    assert "_r168" not in free["name"] and free["spill_stores"] == 0
+    assert free["gmma_waited"] == free["qgmma"] // 4 < capped["gmma_waited"]
+
+
+@pytest.mark.parametrize("kernel", ["attn_fwd_hd128_full_ov2bn64", "attn_fwd_hd128_causal_ov2bn64"])
+def test_overlapped_hd128_loop_runs_exp2_under_the_next_qk_wgmma(kernel):
+    """Bench variant ov2bn64 (AttnConfig(overlap=2, block_n=64)): under the 168-register cap (3 CTAs per SM),
+    no spills, wgmma groups not serialized, and block j's 32 exp2 per thread (64 x 64 tile, 128 threads) issue
+    while S_{j+1} = Q·K_{j+1}ᵀ is in flight on the tensor core."""
+    r = _codegen(kernel)
+    assert r["name"].startswith("cutlass_sm90_fmhafwd_e4m3_e4m3_f32_bf16_64x64x128_w4s2"), r["name"]
+    assert r["name"].endswith("_r168_ov2") and r["registers"] <= 168 and r["shared_bytes"] <= 76 * 1024
+    assert r["spill_stores"] == 0 and r["spill_loads"] == 0
+    assert r["gmma_waited"] < r["qgmma"] // 2, r
+    assert r["mufu_in_flight"] >= 32, r
+
+
+@pytest.mark.parametrize("kernel", ["attn_fwd_hd128_full_ov2nocap", "attn_fwd_hd128_full_ov2s1lazy"])
+def test_overlapped_hd128_tile_without_register_cap(kernel):
+    """Bench variants ov2nocap / ov2s1lazy (64 x 128, overlap=2, no register cap; 2 or 1 stages, lazy rescale):
+    no spills, wgmmas not serialized, most of the 64 exp2 per thread of a 64 x 128 block under the next Q·Kᵀ."""
+    r = _codegen(kernel)
+    assert r["spill_stores"] == 0 and r["spill_loads"] == 0
+    assert r["gmma_waited"] < r["qgmma"] // 2 and r["mufu_in_flight"] >= 48, r
+
+
+def test_polynomial_exp2_moves_a_quarter_of_the_loop_exp2_off_the_sfu():
+    """Bench variant ov2bn64px4: 8 of the 32 exp2 per thread and 64 x 64 block by the FMA-pipe cubic; still under
+    the 168-register cap, no spills, wgmmas not serialized."""
+    base = _codegen("attn_fwd_hd128_full_ov2bn64")
+    r = _codegen("attn_fwd_hd128_full_ov2bn64px4")
+    assert r["name"].endswith("_r168_ov2_px4") and r["registers"] <= 168
+    assert r["spill_stores"] == 0 and r["spill_loads"] == 0
+    assert r["mufu_ex2"] == base["mufu_ex2"] - 8, (r["mufu_ex2"], base["mufu_ex2"])
+    assert r["gmma_waited"] < r["qgmma"] // 2, r
+
+
+@pytest.mark.parametrize("kernel,max_regs", [("attn_fwd_hd64_full_ov2bn64", 128), ("attn_fwd_hd256_full_ov2", 255)])
+def test_overlapped_loop_other_head_dims(kernel, max_regs):
+    """Bench variants ov2bn64 at hd64 (r128: 4 CTAs/SM) and ov2 at hd256: no spills, wgmmas not serialized, exp2
+    under the next Q·Kᵀ."""
+    r = _codegen(kernel)
+    assert r["registers"] <= max_regs and r["spill_stores"] == 0 and r["spill_loads"] == 0, r
+    # hd64: chains of 2 QGMMA (K = 64 in steps of 32), one wait each; serialized would be one wait per QGMMA.
+    assert r["gmma_waited"] < r["qgmma"] and r["mufu_in_flight"] >= 8, r

@@ -169,7 +169,14 @@ class AttnConfig:
     without cross-lane shuffles (see ``_kernels.attention._permute_keys``). ``warp_specialize``: ask Triton's
     automatic warp specialization for the unmasked key loop (Triton 3.6 documents it for Blackwell; on sm_90 the
     offline compile gave the same instruction count as without it). ``maxnreg`` caps registers per thread (e.g.
-    128 lets two 8-warp hd64 CTAs share an SM: 122 registers, no spills, offline sm_90).
+    128 lets two 8-warp hd64 CTAs share an SM: 122 registers, no spills, offline sm_90). ``overlap`` (0, 1, 2):
+    restructure the unmasked key loop (``_kernels.attention._kv_loop_overlap``): 1 issues P_{j-1}·V_{j-1} before
+    S_j = Q·K_jᵀ (P goes through shared memory), 2 also issues S_{j+1} before block j's softmax so that the tensor
+    core computes it while the softmax runs (FlashAttention-3's intra-warpgroup overlap). 0: the plain loop.
+    ``lazy_rescale`` (with overlap only): in that loop, rescale acc only when some row max grew by more than 0.75
+    (log2 units) since the last rescale; exact, P stays <= 2^8.75 < 448. ``poly_exp2`` (0, 2, 4; with overlap
+    only): compute 1/poly_exp2 of the exp2s in that loop with a cubic on the FMA pipe instead of MUFU.EX2 (the
+    SFU's exp2 throughput equals the FP8 tensor core's work per block at hd128).
     """
 
     block_m: int = 128
@@ -180,6 +187,18 @@ class AttnConfig:
     warp_specialize: bool = False
     permute_p: bool = True
     maxnreg: int | None = None
+    overlap: int = 0
+    lazy_rescale: bool = False
+    poly_exp2: int = 0
+
+    def __post_init__(self):
+        if self.overlap not in (0, 1, 2):
+            raise ValueError(f"AttnConfig: overlap must be 0, 1 or 2, got {self.overlap!r}")
+        if self.poly_exp2 not in (0, 2, 4):
+            raise ValueError(f"AttnConfig: poly_exp2 must be 0, 2 or 4, got {self.poly_exp2!r}")
+        if (self.lazy_rescale or self.poly_exp2) and not self.overlap:
+            raise ValueError("AttnConfig: lazy_rescale and poly_exp2 are implemented in the overlapped loop only "
+                             "(overlap=1 or 2)")
 
     def evolve(self, **kw) -> "AttnConfig":
         return replace(self, **kw)
@@ -227,6 +246,12 @@ def kernel_name_of(arch: int, head_dim: int, causal: bool, cfg: AttnConfig, *, v
         extras.append("lse")
     if cfg.maxnreg:
         extras.append(f"r{cfg.maxnreg}")
+    if cfg.overlap:
+        extras.append(f"ov{cfg.overlap}")
+    if cfg.lazy_rescale:
+        extras.append("lazy")
+    if cfg.poly_exp2:
+        extras.append(f"px{cfg.poly_exp2}")
     return KernelName(
         arch=arch,
         op="fmhafwd",
@@ -736,8 +761,8 @@ def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_c
         CAUSAL=bool(causal), VARLEN=prob.varlen, V_TRANSPOSED=cfg.v_transposed,
         DESCALE_PER_HEAD=per_head, OUT_FP8=out_fp8, OUT_SCALE_PER_HEAD=out_fp8 and out_scale.dim() == 2,
         WRITE_LSE=bool(return_lse), LOG2_P_SCALE=int(math.log2(P_SCALE)), EXACT_P_ROUND=interpreting(),
-        WARP_SPECIALIZE=cfg.warp_specialize, PERMUTE_P=cfg.v_transposed and cfg.permute_p,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        WARP_SPECIALIZE=cfg.warp_specialize, PERMUTE_P=cfg.v_transposed and cfg.permute_p, OVERLAP=cfg.overlap,
+        LAZY_RESCALE=cfg.lazy_rescale, POLY_EXP2=cfg.poly_exp2, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
         **({"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}),
     )
 

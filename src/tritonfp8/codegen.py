@@ -78,6 +78,9 @@ class SassReport:
     sass_sha1: str
     cutlass_name_changes_sass: bool | None = None
     plain_name: str | None = None
+    gmma_waited: int = 0
+    mufu_ex2: int = 0
+    mufu_in_flight: int = 0
     sass: str = field(default="", repr=False)
 
     def as_dict(self) -> dict:
@@ -147,8 +150,34 @@ def _normalized_sass(sass: str, name: str) -> str:
     return sass.replace(name, "KERNEL")
 
 
+def _gmma_overlap_facts(sass: str) -> tuple[int, int]:
+    """(wgmma instructions tagged ``gsb0``, MUFU.EX2 issued while a wgmma group is in flight).
+
+    A chain of wgmma instructions into one accumulator normally carries ``gsb0`` on its last instruction only, and
+    the warp waits for the group at a later ``WARPGROUP.DEPBAR``; when ptxas serializes the wgmmas (it does so
+    silently, e.g. when an in-flight accumulator would have to be copied, or registers are short) every
+    instruction carries ``gsb0`` and is followed by its own wait. MUFU.EX2 between a wgmma and the next
+    WARPGROUP.DEPBAR runs on the SFU while the tensor core works (the softmax/GEMM overlap)."""
+    waited = in_flight = 0
+    open_group = False
+    for line in sass.splitlines():
+        m = _INSTR.match(line)
+        if not m:
+            continue
+        op = m.group(2)
+        if op.startswith(("QGMMA", "HGMMA")):
+            open_group = True
+            waited += "gsb0" in line
+        elif op.startswith("WARPGROUP.DEPBAR"):
+            open_group = False
+        elif op.startswith("MUFU.EX2") and open_group:
+            in_flight += 1
+    return waited, in_flight
+
+
 def sass_facts(sass: str, res_usage: str) -> dict:
     ops = [m.group(2) for m in _INSTR.finditer(sass)]
+    waited, in_flight = _gmma_overlap_facts(sass)
     base = [op.split(".")[0] for op in ops]
     reg = re.search(r"REG:(\d+)", res_usage)
     stack = re.search(r"STACK:(\d+)", res_usage)
@@ -164,6 +193,9 @@ def sass_facts(sass: str, res_usage: str) -> dict:
         "registers": int(reg.group(1)) if reg else -1,
         "stack_bytes": int(stack.group(1)) if stack else -1,
         "shared_bytes": int(shared.group(1)) if shared else -1,
+        "gmma_waited": waited,
+        "mufu_ex2": ops.count("MUFU.EX2"),
+        "mufu_in_flight": in_flight,
     }
 
 

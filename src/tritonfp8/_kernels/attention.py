@@ -30,6 +30,9 @@ from tritonfp8._kernels.fp8cast import cast_to_fp8, round_to_fp8_grid
 from tritonfp8.naming import named_jit
 
 LN2 = tl.constexpr(0.6931471805599453)
+# Lazy rescaling threshold (log2 units): the reference row max moves only when a row max grew by more than this.
+# With P_SCALE = 2^8, P <= 2^(8 + 0.75) = 430.5 < 448 (E4M3 max), so P never saturates.
+LAZY_TAU = tl.constexpr(0.75)
 
 
 @triton.jit
@@ -44,6 +47,105 @@ def _permute_keys(x, ROWS: tl.constexpr, COLS: tl.constexpr):
     SHFL 24 -> 8 (the row reductions), SEL 16 -> 0, PRMT 32 -> 16).
     """
     return x.reshape([ROWS, COLS // 32, 2, 2, 4, 2]).permute(0, 1, 2, 4, 3, 5).reshape([ROWS, COLS])
+
+
+@triton.jit
+def _softmax_exponents(qk, m_i, qk_scale, keep, MASKED: tl.constexpr, LOG2_P_SCALE: tl.constexpr):
+    """First half of a key block's online-softmax update: the new row max and the exp2 arguments (the last use
+    of the scores ``qk``). ``keep`` (MASKED only) marks the visible (query, key) pairs; the others get -inf."""
+    if MASKED:
+        qk = tl.where(keep, qk, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        # A row with no visible key so far has m_new = -inf: use 0 so exp2 sees -inf - 0, not NaN.
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+    else:
+        # qk_scale > 0 (validated on the host), so max(qk) * scale is the max of the scaled row.
+        m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        m_use = m_new
+    # P_SCALE folded into the exponent: p = P_SCALE * exp2(s - m), in (0, P_SCALE].
+    return qk * qk_scale - (m_use - LOG2_P_SCALE)[:, None], m_new, m_use
+
+
+@triton.jit
+def _softmax_exponents_lazy(qk, m_i, qk_scale, LOG2_P_SCALE: tl.constexpr):
+    """Unmasked first half with lazy rescaling: the reference max m moves (for every row) only when some row's
+    max grew by more than LAZY_TAU; otherwise m, l and acc stay as they are (alpha = 1, the caller skips the
+    acc rescale). Exact: acc and l are always relative to the same m. P = P_SCALE·exp2(s - m) <= 2^(8 + LAZY_TAU)
+    = 430.5 stays inside E4M3 (448). Returns (exp2 arguments, new m, whether m moved)."""
+    tl.static_assert(LOG2_P_SCALE == 8, "LAZY_TAU is sized for P_SCALE = 2^8")
+    m_cand = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+    grow = tl.max(m_cand - m_i, 0) > LAZY_TAU  # one decision per program (a cross-warp reduction)
+    m_new = tl.where(grow, m_cand, m_i)
+    return qk * qk_scale - (m_new - LOG2_P_SCALE)[:, None], m_new, grow
+
+
+@triton.jit
+def _exp2_poly(x):
+    """2^x on the FMA/ALU pipes instead of the SFU (MUFU.EX2): x = n + f with n = round(x) (the 1.5·2^23 trick,
+    no F2I), 2^f by a cubic on [-1/2, 1/2] (relative error < 7.5e-5, far below E4M3's 2^-4 step), and n added to
+    the exponent field. x is clamped at -125 (2^-125 is 0 after the E4M3 cast of P·2^8 and negligible in l)."""
+    x = tl.maximum(x, -125.0)
+    t = x + 12582912.0  # 1.5·2^23: round(x) lands in the low mantissa bits
+    f = x - (t - 12582912.0)
+    p = ((0.05517165 * f + 0.24261115) * f + 0.69326097) * f + 0.99992806
+    return (p.to(tl.int32, bitcast=True) + (t.to(tl.int32, bitcast=True) << 23)).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _exp2_mixed(x, ROWS: tl.constexpr, COLS: tl.constexpr, POLY_EXP2: tl.constexpr):
+    """exp2 of a [ROWS, COLS] wgmma-accumulator tile with 1/POLY_EXP2 of the columns (2: half, 4: a quarter) on
+    :func:`_exp2_poly` and the rest on MUFU.EX2. The split is on columns a thread owns itself (bits 3 and 4 of the
+    column: the accumulator register index), so the halves need no data movement between lanes."""
+    y = x.reshape([ROWS, COLS // 16, 2, 8]).permute(0, 1, 3, 2)
+    a, b = tl.split(y)  # [ROWS, COLS // 16, 8] each: column bit 3 = 0 / 1
+    a = tl.math.exp2(a)
+    if POLY_EXP2 == 2:
+        b = _exp2_poly(b)
+    else:
+        tl.static_assert(POLY_EXP2 == 4, "POLY_EXP2 must be 0, 2 or 4")
+        z = b.reshape([ROWS, COLS // 32, 2, 8]).permute(0, 1, 3, 2)
+        b0, b1 = tl.split(z)  # column bit 4 = 0 / 1
+        b = tl.join(tl.math.exp2(b0), _exp2_poly(b1)).permute(0, 1, 3, 2).reshape([ROWS, COLS // 16, 8])
+    return tl.join(a, b).permute(0, 1, 3, 2).reshape([ROWS, COLS])
+
+
+@triton.jit
+def _softmax_sum(x, m_i, m_use, l_i, BLOCK_N: tl.constexpr, POLY_EXP2: tl.constexpr):
+    """P = exp2(x) in fp32, the factor alpha for acc, the new l. POLY_EXP2 (2 or 4): that fraction of the exp2s on
+    the FMA pipe (:func:`_exp2_mixed`)."""
+    if POLY_EXP2:
+        p = _exp2_mixed(x, x.shape[0], BLOCK_N, POLY_EXP2)
+    else:
+        p = tl.math.exp2(x)
+    alpha = tl.math.exp2(m_i - m_use)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    return p, alpha, l_i
+
+
+@triton.jit
+def _p_operand(p, EXACT_P_ROUND: tl.constexpr, PERMUTE_P: tl.constexpr, BLOCK_N: tl.constexpr):
+    """P as the E4M3 A operand of the P·V wgmma (key-permuted with PERMUTE_P)."""
+    if EXACT_P_ROUND:
+        # Interpreter: its fp32 -> fp8 cast truncates; round to nearest even first (the GPU's cvt.rn does it).
+        p = round_to_fp8_grid(p, -6, 3, 448.0)
+    p8 = p.to(tl.float8e4nv)
+    if PERMUTE_P:
+        # Relabel P's key axis so that its wgmma-accumulator registers already sit where the FP8 A operand
+        # wants them (Vᵀ was written with the same key permutation): no shuffles, only byte repacking.
+        p8 = _permute_keys(p8, p8.shape[0], BLOCK_N)
+    return p8
+
+
+@triton.jit
+def _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, start_n, V_TRANSPOSED: tl.constexpr):
+    """acc + P·V for the key block starting at ``start_n`` (FP8 wgmma, fp32 accumulator)."""
+    if V_TRANSPOSED:
+        vt = v_desc.load([vt_row0, vt_col0 + start_n])  # [D, BLOCK_N], key sequence contiguous
+        acc = tl.dot(p8, vt.T, acc)
+    else:
+        v = v_desc.load([k_row0 + start_n, kv_col])  # [BLOCK_N, D], D contiguous
+        acc = tl.dot(p8, v, acc)
+    return acc
 
 
 @triton.jit
@@ -64,39 +166,76 @@ def _kv_loop(
         start_n = tl.multiple_of(start_n, BLOCK_N)
         k = k_desc.load([k_row0 + start_n, kv_col])  # [BLOCK_N, D] e4m3, D contiguous (K-major for Q·Kᵀ)
         qk = tl.dot(q, k.T)  # fp32 [BLOCK_M, BLOCK_N]
+        keep = None
         if MASKED:
             cols = start_n + offs_n
             keep = cols[None, :] < seqlen_k
             if CAUSAL:
                 keep = keep & (cols[None, :] <= offs_m[:, None] + (seqlen_k - seqlen_q))
-            qk = tl.where(keep, qk, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-            # A row with no visible key so far has m_new = -inf: use 0 so exp2 sees -inf - 0, not NaN.
-            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
-        else:
-            # qk_scale > 0 (validated on the host), so max(qk) * scale is the max of the scaled row.
-            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-            m_use = m_new
-        # P_SCALE folded into the exponent: p = P_SCALE * exp2(s - m), in (0, P_SCALE].
-        p = tl.math.exp2(qk * qk_scale - (m_use - LOG2_P_SCALE)[:, None])
-        alpha = tl.math.exp2(m_i - m_use)
-        l_i = l_i * alpha + tl.sum(p, 1)
+        x, m_new, m_use = _softmax_exponents(qk, m_i, qk_scale, keep, MASKED, LOG2_P_SCALE)
+        p, alpha, l_i = _softmax_sum(x, m_i, m_use, l_i, BLOCK_N, 0)
         acc = acc * alpha[:, None]
-        if EXACT_P_ROUND:
-            # Interpreter: its fp32 -> fp8 cast truncates; round to nearest even first (the GPU's cvt.rn does it).
-            p = round_to_fp8_grid(p, -6, 3, 448.0)
-        p8 = p.to(tl.float8e4nv)
-        if PERMUTE_P:
-            # Relabel P's key axis so that its wgmma-accumulator registers already sit where the FP8 A operand
-            # wants them (Vᵀ was written with the same key permutation): no shuffles, only byte repacking.
-            p8 = _permute_keys(p8, p8.shape[0], BLOCK_N)
-        if V_TRANSPOSED:
-            vt = v_desc.load([vt_row0, vt_col0 + start_n])  # [D, BLOCK_N], key sequence contiguous
-            acc = tl.dot(p8, vt.T, acc)
-        else:
-            v = v_desc.load([k_row0 + start_n, kv_col])  # [BLOCK_N, D], D contiguous
-            acc = tl.dot(p8, v, acc)
+        p8 = _p_operand(p, EXACT_P_ROUND, PERMUTE_P, BLOCK_N)
+        acc = _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, start_n, V_TRANSPOSED)
         m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _kv_loop_overlap(
+    q, k_desc, v_desc,
+    k_row0, kv_col, vt_row0, vt_col0,
+    hi, qk_scale,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, V_TRANSPOSED: tl.constexpr,
+    LOG2_P_SCALE: tl.constexpr, EXACT_P_ROUND: tl.constexpr, PERMUTE_P: tl.constexpr, LOOKAHEAD: tl.constexpr,
+    LAZY_RESCALE: tl.constexpr, POLY_EXP2: tl.constexpr,
+):
+    """The unmasked key blocks [0, hi) from the initial state, with the P·V product one block behind.
+
+    Iteration j: acc += P_{j-1}·V_{j-1} (P from the previous iteration, through shared memory; waited for, since
+    acc is rescaled below; P_{-1} = 0), then block j's softmax and the rescale of acc. Epilogue: the last P·V.
+    LOOKAHEAD (FlashAttention-3's intra-warpgroup overlap, in the form Triton 3.6's wgmma pass keeps async): S_j
+    comes from the previous iteration, and S_{j+1} = Q·K_{j+1}ᵀ is issued right after block j's row max and
+    exp2 arguments, i.e. after the last use of S_j: the result is only carried to the next iteration, so the wgmma
+    stays in flight during block j's exp2/row sum/E4M3 convert/rescale (the wait after the next P·V covers it), and
+    S_{j+1} can take S_j's registers (a copy of a wgmma accumulator still being written makes ptxas serialize
+    every wgmma of the kernel). The last iteration's S (a block at or past hi) is computed and dropped.
+    Without LAZY_RESCALE the arithmetic is the plain loop's (same P, same rescales in the same order).
+    """
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    p8 = tl.zeros([BLOCK_M, BLOCK_N], tl.float8e4nv)
+    if LOOKAHEAD:
+        k = k_desc.load([k_row0, kv_col])
+        qk = tl.dot(q, k.T)  # S_0 (unused when hi = 0)
+    for start_n in tl.range(0, hi, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        acc = _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, tl.maximum(start_n - BLOCK_N, 0),
+                  V_TRANSPOSED)
+        if LOOKAHEAD:
+            s_j = qk
+            k = k_desc.load([k_row0 + start_n + BLOCK_N, kv_col])
+        else:
+            k = k_desc.load([k_row0 + start_n, kv_col])
+            s_j = tl.dot(q, k.T)
+        # Every row sees every key of these blocks, so m_new is finite from block 0 on (alpha = exp2(-inf) = 0).
+        if LAZY_RESCALE:
+            x, m_new, grow = _softmax_exponents_lazy(s_j, m_i, qk_scale, LOG2_P_SCALE)
+        else:
+            x, m_new, m_use = _softmax_exponents(s_j, m_i, qk_scale, None, False, LOG2_P_SCALE)
+        if LOOKAHEAD:
+            qk = tl.dot(q, k.T)  # S_{j+1}, issued after the last use of S_j
+        p, alpha, l_i = _softmax_sum(x, m_i, m_new, l_i, BLOCK_N, POLY_EXP2)
+        m_i = m_new
+        if LAZY_RESCALE:
+            if grow:
+                acc = acc * alpha[:, None]
+        else:
+            acc = acc * alpha[:, None]
+        p8 = _p_operand(p, EXACT_P_ROUND, PERMUTE_P, BLOCK_N)
+    # The last block's P·V (P = 0 when hi = 0).
+    acc = _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, tl.maximum(hi - BLOCK_N, 0), V_TRANSPOSED)
     return acc, l_i, m_i
 
 
@@ -114,7 +253,8 @@ def attn_fwd_kernel(
     CAUSAL: tl.constexpr, VARLEN: tl.constexpr, V_TRANSPOSED: tl.constexpr,
     DESCALE_PER_HEAD: tl.constexpr, OUT_FP8: tl.constexpr, OUT_SCALE_PER_HEAD: tl.constexpr,
     WRITE_LSE: tl.constexpr, LOG2_P_SCALE: tl.constexpr, EXACT_P_ROUND: tl.constexpr,
-    WARP_SPECIALIZE: tl.constexpr, PERMUTE_P: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr, PERMUTE_P: tl.constexpr, OVERLAP: tl.constexpr, LAZY_RESCALE: tl.constexpr,
+    POLY_EXP2: tl.constexpr,
 ):
     """Flash-attention forward, E4M3 Q/K/V, fp32 descales, bf16/f16/e4m3 output, optional fp32 lse.
 
@@ -183,11 +323,18 @@ def attn_fwd_kernel(
     vt_row0 = vt_row0.to(tl.int32)
     vt_col0 = vt_col0.to(tl.int32)
 
-    acc, l_i, m_i = _kv_loop(
-        acc, l_i, m_i, q, k_desc, v_desc, k_row0, kv_col, vt_row0, vt_col0, 0, n_full,
-        offs_m, seqlen_q, seqlen_k, qk_scale,
-        BLOCK_N, HEAD_DIM, False, CAUSAL, V_TRANSPOSED, LOG2_P_SCALE, EXACT_P_ROUND, WARP_SPECIALIZE, PERMUTE_P,
-    )
+    if OVERLAP:
+        acc, l_i, m_i = _kv_loop_overlap(
+            q, k_desc, v_desc, k_row0, kv_col, vt_row0, vt_col0, n_full, qk_scale,
+            BLOCK_M, BLOCK_N, HEAD_DIM, V_TRANSPOSED, LOG2_P_SCALE, EXACT_P_ROUND, PERMUTE_P, OVERLAP == 2,
+            LAZY_RESCALE, POLY_EXP2,
+        )
+    else:
+        acc, l_i, m_i = _kv_loop(
+            acc, l_i, m_i, q, k_desc, v_desc, k_row0, kv_col, vt_row0, vt_col0, 0, n_full,
+            offs_m, seqlen_q, seqlen_k, qk_scale,
+            BLOCK_N, HEAD_DIM, False, CAUSAL, V_TRANSPOSED, LOG2_P_SCALE, EXACT_P_ROUND, WARP_SPECIALIZE, PERMUTE_P,
+        )
     acc, l_i, m_i = _kv_loop(
         acc, l_i, m_i, q, k_desc, v_desc, k_row0, kv_col, vt_row0, vt_col0, n_full, n_end,
         offs_m, seqlen_q, seqlen_k, qk_scale,
@@ -368,7 +515,8 @@ def codegen_specs() -> dict:
             BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, GROUP=1, CAUSAL=causal, VARLEN=varlen,
             V_TRANSPOSED=cfg.v_transposed, DESCALE_PER_HEAD=False, OUT_FP8=out == "e4m3", OUT_SCALE_PER_HEAD=False,
             WRITE_LSE=lse, LOG2_P_SCALE=8, EXACT_P_ROUND=False, WARP_SPECIALIZE=cfg.warp_specialize,
-            PERMUTE_P=cfg.v_transposed and cfg.permute_p,
+            PERMUTE_P=cfg.v_transposed and cfg.permute_p, OVERLAP=cfg.overlap,
+            LAZY_RESCALE=cfg.lazy_rescale, POLY_EXP2=cfg.poly_exp2,
         )
         for k in const:
             sig[k] = "constexpr"
@@ -393,6 +541,23 @@ def codegen_specs() -> dict:
     cfg = default_config(128)
     add("attn_fwd_hd128_full_vonchip", 128, False, cfg.evolve(v_transposed=False),
         desc="D=128 non-causal, V as given (B,S,H,D), transposed on chip")
+    ov = cfg.evolve(overlap=2, block_n=64)
+    add("attn_fwd_hd128_full_ov2bn64", 128, False, ov,
+        desc="D=128 non-causal, 64x64 tiles, Q·K_{j+1}ᵀ in flight during block j's softmax (bench variant ov2bn64)")
+    add("attn_fwd_hd128_causal_ov2bn64", 128, True, ov, desc="D=128 causal, bench variant ov2bn64")
+    add("attn_fwd_hd128_full_ov2bn64px4", 128, False, ov.evolve(poly_exp2=4),
+        desc="bench variant ov2bn64 with a quarter of the loop's exp2 on the FMA pipe (bench variant ov2bn64px4)")
+    add("attn_fwd_hd128_full_ov2nocap", 128, False, cfg.evolve(overlap=2, maxnreg=None),
+        desc="D=128 non-causal, 64x128 tiles, overlapped loop, no register cap (bench variant ov2nocap)")
+    add("attn_fwd_hd128_full_ov2s1lazy", 128, False,
+        cfg.evolve(overlap=2, num_stages=1, maxnreg=None, lazy_rescale=True),
+        desc="D=128 non-causal, 64x128, overlapped loop, 1 stage, lazy rescaling of acc (bench variant ov2s1lazy)")
+    add("attn_fwd_hd128_full_nocap", 128, False, cfg.evolve(maxnreg=None),
+        desc="D=128 non-causal, default tiles without the 168-register cap (bench variant nocap)")
+    add("attn_fwd_hd64_full_ov2bn64", 64, False, default_config(64).evolve(overlap=2, block_n=64),
+        desc="D=64 non-causal, 64x64 tiles, overlapped loop, r128 (bench variant ov2bn64)")
+    add("attn_fwd_hd256_full_ov2", 256, False, default_config(256).evolve(overlap=2),
+        desc="D=256 non-causal, default 128x64 tiles, overlapped loop (bench variant ov2)")
     add("attn_fwd_hd128_varlen_causal_lse", 128, True, cfg, varlen=True, lse=True,
         desc="D=128 varlen causal, lse written")
     add("attn_fwd_hd128_full_e4m3out", 128, False, cfg, out="e4m3", desc="D=128 non-causal, E4M3 output")

@@ -60,6 +60,31 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "prev256": (dict(num_stages=2), (256,)),
     "s2": (dict(num_stages=2), None),
     "bm64w4r168s3": (dict(block_m=64, num_warps=4, maxnreg=168, num_stages=3), (128,)),
+    # Offline sm_90 facts (python -m tritonfp8 codegen NAME --arch 90 --json: gmma_waited, mufu_in_flight): the
+    # default hd128 kernel's 16 QGMMA each wait for themselves (ptxas serializes the wgmmas at 168 registers).
+    # The ov* variants run AttnConfig(overlap=2): Q·K_{j+1}ᵀ in flight during block j's exp2, wgmmas not serialized.
+    # ov2bn64: 64 x 64 tiles, 156 registers (3 CTAs/SM under the 168 cap), 57 KB shared, 33 MUFU.EX2 under a wgmma.
+    # hd64 (r128, 4 CTAs/SM): 123 registers, 29 KB, wgmmas not serialized (the default's 12 QGMMA all wait).
+    "ov2bn64": (dict(overlap=2, block_n=64), (64, 128)),
+    "ov2bn64s3": (dict(overlap=2, block_n=64, num_stages=3), (128,)),  # 155 registers, 74 KB: still 3 CTAs/SM
+    # px4 / px2: a quarter / half of the loop's exp2 by a cubic on the FMA pipe (MUFU.EX2 per thread and 64 x 64
+    # block 32 -> 24 / 16; 160 registers, no spills, no extra shuffles): the SFU's exp2 rate equals the tensor core's.
+    "ov2bn64px4": (dict(overlap=2, block_n=64, poly_exp2=4), (128,)),
+    "ov2bn64s3px4": (dict(overlap=2, block_n=64, num_stages=3, poly_exp2=4), (128,)),
+    "ov2bn64px2": (dict(overlap=2, block_n=64, poly_exp2=2), (128,)),
+    "ov2nocappx4": (dict(overlap=2, maxnreg=None, poly_exp2=4), (128,)),  # 238 registers, 2 CTAs/SM
+    # ov2nocap: 64 x 128 tiles, no register cap: 225 registers, 107 KB shared -> 2 CTAs/SM, 65 MUFU.EX2 under a wgmma.
+    "ov2nocap": (dict(overlap=2, maxnreg=None), (128,)),
+    # The default tiles without the register cap: 205 registers (2 CTAs/SM), wgmma not serialized (4 waits / 16).
+    "nocap": (dict(maxnreg=None), (128,)),
+    # 64 x 128, overlap, one K/Vᵀ buffer (33 KB), 220 registers; lazy: rescale acc (64 FMUL per thread and block)
+    # only when a row max grew by more than 0.75 (log2 units), 223 registers.
+    "ov2s1": (dict(overlap=2, num_stages=1, maxnreg=None), (128,)),
+    "ov2s1lazy": (dict(overlap=2, num_stages=1, maxnreg=None, lazy_rescale=True), (128,)),
+    # hd256 (128 x 64, 8 warps, 1 CTA/SM like the default): 227 registers, 160 KB (s3) / 128 KB (s2), 33 MUFU.EX2
+    # per thread and block under the next Q·Kᵀ.
+    "ov2": (dict(overlap=2), (256,)),
+    "ov2s2": (dict(overlap=2, num_stages=2), (256,)),
 }
 DEFAULT_VARIANTS = ("vonchip", "prev128", "prev64", "prev256", "s3")
 QUICK_VARIANTS = ("vonchip", "noperm")
