@@ -24,6 +24,8 @@ timeout 80 python3 -m tritonfp8 bench model --checkpoint benchmarks/checkpoints/
   --agree-recipe tensor --agree-recipe row --agree-recipe block --agree-recipe tensor-precise --agree-recipe row-precise 2>&1 | tee $OUT/checkpoint.log | tail -16
 save
 el attention
-timeout 90 python3 -m tritonfp8 bench attention ATTN_ARGS 2>&1 | tee $OUT/bench_attention.log | tail -5
+timeout 90 python3 -m tritonfp8 bench attention --quick --variants ov2bn64,ov2bn64s3,ov2bn64px4,ov2nocap,nocap 2>&1 | tee $OUT/bench_attention.log | tail -5
 save
+el attention-variant-tests
+timeout 45 python3 -m pytest -q -p no:cacheprovider tests/test_attention_gpu.py -k loop_variants 2>&1 | tail -2
 el done
