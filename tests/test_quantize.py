@@ -142,7 +142,7 @@ def test_two_pass_reduces_several_partials(kind, device, monkeypatch):
     rows, programs for the tensor) and the cast pass has to reduce them; the amax sits in the last partial."""
     monkeypatch.setattr(qmod, "_ONE_PASS_MAX_ELEMS", 64)
     monkeypatch.setattr(qmod, "_TILE_ELEMS", 256)
-    monkeypatch.setattr(qmod, "_TWO_PASS", "partials")  # the partial-amax scheme (the default is "atomic")
+    monkeypatch.setattr(qmod, "_TWO_PASS", "partials")  # the partial-amax scheme (the default is "default": atomic)
     shape = {"row": (5, 5000), "col": (300, 40), "tensor": (300, 40)}[kind]
     plan = qmod._plan(qmod._normalize_granularity(kind), *shape, static=False, interpreter=device != "cuda")
     assert plan.source == "amax" and plan.npart > 1

@@ -270,7 +270,7 @@ def test_gpu_tilings_bit_exact(name, gran, tiling):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Tensor/col two-pass schemes (quantize._TWO_PASS): "partials" (default) and "atomic" (atomic-max amax pass)
+# Tensor/col two-pass schemes (quantize._TWO_PASS): "default" (atomic, col with pf), "partials" and "atomic[...]"
 
 
 @pytest.fixture
@@ -321,6 +321,10 @@ def test_atomic_plans_and_names(two_pass):
     16 x 1024), the cast tiles, kernel names that tell the scheme apart from the default."""
     default = {g: qmod._plan((g,), 8192, 8192, False) for g in ("tensor", "col")}
     assert all(p.source == "absmax" for p in default.values())  # default: atomic (H200-measured faster)
+    # ... with the prefetching amax pass for col only (H200-measured 1.20x there, slower for the tensor)
+    assert default["col"].prefetch and not default["tensor"].prefetch
+    assert naming.parse_kernel_name(default["col"].amax_name(torch.bfloat16).build())["rest"][-3:] == (
+        "atomic", "p2", "pf")
     two_pass("partials")
     default = {g: qmod._plan((g,), 8192, 8192, False) for g in ("tensor", "col")}  # names compared with these
     assert all(p.source == "amax" for p in default.values())
@@ -331,11 +335,10 @@ def test_atomic_plans_and_names(two_pass):
             "absmax", 32, 8, 16, 1024, 8)
         assert (p.cast.block_m, p.cast.block_k) == cast
         assert p.partial_shape(8192, 8192) == ((1,) if g == "tensor" else (8192,))
-        # The default col amax pass prefetches (H200-measured 1.20x; slower for the tensor): named "pf"
-        assert p.prefetch == (g == "col")
+        assert not p.prefetch  # the plain "atomic" scheme, as named
         for name in (p.cast_name(torch.bfloat16, E4M3), p.amax_name(torch.bfloat16)):
-            rest = naming.parse_kernel_name(name.build("cutlass"))["rest"]
-            assert rest[rest.index("atomic"):][:2] == ("atomic", "p2")
+            built = name.build("cutlass")
+            assert naming.parse_kernel_name(built)["rest"][-2:] == ("atomic", "p2")
         assert p.cast_name(torch.bfloat16, E4M3).build("cutlass") != default[g].cast_name(torch.bfloat16, E4M3).build(
             "cutlass")
     two_pass("atomicp4wide")
@@ -351,6 +354,7 @@ def test_bad_two_pass_names_raise(bad):
 
 def test_variant_dispatch():
     assert qmod._variant_applies("atomic", "tensor") and qmod._variant_applies("partials", "col")
+    assert qmod._variant_applies("default", "col") and not qmod._variant_applies("default", "group")
     assert not qmod._variant_applies("atomic", "group") and not qmod._variant_applies("atomic", "row")
     assert qmod._variant_applies("g64w8", "group") and not qmod._variant_applies("g64w8", "tensor")
     assert not qmod._variant_applies("g64w8", "block") and qmod._variant_applies("g2w16", "block")

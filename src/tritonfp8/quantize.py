@@ -465,7 +465,7 @@ def _set_tiling(name: str) -> str:
 
 # Two-pass (tensor, col) scheme, selectable like the tiling (``bench quant --variants``, TRITONFP8_QUANT_TWO_PASS):
 #
-# - "partials" (default, measured on the H200: tensor 47.7%, col 30.8% of copy at 8192 x 8192): the amax pass
+# - "partials" (the first default; measured on the H200: tensor 47.7%, col 30.8% of copy at 8192 x 8192): the amax pass
 #   writes partials without atomics (no fill kernel); every cast program reduces the partials of its scale entries
 #   again (tensor: 512 words per 16 KB tile; col: 16 x 128 words = 8 KB per 16 KB tile: half the input re-read
 #   from L2 in all).
@@ -482,15 +482,19 @@ def _set_tiling(name: str) -> str:
 # evict it as it goes): about 64-68% of copy at best. More needs x kept on chip across a grid-wide barrier (a
 # resident persistent kernel: ~132 x 200 KB of shared memory and registers plus L2 is still short of 128 MiB);
 # a delayed (static) scale is one pass, as fast as the static path.
-# Default "atomic": measured on the H200 (benchmarks/results/quant-nvidia-h200-20261129-115248.json, 8192 x 8192):
+# "atomic" (the base of "default"): measured on the H200 (benchmarks/results/quant-nvidia-h200-20261129-115248.json, 8192 x 8192):
 # tensor 54.0% of copy vs 47.7% ("partials"), 1.13x; col 38.9% vs 30.9%, 1.26x, interleaved.
 # - Suffixes "pf" and "fd" of atomic[p<P>][wide]: "pf" makes the amax pass load its next tile before it folds the
 #   current one (offline SASS of the default col amax pass, sm_90: ptxas interleaves the 8 16-byte loads per thread
 #   with the maxes and keeps only 2 in flight, so the pass waits on DRAM latency; the tensor one keeps all 8);
 #   "fd": fast exact division in the cast pass (see the tiling suffix "fd").
-TWO_PASS_HELP = ("atomic (default) or partials, atomic[p<P>][wide][pf][fd] (tensor/col: atomic-max amax pass, P "
-                 "programs per SM; pf: amax pass prefetches its next tile; fd: fast exact division in the cast)")
-_TWO_PASS = os.environ.get("TRITONFP8_QUANT_TWO_PASS", "atomic").strip().lower() or "atomic"
+# - "default": "atomic" for the tensor, "atomicpf" for col (measured on the H200, quant-nvidia-h200-20261129-134821
+#   .json, 8192 x 8192: the prefetching amax pass made col 1.20x faster, 38.9 -> 46.5% of copy, and the tensor
+#   0.73x slower).
+TWO_PASS_HELP = ("default (atomic for the tensor, atomicpf for col), partials or atomic[p<P>][wide][pf][fd] "
+                 "(tensor/col: atomic-max amax pass, P programs per SM; pf: amax pass prefetches its next tile; fd: "
+                 "fast exact division in the cast)")
+_TWO_PASS = os.environ.get("TRITONFP8_QUANT_TWO_PASS", "default").strip().lower() or "default"
 _AMAX_ELEMS = 16384  # elements per amax-pass tile of the atomic scheme: 32 KB of bf16 per load, 8 warps
 
 
@@ -499,6 +503,8 @@ def _parse_two_pass(name: str) -> tuple[str, int, bool, bool, bool]:
     division); ValueError naming the scheme."""
     if name == "partials":
         return "partials", 0, False, False, False
+    if name == "default":
+        return "atomic", 2, False, False, False  # col's "pf": see _scheme
     mt = re.fullmatch(r"atomic(?:p(\d+))?(wide)?(pf)?(fd)?", name)
     if mt and 1 <= int(mt.group(1) or 2) <= 16:
         return ("atomic", int(mt.group(1) or 2), *(mt.group(i) is not None for i in (2, 3, 4)))
@@ -513,8 +519,15 @@ def _set_two_pass(name: str) -> str:
     return prev
 
 
+def _scheme(kind: str) -> str:
+    """The two-pass scheme granularity ``kind`` ("tensor" / "col") uses under the current setting."""
+    if _TWO_PASS == "default":
+        return "atomicpf" if kind == "col" else "atomic"
+    return _TWO_PASS
+
+
 def _is_two_pass_name(name: str) -> bool:
-    return name == "partials" or name.startswith("atomic")
+    return name in ("partials", "default") or name.startswith("atomic")
 
 
 def _set_variant(name: str) -> str:
@@ -587,11 +600,7 @@ def _group_plan(base: dict, kind: str, group: int, m: int, k: int, static: bool,
 
 def _atomic_plan(base: dict, kind: str, m: int, k: int, interpreter: bool, sms: int) -> _Plan:
     """Two-pass tensor/col plan of the "atomic" scheme (see _TWO_PASS)."""
-    _, per_sm, wide, prefetch, fast_div = _parse_two_pass(_TWO_PASS)
-    if _TWO_PASS == "atomic" and kind == "col":
-        # The default col amax pass prefetches ("atomicpf"): measured on the H200 (quant-nvidia-h200-20261129-134821
-        # .json, 8192 x 8192) col 46.5% of copy vs 38.9%, 1.20x; for the tensor it was slower (0.73x): not there.
-        prefetch = True
+    _, per_sm, wide, prefetch, fast_div = _parse_two_pass(_scheme(kind))
     block_k = min(max(_pow2(k), 16), 1024)
     block_m = max(1, min(_pow2(m), _AMAX_ELEMS // block_k))
     amax = _Tile(block_m, block_k, min(8, _warps(block_m * block_k)))
