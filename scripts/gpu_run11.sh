@@ -1,14 +1,7 @@
 #!/usr/bin/env bash
 # Session 3, device call 3: where the 8B decode step spends its time (BF16 vs FP8 graphs), the new hd64 attention
 # default against the previous one (causal too) + its GPU tests, the full GEMM set with the graph-tuned M<=128 table.
-set -u
-export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=$PYTHONPATH:/tmp/site
-fi
-mkdir -p benchmarks/results
-T0=$(date +%s); el() { echo "=== $(( $(date +%s) - T0 )) s: $*"; }
+source scripts/gpu_common.sh
 el decode-profile
 timeout 120 python3 scripts/gpu_decode_profile.py 2>&1 | tee $OUT/decode_profile.log | tail -40
 el attention-gpu-tests

@@ -2,14 +2,7 @@
 # Session 3, device call 4: the direct launcher (GPU tests + host us/call A/B), remaining attention GPU tests, a
 # graph-timed tune of the 8B decode GEMM shapes (M=32), the model decode step with fused projections, and the
 # model agreement report (exact-FP8 reference, FP32 baselines, per-module check).
-set -u
-export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=$PYTHONPATH:/tmp/site
-fi
-mkdir -p benchmarks/results
-T0=$(date +%s); el() { echo "=== $(( $(date +%s) - T0 )) s: $*"; }
+source scripts/gpu_common.sh
 el gpu-tests
 timeout 100 python3 -m pytest -q -p no:cacheprovider tests/test_direct.py tests/test_launch.py tests/test_attention_gpu.py 2>&1 | tee $OUT/pytest.log | tail -4
 el host-ab

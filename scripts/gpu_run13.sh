@@ -2,10 +2,7 @@
 # Session 3, device call 5: quantization variants (fast exact division, 128x128 tilings, col amax prefetch) with
 # their GPU exactness tests; model prefill with fused projections; grouped GEMM and the GEMM set (fast, rowwise)
 # with the direct launcher.
-set -u
-export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
-mkdir -p benchmarks/results
-T0=$(date +%s); el() { echo "=== $(( $(date +%s) - T0 )) s: $*"; }
+source scripts/gpu_common.sh
 el quant-variants
 timeout 100 python3 -m tritonfp8 bench quant --quick --repeats 3 --granularity 128x128 --granularity col --granularity tensor \
   --variants legacyfd,g1w16fd,g1w8fd,g1w8r80fd,g1w8r80fdev,g1w16p1l2fd,atomicpf,atomicfd,atomicpffd 2>&1 | tee $OUT/bench_quant.log | tail -24

@@ -2,14 +2,8 @@
 # Session 3, device call 6 (last): the new quantize defaults' GPU acceptance test (fast exact division, edge
 # values, both layouts), the split promotion for precise and block-scaled GEMM, the trained tiny Llama's agreement,
 # the attention overlap variants. Steps in priority order; results are copied to $OUT after each step.
-set -u
-export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=$PYTHONPATH:/tmp/site
-fi
-mkdir -p benchmarks/results $OUT/results
-T0=$(date +%s); el() { echo "=== $(( $(date +%s) - T0 )) s: $*"; }
+source scripts/gpu_common.sh
+mkdir -p $OUT/results
 touch $OUT/.t0
 # only this run's files (copying every committed result overflowed the transfer limit in session 3: the JSONs of
 # this call were left out; its logs hold the printed tables)

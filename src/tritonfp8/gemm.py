@@ -179,6 +179,16 @@ def _check_tensor(name: str, t) -> None:
         raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
 
 
+def _check_operands(a, b, scale_a, scale_b) -> None:
+    """The four GEMM inputs are tensors and a, b are FP8 (shared by gemm and grouped_gemm)."""
+    for name, t in (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b)):
+        _check_tensor(name, t)
+    if a.dtype not in FP8_FORMATS:
+        raise TypeError(f"a: expected torch.float8_e4m3fn or torch.float8_e5m2, got {a.dtype}")
+    if b.dtype not in FP8_FORMATS:
+        raise TypeError(f"b: expected torch.float8_e4m3fn or torch.float8_e5m2, got {b.dtype}")
+
+
 def _scale_mode(name: str, s: torch.Tensor, rows: int, row_shapes: tuple[tuple[int, ...], ...], what: str) -> bool:
     """True for a vector scale (one per row), False for a per-tensor scalar; ValueError/TypeError otherwise."""
     if s.dtype != torch.float32:
@@ -340,12 +350,7 @@ def _gemm(a, b, scale_a, scale_b, *, out_dtype, bias, activation, accumulate, ou
     :mod:`tritonfp8.qkv`): then ``out`` is written only when ``qkv.store_c`` (else None: no (M, N) output is
     allocated), the caller has ruled out K = 0 and GPUs without FP8 tensor cores, and a swap-AB / split-K config
     choice is replaced by :func:`~tritonfp8._kernels.gemm_configs.qkv_config`."""
-    for name, t in (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b)):
-        _check_tensor(name, t)
-    if a.dtype not in FP8_FORMATS:
-        raise TypeError(f"a: expected torch.float8_e4m3fn or torch.float8_e5m2, got {a.dtype}")
-    if b.dtype not in FP8_FORMATS:
-        raise TypeError(f"b: expected torch.float8_e4m3fn or torch.float8_e5m2, got {b.dtype}")
+    _check_operands(a, b, scale_a, scale_b)
     if a.dim() < 2:
         raise ValueError(f"a: expected (..., M, K) with at least 2 dims, got shape {tuple(a.shape)}")
     if b.dim() != 2:

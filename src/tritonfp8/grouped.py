@@ -40,10 +40,9 @@ from __future__ import annotations
 import torch
 
 from tritonfp8 import _backend
-from tritonfp8._formats import FP8_FORMATS
 from tritonfp8.gemm import (
-    ACCUMULATE, ACTIVATIONS, OUT_DTYPES, SCALE_BLOCK, GemmConfig, _activation_torch, _check_tensor, _tma_ready,
-    error_bound, gemm_torch,
+    ACCUMULATE, ACTIVATIONS, OUT_DTYPES, SCALE_BLOCK, GemmConfig, _activation_torch, _check_operands, _check_tensor,
+    _tma_ready, error_bound, gemm_torch,
 )
 
 __all__ = ["grouped_gemm", "grouped_gemm_masked", "grouped_gemm_torch", "grouped_gemm_masked_torch",
@@ -185,12 +184,7 @@ def _scale_kinds(scale_a: torch.Tensor, scale_b: torch.Tensor, M: int, G: int, N
 
 
 def _check_common(a, b, scale_a, scale_b, bias, out_dtype, activation, accumulate, config):
-    for name, t in (("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b)):
-        _check_tensor(name, t)
-    if a.dtype not in FP8_FORMATS:
-        raise TypeError(f"a: expected torch.float8_e4m3fn or torch.float8_e5m2, got {a.dtype}")
-    if b.dtype not in FP8_FORMATS:
-        raise TypeError(f"b: expected torch.float8_e4m3fn or torch.float8_e5m2, got {b.dtype}")
+    _check_operands(a, b, scale_a, scale_b)
     if b.dim() != 3:
         raise ValueError(f"b: expected (G, N, K) (one nn.Linear weight per group), got shape {tuple(b.shape)}")
     G, N, K = b.shape

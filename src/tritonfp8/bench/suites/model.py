@@ -568,8 +568,7 @@ def per_layer_agreement(ref: list[torch.Tensor], model: Decoder, cos, sin) -> di
 # Module kinds of the separate and the fused (fuse_projections) layouts; a model reports the kinds it has.
 SEPARATE_KINDS = ("q_proj", "k_proj", "v_proj", "attention", "o_proj", "gate_proj", "up_proj", "down_proj")
 FUSED_KINDS = ("qkv_proj", "attention", "o_proj", "gate_up_proj", "down_proj")
-MODULE_KINDS = ("q_proj", "k_proj", "v_proj", "qkv_proj", "attention", "o_proj", "gate_proj", "up_proj",
-                "gate_up_proj", "down_proj")
+MODULE_KINDS = tuple(dict.fromkeys(SEPARATE_KINDS + FUSED_KINDS))
 
 
 def per_module_agreement(ref: list[torch.Tensor], bf16: Decoder, model: Decoder, cos, sin,
