@@ -442,9 +442,11 @@ def test_runner_profile_plumbing_with_stand_in_ncu(tmp_path, monkeypatch, capsys
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU stand-in of the suite; the GPU runs the real one")
 def test_quant_suite_bookkeeping_on_cpu(tmp_path, monkeypatch, capsys):
     # The real suite on CPU tensors (kernels in the interpreter) with a stand-in timer: ours 1 ms, the torch
-    # reference 4 ms, the copy 0.8 ms per round. Checks the rows, ratios, the JSON and the PNG.
-    fake_ms = {"ours": 1.0, "torch": 4.0, "copy": 0.8}
-    order = iter(["ours", "torch", "copy", "torch", "copy", "ours"] * 2)  # 2 rounds, rotating, per case
+    # reference 4 ms, the copy 0.8 ms, ours with the scale given 0.9 ms per round. Checks the rows, ratios, the JSON
+    # and the PNG.
+    fake_ms = {"ours": 1.0, "torch": 4.0, "copy": 0.8, "ours_static": 0.9}
+    names = list(fake_ms)  # the suite's timing order
+    order = iter((names + names[1:] + names[:1]) * 2)  # 2 rounds, rotating, per case
 
     def timer(fn, warmup_ms, rep_ms, flush_l2):
         fn()
@@ -461,7 +463,11 @@ def test_quant_suite_bookkeeping_on_cpu(tmp_path, monkeypatch, capsys):
     r0 = data["rows"][0]
     assert (r0["shape"], r0["granularity"], r0["dtype"], r0["exact"]) == ("16x256", "1x128", "e4m3", True)
     nbytes = quant.useful_bytes(16, 256, (1, 128))
-    assert r0["bytes"] == nbytes and r0["rounds_ms"] == {"ours": [1.0, 1.0], "torch": [4.0, 4.0], "copy": [0.8, 0.8]}
+    assert r0["bytes"] == nbytes and r0["rounds_ms"] == {"ours": [1.0, 1.0], "torch": [4.0, 4.0], "copy": [0.8, 0.8],
+                                                         "ours_static": [0.9, 0.9]}
+    assert r0["static_exact"] and math.isclose(r0["static_pct_of_copy"], 80.0 / 0.9, rel_tol=REL)
+    assert r0["passes"] == 1 and r0["traffic_bytes"] == nbytes  # (1, G): one read of x
+    assert math.isclose(r0["pct_of_copy_traffic"], 80.0, rel_tol=REL)
     assert math.isclose(r0["ours_gbps"], nbytes / 1e-3 / 1e9, rel_tol=REL)
     assert math.isclose(r0["pct_of_copy"], 80.0, rel_tol=REL)  # copy moves the same bytes in 0.8 ms
     assert r0["vs_torch"] == 4.0 and r0["vs_torch_verdict"] == "faster"

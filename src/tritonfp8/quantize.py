@@ -67,6 +67,21 @@ _ONE_PASS_MAX_ELEMS = 16384
 _TILE_ELEMS = 8192
 
 
+def _row_col_two_pass(kind: str, m: int, k: int) -> bool:
+    """Whether computed row / col scales of an (m, k) input take two passes (amax kernel, then the cast)."""
+    if kind == "row":
+        return _pow2(k) > _ONE_PASS_MAX_ELEMS
+    return kind == "col" and _pow2(m) * 16 > _ONE_PASS_MAX_ELEMS
+
+
+def _needs_two_passes(m: int, k: int, granularity: Granularity) -> bool:
+    """Whether quantizing an (m, k) input with computed scales of ``granularity`` reads it twice: tensor scales
+    always (no element can be cast before the whole tensor's amax is known), row / col when a row / column does
+    not fit one program (:func:`_row_col_two_pass`); (1, G) and (G, G) never."""
+    kind = _normalize_granularity(granularity)[0]
+    return kind == "tensor" or _row_col_two_pass(kind, m, k)
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Granularity and scale shapes
 
@@ -635,11 +650,11 @@ def _plan(g: tuple, m: int, k: int, static: bool, arch: int = 90, interpreter: b
     if static:
         axis = {"tensor": "tile", "row": "row", "col": "col"}[kind]
         return _Plan(**base, source="given", scale_axis=axis, cast=_elementwise_tile(m, k))
-    if kind == "row" and _pow2(k) <= _ONE_PASS_MAX_ELEMS:
+    if kind == "row" and not _row_col_two_pass(kind, m, k):
         block_k = max(_pow2(k), 16)
         block_m = max(1, min(_pow2(m), _TILE_ELEMS // block_k))
         return _Plan(**base, source="tile", scale_axis="row", cast=_tile(block_m, block_k))
-    if kind == "col" and _pow2(m) * 16 <= _ONE_PASS_MAX_ELEMS:
+    if kind == "col" and not _row_col_two_pass(kind, m, k):
         block_m = _pow2(m)
         block_k = max(16, min(_pow2(k), _TILE_ELEMS // block_m))
         return _Plan(**base, source="tile", scale_axis="col", cast=_tile(block_m, block_k))

@@ -12,6 +12,12 @@ GB/s counts those useful bytes once (bytes read + written / median time), whatev
 (tensor and col scales read x twice: an amax pass, then the cast). Target: >= 80% of the copy bandwidth at
 8192x8192. Before timing, our output is checked bit-exact against the reference; a mismatch fails the suite.
 
+Two more numbers per row: ``static``: the same call with the scale given (``scale=`` the computed one: one pass
+for every granularity, the cast a delayed-scaling recipe runs), timed in the same rounds, bit-exact checked too;
+``pct_of_copy_traffic``: our bandwidth counting the bytes the kernels must move (two-pass modes read x twice), the
+number that says how close the two launches are to the memory system, where ``pct_of_copy`` says how close the
+op is to one copy of its data.
+
 ``--variants legacy,g64w8,g1w16c32,atomic,...`` also times other tilings of the (1, G) / (G, G) kernels (see
 ``tritonfp8.quantize.TILINGS_HELP``) and other tensor/col two-pass schemes (``TWO_PASS_HELP``) in the same
 interleaved rounds, as ``ours_<variant>`` (bit-exact check too), each on the granularities it applies to; each row
@@ -128,6 +134,13 @@ def useful_bytes(m: int, k: int, g: Any, in_bytes: int = 2) -> int:
     return m * k * in_bytes + m * k + 4 * _scale_numel(m, k, g)
 
 
+def passes(m: int, k: int, g: Any) -> int:
+    """Reads of x the computed-scale kernels need: 2 for tensor scales and for the two-pass row/col paths (see
+    tritonfp8.quantize.quantize), else 1."""
+    qmod = importlib.import_module("tritonfp8.quantize")
+    return 2 if qmod._needs_two_passes(m, k, g) else 1
+
+
 def _exact(a: tuple[torch.Tensor, torch.Tensor], b: tuple[torch.Tensor, torch.Tensor]) -> bool:
     (qa, sa), (qb, sb) = a, b
     return (
@@ -171,6 +184,7 @@ def run(args: argparse.Namespace) -> int:
         ref_out = quantize_torch(x, g, dtype=dtype)
         exact = _exact(ours_out, ref_out)
         mismatches += not exact
+        ref_scale = ref_out[1]
         del ours_out, ref_out
         nbytes = useful_bytes(m, k, g)
         copy_fn, copy_moved = H.make_copy_fn(max(1, nbytes // 2), _DEVICE)
@@ -179,6 +193,11 @@ def run(args: argparse.Namespace) -> int:
             "torch": lambda: quantize_torch(x, g, dtype=dtype),
             "copy": copy_fn,
         }
+        # The scale given: one pass for every granularity (checked against the reference with the same scale).
+        s_static = ref_scale
+        fns["ours_static"] = lambda: quantize(x, g, dtype=dtype, scale=s_static)
+        static_exact = _exact(fns["ours_static"](), quantize_torch(x, g, dtype=dtype, scale=s_static))
+        mismatches += not static_exact
         var_exact = {}
         kind = qmod._normalize_granularity(g)[0]
         for v in variants:
@@ -193,6 +212,9 @@ def run(args: argparse.Namespace) -> int:
         copy_gbps = H.gbps(copy_moved, t["copy"].median)
         cmp_torch = H.compare(times["ours"], times["torch"])
         pct_copy = H.pct(ours_gbps, copy_gbps)
+        n_pass = passes(m, k, g)
+        traffic = nbytes + (n_pass - 1) * m * k * x.element_size()
+        static_gbps = H.gbps(nbytes, t["ours_static"].median)
         rows.append(
             {
                 "shape": f"{m}x{k}",
@@ -209,6 +231,12 @@ def run(args: argparse.Namespace) -> int:
                 "torch_gbps": H.gbps(nbytes, t["torch"].median),
                 "copy_gbps": copy_gbps,
                 "pct_of_copy": pct_copy,
+                "passes": n_pass,
+                "traffic_bytes": traffic,
+                "pct_of_copy_traffic": H.pct(H.gbps(traffic, t["ours"].median), copy_gbps),
+                "static_ms": t["ours_static"].median,
+                "static_pct_of_copy": H.pct(static_gbps, copy_gbps),
+                "static_exact": static_exact,
                 # The spread of our % of copy: our slowest round vs the copy's fastest, and the reverse.
                 "pct_of_copy_lo": 100.0 * t["copy"].min / t["ours"].max,
                 "pct_of_copy_hi": 100.0 * t["copy"].max / t["ours"].min,
@@ -245,6 +273,9 @@ def run(args: argparse.Namespace) -> int:
             H.Column("copy_gbps", "copy GB/s", "{:.0f}"),
             H.Column("pct_of_copy", "% of copy", "{:.1f}"),
             H.Column(lambda r: f"{r['pct_of_copy_lo']:.0f}-{r['pct_of_copy_hi']:.0f}", "range"),
+            H.Column("passes"),
+            H.Column("pct_of_copy_traffic", "% traffic", "{:.1f}"),
+            H.Column("static_pct_of_copy", "static %", "{:.1f}"),
             H.Column("torch_gbps", "torch GB/s", "{:.0f}"),
             H.Column("vs_torch", "x torch", "{:.2f}"),
             H.Column("ours_spread", "spread", "{:.1%}"),
@@ -253,7 +284,8 @@ def run(args: argparse.Namespace) -> int:
         ],
         title="FP8 quantization: tritonfp8 vs quantize_torch vs device copy of the same bytes (bf16 input)",
         console=console,
-        caption="GB/s = (input + FP8 output + scales) bytes / median time; x torch = torch_ms / ours_ms; "
+        caption="GB/s = (input + FP8 output + scales) bytes / median time; % traffic = the same counting every read "
+        "of x (passes); static % = the scale given (one pass); x torch = torch_ms / ours_ms; "
         "range = % of copy from the extreme rounds; spread = (max - min) / median of our rounds",
     )
     headline = [r for r in rows if r["target"] is not None]
@@ -266,6 +298,9 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"  {r['shape']} {r['granularity']} {r['dtype']} variant {v}: {d['ms']:.4f} ms, "
                           f"{d['pct_of_copy']:.1f}% of copy, {d['vs_ours']:.3f}x default"
                           + ("" if d["exact"] else " [bold red]NOT EXACT[/]"))
+    for r in rows:
+        if not r["static_exact"]:
+            console.print(f"  {r['shape']} {r['granularity']} {r['dtype']} static scale: [bold red]NOT EXACT[/]")
     if mismatches:
         console.print(f"[bold red]quant: {mismatches} case(s) differ from quantize_torch (column 'exact')[/]")
     if not args.no_save:
