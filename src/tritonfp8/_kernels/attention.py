@@ -558,6 +558,12 @@ def codegen_specs() -> dict:
         desc="D=64 non-causal, 64x64 tiles, overlapped loop, r128 (bench variant ov2bn64)")
     add("attn_fwd_hd256_full_ov2", 256, False, default_config(256).evolve(overlap=2),
         desc="D=256 non-causal, default 128x64 tiles, overlapped loop (bench variant ov2)")
+    # hd256 with one-warpgroup 64-row tiles (bench variants bm64w4*): two or more CTAs per SM instead of one
+    # 8-warp CTA, the occupancy that made the hd128 default.
+    for key, over in (("bm64w4", {}), ("bm64w4s2", dict(num_stages=2)), ("bm64w4bn32", dict(block_n=32)),
+                     ("bm64w4bn32r168", dict(block_n=32, maxnreg=168))):
+        add(f"attn_fwd_hd256_full_{key}", 256, False, default_config(256).evolve(block_m=64, num_warps=4, **over),
+            desc=f"D=256 non-causal, bench variant {key}")
     add("attn_fwd_hd128_varlen_causal_lse", 128, True, cfg, varlen=True, lse=True,
         desc="D=128 varlen causal, lse written")
     add("attn_fwd_hd128_full_e4m3out", 128, False, cfg, out="e4m3", desc="D=128 non-causal, E4M3 output")

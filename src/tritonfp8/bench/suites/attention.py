@@ -83,6 +83,12 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "ov2s1lazy": (dict(overlap=2, num_stages=1, maxnreg=None, lazy_rescale=True), (128,)),
     # hd256 (128 x 64, 8 warps, 1 CTA/SM like the default): 227 registers, 160 KB (s3) / 128 KB (s2), 33 MUFU.EX2
     # per thread and block under the next Q·Kᵀ.
+    # hd256 with 64-row, one-warpgroup tiles (offline sm_90: bm64w4 = 64 x 64 s3, 223 registers, 113 KB shared:
+    # still 1 CTA/SM by shared memory; s2: 225 registers, 81 KB: 2 CTAs/SM; bn32: 64 x 32 s3, 193 registers, 65 KB:
+    # 2 CTAs/SM; bn32r168: 3 CTAs/SM but 17 spills and every QGMMA waited). No spills except r168.
+    "bm64w4s2": (dict(block_m=64, num_warps=4, num_stages=2), (256,)),
+    "bm64w4bn32": (dict(block_m=64, num_warps=4, block_n=32), (256,)),
+    "bm64w4bn32r168": (dict(block_m=64, num_warps=4, block_n=32, maxnreg=168), (256,)),
     "ov2": (dict(overlap=2), (256,)),
     "ov2s2": (dict(overlap=2, num_stages=2), (256,)),
 }
@@ -105,6 +111,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variants", default=None,
                    help=f"comma list of kernel variants to time besides the default ({', '.join(VARIANTS)}), "
                         f"or 'none' (default: {','.join(DEFAULT_VARIANTS)}; with --quick {','.join(QUICK_VARIANTS)})")
+    p.add_argument("--head-dim", type=int, action="append", choices=(64, 128, 256), default=None,
+                   help="time only the full set's configs of this head dim (repeatable)")
     p.add_argument("--no-causal", action="store_true", help="time non-causal cases only")
     p.add_argument("--no-varlen", action="store_true", help="skip the varlen batch")
     p.add_argument("--no-peers", action="store_true", help="time our kernels only")
@@ -418,6 +426,8 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"[bold]attention[/]: {env['gpu']}, torch {env['torch']}, triton {env['triton']}, "
                   f"{args.repeats} interleaved rounds, variants: {', '.join(variants) or 'none'}")
     configs = QUICK_CONFIGS if args.quick else CONFIGS
+    if getattr(args, "head_dim", None):
+        configs = [c for c in CONFIGS if c[4] in args.head_dim]
     causals = (False,) if getattr(args, "no_causal", False) else (False, True)
     rows, notes = [], []
     for b, hq, hkv, s, d in configs:
