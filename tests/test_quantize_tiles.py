@@ -17,7 +17,7 @@ from tests.conftest import requires_gpu
 from tests.test_quantize import CASES as CASES_MATRIX
 from tests.test_quantize import _assert_bit_exact
 from tritonfp8 import naming
-from tritonfp8.quantize import quantize
+from tritonfp8.quantize import quantize, quantize_torch
 
 qmod = importlib.import_module("tritonfp8.quantize")
 E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
@@ -410,3 +410,43 @@ def test_gpu_atomic_two_pass_bit_exact(scheme, gran, two_pass):
         x[m - 5, 1000] = -1e30
         _assert_bit_exact(x, gran, E4M3)
         _assert_bit_exact(x, gran, E5M2)
+
+
+@pytest.fixture
+def col_cast():
+    """Set a col cast tile for one test; the previous one comes back afterwards."""
+    prev = qmod._COL_CAST
+    yield qmod._set_col_cast
+    qmod._set_col_cast(prev)
+
+
+COL_CASES = [c for c in CASES_MATRIX if c.gran == "col"]
+
+
+@pytest.mark.parametrize("tile", ["colcast64x256", "colcast128x32"])
+@pytest.mark.parametrize("case", COL_CASES, ids=str)
+def test_col_cast_tiles_bit_exact(case, tile, device, col_cast, two_pass, monkeypatch):
+    """Col cast tiles (bench variants colcast<M>x<K>) on the col case matrix: static scales (the reference's own
+    scale given back) and the atomic two-pass cast (a lowered one-pass limit sends these short columns there)."""
+    col_cast(tile)
+    two_pass("atomic")
+    monkeypatch.setattr(qmod, "_ONE_PASS_MAX_ELEMS", 8)
+    x = case.make(device)
+    m, k = qmod._as_2d_shape(x.shape)
+    want = qmod._parse_col_cast(tile)
+    for static in (False, True):
+        cast = qmod._plan(qmod._normalize_granularity("col"), m, k, static).cast
+        assert (cast.block_m, cast.block_k) == (min(qmod._pow2(m), want[0]), max(16, min(qmod._pow2(k), want[1])))
+    _assert_bit_exact(x, "col", case.dtype)
+    _, s = quantize_torch(x, "col", dtype=case.dtype)
+    q1, s1 = quantize(x, "col", dtype=case.dtype, scale=s)
+    q2, s2 = quantize_torch(x, "col", dtype=case.dtype, scale=s)
+    assert torch.equal(q1.view(torch.uint8), q2.view(torch.uint8)) and torch.equal(s1, s2)
+
+
+def test_col_cast_names():
+    assert qmod._parse_col_cast("auto") is None and qmod._parse_col_cast("colcast64x256") == (64, 256)
+    for bad in ("colcast63x256", "colcast1x8", "colcast512x512", "colcastx"):
+        with pytest.raises(ValueError, match="col cast tile"):
+            qmod._parse_col_cast(bad)
+    assert qmod._variant_applies("colcast64x256", "col") and not qmod._variant_applies("colcast64x256", "tensor")

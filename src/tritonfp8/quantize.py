@@ -541,6 +541,45 @@ def _scheme(kind: str) -> str:
     return _TWO_PASS
 
 
+# Cast tile of col scales (static scales, and the cast pass of the two-pass "atomic" schemes without "wide"),
+# selectable like the tiling (``bench quant --variants colcast64x256``, TRITONFP8_QUANT_COL_CAST): "auto" or
+# "colcast<M>x<K>" (powers of two, M * K in 2048..32768). Each cast program loads BLOCK_K fp32 scales (static) or
+# amax words (two-pass) besides its tile: the static default (the elementwise 8 x 1024 tile) reads 4 KB of scales per
+# 16 KB of bf16 (25% more loads, from L2), the two-pass default (32 x 256) 1 KB. Measured on the H200
+# (quant-nvidia-h200-20261129-151543.json, 8192 x 8192): static col 74.6% of copy vs static row 87.2%, tensor 90.7%.
+COL_CAST_HELP = "auto or colcast<M>x<K> (col cast tile, M x K elements, powers of two; e.g. colcast64x256)"
+_COL_CAST = os.environ.get("TRITONFP8_QUANT_COL_CAST", "auto").strip().lower() or "auto"
+
+
+def _parse_col_cast(name: str) -> tuple[int, int] | None:
+    """None for "auto", else the (BLOCK_M, BLOCK_K) of a colcast<M>x<K> name; ValueError naming it."""
+    if name == "auto":
+        return None
+    mt = re.fullmatch(r"colcast(\d+)x(\d+)", name)
+    if mt:
+        bm, bk = int(mt.group(1)), int(mt.group(2))
+        if all(v >= 1 and v & (v - 1) == 0 for v in (bm, bk)) and bk >= 16 and 2048 <= bm * bk <= 32768:
+            return bm, bk
+    raise ValueError(f"quantize col cast tile: expected {COL_CAST_HELP} (K >= 16, M * K in 2048..32768), got {name!r}")
+
+
+def _set_col_cast(name: str) -> str:
+    """Select the col cast tile (see _COL_CAST); returns the previous one. For benchmarks and tests."""
+    global _COL_CAST
+    _parse_col_cast(name)
+    prev, _COL_CAST = _COL_CAST, name
+    return prev
+
+
+def _col_cast_tile(m: int, k: int, default: _Tile) -> _Tile:
+    """The col cast tile under the current _COL_CAST setting, clipped to the input (``default`` for "auto")."""
+    sel = _parse_col_cast(_COL_CAST)
+    if sel is None:
+        return default
+    bm, bk = sel
+    return _tile(max(1, min(_pow2(m), bm)), max(16, min(_pow2(k), bk)))
+
+
 def _is_two_pass_name(name: str) -> bool:
     return name in ("partials", "default") or name.startswith("atomic")
 
@@ -548,6 +587,8 @@ def _is_two_pass_name(name: str) -> bool:
 def _set_variant(name: str) -> str:
     """A benchmark variant: a two-pass scheme (tensor/col) or a (1, G) / (G, G) tiling; returns the previous
     setting of the same knob (give it back to _set_variant to restore). ValueError on unknown names."""
+    if name.startswith("colcast"):
+        return _set_col_cast(name)
     return _set_two_pass(name) if _is_two_pass_name(name) else _set_tiling(name)
 
 
@@ -556,6 +597,8 @@ def _variant_applies(name: str, kind: str) -> bool:
     "block"): two-pass schemes on tensor/col; tilings on (1, G) / (G, G), except those meant for the other one
     ("wide" and m<M> are (1, G) tilings, c<C> a (G, G) one) and (G, G) tiles of more than 2 blocks (64 KB+ of
     bf16 per program: spills)."""
+    if name.startswith("colcast"):
+        return kind == "col"
     if _is_two_pass_name(name):
         return kind in ("tensor", "col")
     if kind not in ("group", "block"):
@@ -624,7 +667,7 @@ def _atomic_plan(base: dict, kind: str, m: int, k: int, interpreter: bool, sms: 
     progs = 4 if interpreter else per_sm * sms
     progs_m = min(tiles_m, 1 << max(0, (progs // tiles_k).bit_length() - 1))
     if kind == "col" and not wide:
-        cast = _tile(max(1, min(_pow2(m), _TILE_ELEMS // 256)), min(max(_pow2(k), 16), 256))
+        cast = _col_cast_tile(m, k, _tile(max(1, min(_pow2(m), _TILE_ELEMS // 256)), min(max(_pow2(k), 16), 256)))
     else:
         cast = _elementwise_tile(m, k)
     return _Plan(**base, source="absmax", scale_axis="col" if kind == "col" else "tile", cast=cast, amax=amax,
@@ -649,7 +692,8 @@ def _plan(g: tuple, m: int, k: int, static: bool, arch: int = 90, interpreter: b
         return _group_plan(base, kind, group, m, k, static, _TILING, k_contiguous)
     if static:
         axis = {"tensor": "tile", "row": "row", "col": "col"}[kind]
-        return _Plan(**base, source="given", scale_axis=axis, cast=_elementwise_tile(m, k))
+        cast = _elementwise_tile(m, k)
+        return _Plan(**base, source="given", scale_axis=axis, cast=_col_cast_tile(m, k, cast) if kind == "col" else cast)
     if kind == "row" and not _row_col_two_pass(kind, m, k):
         block_k = max(_pow2(k), 16)
         block_m = max(1, min(_pow2(m), _TILE_ELEMS // block_k))
@@ -719,7 +763,7 @@ def _launch(g: tuple, m: int, k: int, static: bool, in_dtype, out_dtype, arch: i
 
     mode = naming_mode()
     key = (g, m, k, static, in_dtype, out_dtype, arch, interpreter, mode, _ONE_PASS_MAX_ELEMS, _TILE_ELEMS, _TILING,
-           k_contiguous, _TWO_PASS, sms)  # fmt: skip
+           k_contiguous, _TWO_PASS, _COL_CAST, sms)  # fmt: skip
     hit = _LAUNCHES.get(key)
     if hit is not None:
         return hit

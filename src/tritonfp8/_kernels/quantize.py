@@ -574,6 +574,10 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         "quant_tensor_atomic_bf16_e4m3": ("tensor", False, bf16, e4m3, "atomic"),
         "quant_col_atomicfd_bf16_e4m3": ("col", False, bf16, e4m3, "atomicfd"),
         "quant_tensor_atomicfd_bf16_e4m3": ("tensor", False, bf16, e4m3, "atomicfd"),
+        # Col cast tiles (bench quant --variants colcast<M>x<K>): static scales, default tile and a taller one.
+        "quant_static_col_bf16_e4m3": ("col", True, bf16, e4m3, None),
+        "quant_static_col_colcast64x256_bf16_e4m3": ("col", True, bf16, e4m3, "colcast64x256"),
+        "quant_col_colcast64x256_bf16_e4m3": ("col", False, bf16, e4m3, "colcast64x256"),
     }
 
     def plan_of(gran, static, variant):

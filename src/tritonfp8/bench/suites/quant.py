@@ -19,7 +19,8 @@ number that says how close the two launches are to the memory system, where ``pc
 op is to one copy of its data.
 
 ``--variants legacy,g64w8,g1w16c32,atomic,...`` also times other tilings of the (1, G) / (G, G) kernels (see
-``tritonfp8.quantize.TILINGS_HELP``) and other tensor/col two-pass schemes (``TWO_PASS_HELP``) in the same
+``tritonfp8.quantize.TILINGS_HELP``), other tensor/col two-pass schemes (``TWO_PASS_HELP``) and col cast tiles
+(``COL_CAST_HELP``; timed on the computed and, as ``static_<variant>``, the static col scale) in the same
 interleaved rounds, as ``ours_<variant>`` (bit-exact check too), each on the granularities it applies to; each row
 then carries ``variants``: {name: {ms, gbps, pct_of_copy, vs_ours, exact}}.
 """
@@ -80,7 +81,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     qmod = importlib.import_module("tritonfp8.quantize")
     p.add_argument("--variants", default="",
                    help="comma list of variants to time besides the default: (1, G)/(G, G) tilings: "
-                   + qmod.TILINGS_HELP + "; tensor/col two-pass schemes: " + qmod.TWO_PASS_HELP)
+                   + qmod.TILINGS_HELP + "; tensor/col two-pass schemes: " + qmod.TWO_PASS_HELP
+                   + "; col cast tiles (static and two-pass col): " + qmod.COL_CAST_HELP)
 
 
 def _variant_list(args: argparse.Namespace) -> list[str]:
@@ -206,6 +208,12 @@ def run(args: argparse.Namespace) -> int:
                 var_exact[v] = _exact(fn(), quantize_torch(x, g, dtype=dtype))
                 mismatches += not var_exact[v]
                 fns[f"ours_{v}"] = fn
+                if v.startswith("colcast"):  # the col cast tile serves the static scale too
+                    sfn = _with_variant(qmod, v, lambda: quantize(x, g, dtype=dtype, scale=s_static))
+                    ok = _exact(sfn(), quantize_torch(x, g, dtype=dtype, scale=s_static))
+                    var_exact[v] = var_exact[v] and ok
+                    mismatches += not ok
+                    fns[f"static_{v}"] = sfn
         times = H.bench_interleaved(fns, repeats=args.repeats)
         t = {n: H.summarize(v) for n, v in times.items()}
         ours_gbps = H.gbps(nbytes, t["ours"].median)
@@ -256,6 +264,9 @@ def run(args: argparse.Namespace) -> int:
                         "pct_of_copy": H.pct(H.gbps(nbytes, t[f"ours_{v}"].median), copy_gbps),
                         "vs_ours": t["ours"].median / t[f"ours_{v}"].median,  # > 1: the variant is faster
                         "exact": var_exact[v],
+                        **({"static_pct_of_copy": H.pct(H.gbps(nbytes, t[f"static_{v}"].median), copy_gbps),
+                            "static_vs_ours": t["ours_static"].median / t[f"static_{v}"].median}
+                           if f"static_{v}" in t else {}),
                     }
                     for v in var_exact
                 },
@@ -297,6 +308,8 @@ def run(args: argparse.Namespace) -> int:
         for v, d in r["variants"].items():
             console.print(f"  {r['shape']} {r['granularity']} {r['dtype']} variant {v}: {d['ms']:.4f} ms, "
                           f"{d['pct_of_copy']:.1f}% of copy, {d['vs_ours']:.3f}x default"
+                          + (f"; static {d['static_pct_of_copy']:.1f}% of copy, {d['static_vs_ours']:.3f}x default"
+                             if "static_pct_of_copy" in d else "")
                           + ("" if d["exact"] else " [bold red]NOT EXACT[/]"))
     for r in rows:
         if not r["static_exact"]:
