@@ -95,9 +95,11 @@ def test_stream_k_fp32_random_inputs_close_to_data_parallel(device):
     out = gemm(a, b, sa, sb, out_dtype=torch.float32, config=cfg)
     dp = gemm(a, b, sa, sb, out_dtype=torch.float32, config=SUB2)
     ref = gemm_torch(a.cpu(), b.cpu(), sa.cpu(), sb.cpu(), out_dtype=torch.float64, compute_dtype=torch.float64)
-    assert rel_error(out, ref) <= error_bound(torch.float32, 448, "fast", tensor_core=out.is_cuda)
-    # fp32 sums of 448 products in another order: within K * 2^-24 of each other (relative, Frobenius)
-    assert rel_error(out, dp.double()) <= 448 * 2.0 ** -24
+    bound = error_bound(torch.float32, 448, "fast", tensor_core=out.is_cuda)
+    assert rel_error(out, ref) <= bound
+    # Interpreter: fp32 sums of 448 products in another order, within K * 2^-24 of each other (relative,
+    # Frobenius). GPU: each K range restarts the tensor core's reduced-precision accumulation: the fast bound.
+    assert rel_error(out, dp.double()) <= (bound if out.is_cuda else 448 * 2.0 ** -24)
 
 
 def test_stream_k_counters_reset_between_calls(device):

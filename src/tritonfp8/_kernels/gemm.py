@@ -417,9 +417,10 @@ def _epilogue_pieces(
 
 
 @triton.jit
-def _sk_slot_offsets(BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, PIECE_S: tl.constexpr):
-    """Offsets of a (BLOCK_R, PIECE_S) piece within a row-major (BLOCK_R, BLOCK_S) workspace slot."""
-    return tl.arange(0, BLOCK_R)[:, None] * BLOCK_S + tl.arange(0, PIECE_S)[None, :]
+def _sk_slot_offsets(slot, col0, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, PIECE_S: tl.constexpr):
+    """Offsets of the (BLOCK_R, PIECE_S) piece at column col0 of workspace slot ``slot`` (row-major (BLOCK_R,
+    BLOCK_S) fp32 slots; int32: 2 * programs * BLOCK_R * BLOCK_S < 2^31)."""
+    return slot * (BLOCK_R * BLOCK_S) + col0 + tl.arange(0, BLOCK_R)[:, None] * BLOCK_S + tl.arange(0, PIECE_S)[None, :]
 
 
 @triton.jit
@@ -436,13 +437,11 @@ def _sk_fixup(acc0, acc1, ws, k_blocks, sk, BLOCK_R: tl.constexpr, BLOCK_S: tl.c
     2*q + 1 for its last (every tile between is whole); all programs get ``ipp`` K blocks from ``q * ipp`` on."""
     kb_lo, kb_hi, t, q_lo, q_hi, ipp, slot, me, counters = sk
     PIECE_S: tl.constexpr = BLOCK_S // SUBTILE
-    offs = _sk_slot_offsets(BLOCK_R, BLOCK_S, PIECE_S)
     done = (kb_lo == 0) & (kb_hi == k_blocks)
     if not done:
-        own = ws + slot.to(tl.int64) * (BLOCK_R * BLOCK_S)
-        tl.store(own + offs, acc0, cache_modifier=".cg")
+        tl.store(ws + _sk_slot_offsets(slot, 0, BLOCK_R, BLOCK_S, PIECE_S), acc0, cache_modifier=".cg")
         if SUBTILE == 2:
-            tl.store(own + PIECE_S + offs, acc1, cache_modifier=".cg")
+            tl.store(ws + _sk_slot_offsets(slot, PIECE_S, BLOCK_R, BLOCK_S, PIECE_S), acc1, cache_modifier=".cg")
         tl.debug_barrier()
         arrived = tl.atomic_add(counters + t, 1, sem="acq_rel", scope="gpu")
         tl.debug_barrier()
@@ -450,11 +449,11 @@ def _sk_fixup(acc0, acc1, ws, k_blocks, sk, BLOCK_R: tl.constexpr, BLOCK_S: tl.c
         if done:
             for q in range(q_lo, q_hi + 1):
                 if q != me:
-                    other = ws + (2 * q + ((q * ipp) // k_blocks != t).to(tl.int32)).to(tl.int64) * (
-                        BLOCK_R * BLOCK_S)
-                    acc0 += tl.load(other + offs, cache_modifier=".cg")
+                    other = 2 * q + ((q * ipp) // k_blocks != t).to(tl.int32)
+                    acc0 += tl.load(ws + _sk_slot_offsets(other, 0, BLOCK_R, BLOCK_S, PIECE_S), cache_modifier=".cg")
                     if SUBTILE == 2:
-                        acc1 += tl.load(other + PIECE_S + offs, cache_modifier=".cg")
+                        acc1 += tl.load(ws + _sk_slot_offsets(other, PIECE_S, BLOCK_R, BLOCK_S, PIECE_S),
+                                        cache_modifier=".cg")
             tl.store(counters + t, 0)
     return acc0, acc1, done
 
