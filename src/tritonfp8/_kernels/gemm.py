@@ -31,6 +31,9 @@ tile's rows (SASS: ``USETMAXREG`` register reallocation); its data split breaks 
 apply (measured: identical SASS), so WS-persistent keeps the nested loop. Pointer loads for Ada (sm_89: no TMA).
 Split-K writes fp32 partial sums (already scaled) to a workspace (SPLIT_K, M, N);
 :func:`fp8_gemm_splitk_reduce_kernel` sums them (deterministic, no atomics), adds bias, applies the activation.
+Stream-K (persistent, ``STREAM_K`` 1 or 2): after the whole waves of tiles, the last one or two waves' (tile,
+K block) iterations are split evenly over all programs; a tile shared by several programs is finished by the last
+to arrive, from fp32 partials in a workspace and a per-tile counter (:func:`_stream_k`, :func:`_sk_fixup`).
 Thread-block clusters: ``num_ctas=2`` compiles for sm_90 but splits the tile between the two CTAs without TMA
 multicast (no ``.multicast::cluster`` in the PTX), and a 256x256 tile with ``num_ctas=2`` fails to compile in
 Triton 3.6: not used.
