@@ -285,25 +285,3 @@ print(json.dumps(out))
         assert r["dots"] == 4 and r["fresh"] == 1, r
         assert r["async"] == 2 and r["math_in_flight"] > 0, r
         assert r["ffma_in_flight"] >= 2 * 64 - 8, r  # both blocks' 64 FFMAs per thread, a few may precede
-
-
-SK_SPECS = ["gemm_fast_tensorwise_sk1", "gemm_fast_256x128_sk1", "gemm_fast_rowwise_sk2"]
-
-
-def test_stream_k_specs_qgmma_no_spills():
-    """Hybrid stream-K (GemmConfig.stream_k) on the main 128x256 and the tuned 256x128 tiles: the data-parallel
-    loop and the stream-K K loop both on wgmma (QGMMA), no wgmma serialized (one gsb0-waited wgmma per K loop),
-    no spills, shared memory within the block limit."""
-    code = f"""
-import json
-from tritonfp8 import codegen
-print(json.dumps({{k: codegen.inspect_kernel(k, arch=90, compare_names=False).as_dict() for k in {SK_SPECS!r}}}))
-"""
-    reports = json.loads(_run(code, timeout=600).strip().splitlines()[-1])
-    for k in SK_SPECS:
-        r = reports[k]
-        assert r["qgmma"] > 0 and r["gmma_waited"] <= 2, (k, r)
-        assert r["spill_stores"] == 0 and r["spill_loads"] == 0 and r["stack_bytes"] == 0, (k, r)
-        assert 0 < r["registers"] <= 255, (k, r)
-        assert r["shared_bytes"] <= SMEM_LIMIT_SM90, (k, r["shared_bytes"])
-        assert "_sk" in r["name"], k

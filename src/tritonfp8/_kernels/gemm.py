@@ -31,9 +31,6 @@ tile's rows (SASS: ``USETMAXREG`` register reallocation); its data split breaks 
 apply (measured: identical SASS), so WS-persistent keeps the nested loop. Pointer loads for Ada (sm_89: no TMA).
 Split-K writes fp32 partial sums (already scaled) to a workspace (SPLIT_K, M, N);
 :func:`fp8_gemm_splitk_reduce_kernel` sums them (deterministic, no atomics), adds bias, applies the activation.
-Stream-K (persistent, ``STREAM_K`` 1 or 2): after the whole waves of tiles, the last one or two waves' (tile,
-K block) iterations are split evenly over all programs; a tile shared by several programs is finished by the last
-to arrive, from fp32 partials in a workspace and a per-tile counter (:func:`_stream_k`, :func:`_sk_fixup`).
 Thread-block clusters: ``num_ctas=2`` compiles for sm_90 but splits the tile between the two CTAs without TMA
 multicast (no ``.multicast::cluster`` in the PTX), and a 256x256 tile with ``num_ctas=2`` fails to compile in
 Triton 3.6: not used.
@@ -284,22 +281,14 @@ def _gemm_tile(
     X_SCALE_GROUP: tl.constexpr, Y_SCALE_GROUP: tl.constexpr,
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, OUT_DTYPE: tl.constexpr, WS_KLOOP: tl.constexpr,
     TMA_STORE: tl.constexpr, GROUPED: tl.constexpr, PROMOTE_LAG: tl.constexpr, qkv, QKV: tl.constexpr,
-    HEAD_DIM: tl.constexpr, sk, SK: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
 ):
     """One output tile (and one K slice when SPLIT_K > 1): main loop, then the fused epilogue.
 
     GROUPED > 0: ``work_id`` is a linear tile id over all groups; the group's row window [g_lo[g], g_hi[g]) of x,
     its rows g*S .. g*S+S-1 of y and its scale/bias slices are found from the per-group vectors (see the kernel).
-    SK (stream-K): ``work_id`` is the tile id, the K blocks are sk's [kb_lo, kb_hi), and the tile is finished
-    through :func:`_sk_fixup` (see :func:`_stream_k`); ``sk`` = (kb_lo, kb_hi, stream-K tile index, first and
-    last contributing program, K blocks per program, this program's workspace slot, this program, counters).
     """
-    if SK:
-        split = work_id * 0
-        tile_id = work_id
-        kb_lo = sk[0]
-        kb_hi = sk[1]
-    elif SPLIT_K > 1:
+    if SPLIT_K > 1:
         split = work_id // num_tiles
         tile_id = work_id % num_tiles
         k_per = tl.cdiv(k_blocks, SPLIT_K)
@@ -386,125 +375,16 @@ def _gemm_tile(
     if SUBTILE == 2:
         pieces = tl.permute(tl.reshape(acc, (BLOCK_R, 2, BLOCK_S // 2)), (0, 2, 1))
         acc0, acc1 = tl.split(pieces)
-    else:
-        acc0 = acc
-        acc1 = acc  # (unused)
-    if SK:
-        acc0, acc1, done = _sk_fixup(acc0, acc1, ws, k_blocks, sk, BLOCK_R, BLOCK_S, SUBTILE)
-        if done:
-            _epilogue_pieces(acc0, acc1, c, ws, x_scale, y_scale, bias, R, S, stride_cm, off_r, off_s, split,
-                             blk_scale_epi, BLOCK_R, BLOCK_S, SPLIT_K, SUBTILE, SWAP_AB, X_SCALE_VEC, Y_SCALE_VEC,
-                             K_SCALED, HAS_BIAS, ACTIVATION, OUT_DTYPE, TMA_STORE, qkv, QKV, HEAD_DIM)
-    else:
-        _epilogue_pieces(acc0, acc1, c, ws, x_scale, y_scale, bias, R, S, stride_cm, off_r, off_s, split,
-                         blk_scale_epi, BLOCK_R, BLOCK_S, SPLIT_K, SUBTILE, SWAP_AB, X_SCALE_VEC, Y_SCALE_VEC,
-                         K_SCALED, HAS_BIAS, ACTIVATION, OUT_DTYPE, TMA_STORE, qkv, QKV, HEAD_DIM)
-
-
-@triton.jit
-def _epilogue_pieces(
-    acc0, acc1, c, ws, x_scale, y_scale, bias, R, S, stride_cm, off_r, off_s, split, scalar_scale,
-    BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, SPLIT_K: tl.constexpr, SUBTILE: tl.constexpr,
-    SWAP_AB: tl.constexpr, X_SCALE_VEC: tl.constexpr, Y_SCALE_VEC: tl.constexpr, K_SCALED: tl.constexpr,
-    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, OUT_DTYPE: tl.constexpr, TMA_STORE: tl.constexpr, qkv,
-    QKV: tl.constexpr, HEAD_DIM: tl.constexpr,
-):
-    """:func:`_epilogue` of the tile's SUBTILE column pieces (acc1: the right half when SUBTILE == 2)."""
-    _epilogue(acc0, c, ws, x_scale, y_scale, bias, R, S, stride_cm, off_r, off_s, split, scalar_scale,
-              BLOCK_R, BLOCK_S // SUBTILE, SPLIT_K, SWAP_AB, X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, HAS_BIAS,
-              ACTIVATION, OUT_DTYPE, TMA_STORE, qkv, QKV, HEAD_DIM)
-    if SUBTILE == 2:
+        _epilogue(acc0, c, ws, x_scale, y_scale, bias, R, S, stride_cm, off_r, off_s, split, blk_scale_epi,
+                  BLOCK_R, BLOCK_S // 2, SPLIT_K, SWAP_AB, X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, HAS_BIAS,
+                  ACTIVATION, OUT_DTYPE, TMA_STORE, qkv, QKV, HEAD_DIM)
         _epilogue(acc1, c, ws, x_scale, y_scale, bias, R, S, stride_cm, off_r, off_s + BLOCK_S // 2, split,
-                  scalar_scale, BLOCK_R, BLOCK_S // 2, SPLIT_K, SWAP_AB, X_SCALE_VEC, Y_SCALE_VEC, K_SCALED,
+                  blk_scale_epi, BLOCK_R, BLOCK_S // 2, SPLIT_K, SWAP_AB, X_SCALE_VEC, Y_SCALE_VEC, K_SCALED,
                   HAS_BIAS, ACTIVATION, OUT_DTYPE, TMA_STORE, qkv, QKV, HEAD_DIM)
-
-
-@triton.jit
-def _sk_slot_offsets(slot, col0, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, PIECE_S: tl.constexpr):
-    """Offsets of the (BLOCK_R, PIECE_S) piece at column col0 of workspace slot ``slot`` (row-major (BLOCK_R,
-    BLOCK_S) fp32 slots; int32: 2 * programs * BLOCK_R * BLOCK_S < 2^31)."""
-    return slot * (BLOCK_R * BLOCK_S) + col0 + tl.arange(0, BLOCK_R)[:, None] * BLOCK_S + tl.arange(0, PIECE_S)[None, :]
-
-
-@triton.jit
-def _sk_fixup(acc0, acc1, ws, k_blocks, sk, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, SUBTILE: tl.constexpr):
-    """Stream-K: finish a tile several programs computed parts of (in K). Returns (acc0, acc1, done): done when
-    this program holds the whole tile's sum (it computed all of K, or it arrived last), which it then stores.
-
-    Each contributor writes its fp32 accumulator (unscaled: the epilogue applies the scales, as for one program)
-    into its workspace slot, then increments the tile's counter (acq_rel, GPU scope, between CTA barriers: every
-    thread's stores are released before it, and the partials read after it are those of earlier arrivals). The
-    contributor that sees the count of the others arrived last: it adds their partials (in program order) to its
-    own registers and sets the counter back to zero for the next launch. Nobody waits on anybody.
-    Slots: ``ws`` holds two (BLOCK_R, BLOCK_S) fp32 slots per program: 2*q for the first tile program q touches,
-    2*q + 1 for its last (every tile between is whole); all programs get ``ipp`` K blocks from ``q * ipp`` on."""
-    kb_lo, kb_hi, t, q_lo, q_hi, ipp, slot, me, counters = sk
-    PIECE_S: tl.constexpr = BLOCK_S // SUBTILE
-    done = (kb_lo == 0) & (kb_hi == k_blocks)
-    if not done:
-        tl.store(ws + _sk_slot_offsets(slot, 0, BLOCK_R, BLOCK_S, PIECE_S), acc0, cache_modifier=".cg")
-        if SUBTILE == 2:
-            tl.store(ws + _sk_slot_offsets(slot, PIECE_S, BLOCK_R, BLOCK_S, PIECE_S), acc1, cache_modifier=".cg")
-        tl.debug_barrier()
-        arrived = tl.atomic_add(counters + t, 1, sem="acq_rel", scope="gpu")
-        tl.debug_barrier()
-        done = arrived == q_hi - q_lo
-        if done:
-            for q in range(q_lo, q_hi + 1):
-                if q != me:
-                    other = 2 * q + ((q * ipp) // k_blocks != t).to(tl.int32)
-                    acc0 += tl.load(ws + _sk_slot_offsets(other, 0, BLOCK_R, BLOCK_S, PIECE_S), cache_modifier=".cg")
-                    if SUBTILE == 2:
-                        acc1 += tl.load(ws + _sk_slot_offsets(other, PIECE_S, BLOCK_R, BLOCK_S, PIECE_S),
-                                        cache_modifier=".cg")
-            tl.store(counters + t, 0)
-    return acc0, acc1, done
-
-
-@triton.jit
-def _stream_k(
-    x, y, c, ws, x_scale, y_scale, bias, R, S, K, stride_xr, stride_yr, stride_cm,
-    stride_xs_r, stride_xs_k, stride_ys_r, stride_ys_k, k_scale,
-    pid, num_programs, dp_tiles, sk_tiles, num_tiles, num_pid_r, num_pid_s, k_blocks, STREAM_K: tl.constexpr,
-    BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_R: tl.constexpr,
-    USE_TMA: tl.constexpr, SUBTILE: tl.constexpr, SWAP_AB: tl.constexpr,
-    X_SCALE_VEC: tl.constexpr, Y_SCALE_VEC: tl.constexpr, K_SCALED: tl.constexpr,
-    X_SCALE_GROUP: tl.constexpr, Y_SCALE_GROUP: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
-    OUT_DTYPE: tl.constexpr, TMA_STORE: tl.constexpr, PROMOTE_LAG: tl.constexpr,
-):
-    """The stream-K part of a persistent launch: the last ``sk_tiles`` tiles (ids dp_tiles ..) as one range of
-    sk_tiles * k_blocks (tile, K block) iterations, cut into ``num_programs`` contiguous pieces of
-    ipp = ceil(iterations / num_programs); program ``pid`` takes [pid * ipp, (pid + 1) * ipp) (the last programs
-    may get less or nothing: the makespan, ipp, is that of the most even split). A piece covers the end of one
-    tile, whole tiles, and the start of another; whole tiles are stored directly, parts finished by
-    :func:`_sk_fixup`.
-
-    ``ws`` (fp32) starts with the int32 tile counters (num_programs * STREAM_K, padded to 32), zero at launch and
-    left zero; the workspace slots follow."""
-    counters = ws.to(tl.pointer_type(tl.int32), bitcast=True)
-    slots = ws + tl.cdiv(num_programs * STREAM_K, 32) * 32
-    sk_iters = sk_tiles * k_blocks
-    ipp = tl.cdiv(sk_iters, num_programs)
-    it_lo = pid * ipp
-    it_hi = tl.minimum(it_lo + ipp, sk_iters)
-    t_first = it_lo // k_blocks
-    t_end = tl.where(it_hi > it_lo, (it_hi - 1) // k_blocks + 1, t_first)  # (C division: no negative operands)
-    for t in tl.range(t_first, t_end):
-        kb_lo = tl.maximum(it_lo - t * k_blocks, 0)
-        kb_hi = tl.minimum(it_hi - t * k_blocks, k_blocks)
-        q_lo = (t * k_blocks) // ipp
-        q_hi = ((t + 1) * k_blocks - 1) // ipp
-        slot = 2 * pid + (t != t_first).to(tl.int32)
-        _gemm_tile(
-            x, y, c, slots, x_scale, y_scale, bias, R, S, K, stride_xr, stride_yr, stride_cm,
-            stride_xs_r, stride_xs_k, stride_ys_r, stride_ys_k, k_scale,
-            dp_tiles + t, num_tiles, num_pid_r, num_pid_s, k_blocks,
-            0, 0, 0, 0, 0, 0, 0,
-            BLOCK_R, BLOCK_S, BLOCK_K, GROUP_R, 1, USE_TMA, SUBTILE, SWAP_AB,
-            X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, X_SCALE_GROUP, Y_SCALE_GROUP, HAS_BIAS, ACTIVATION, OUT_DTYPE,
-            False, TMA_STORE, 0, PROMOTE_LAG, (None, None, None, None, 0, 0), 0, 0,
-            (kb_lo, kb_hi, t, q_lo, q_hi, ipp, slot, pid, counters), True,
-        )
+    else:
+        _epilogue(acc, c, ws, x_scale, y_scale, bias, R, S, stride_cm, off_r, off_s, split, blk_scale_epi,
+                  BLOCK_R, BLOCK_S, SPLIT_K, SWAP_AB, X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, HAS_BIAS,
+                  ACTIVATION, OUT_DTYPE, TMA_STORE, qkv, QKV, HEAD_DIM)
 
 
 @triton.jit
@@ -610,7 +490,7 @@ def fp8_gemm_kernel(
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, OUT_DTYPE: tl.constexpr, TMA_STORE: tl.constexpr,
     GROUPED: tl.constexpr, G_PAD: tl.constexpr, PROMOTE_LAG: tl.constexpr,
     q_out=None, k_out=None, v_out=None, head_scale=None, q_cols=0, kv_cols=0,
-    QKV: tl.constexpr = 0, HEAD_DIM: tl.constexpr = 0, STREAM_K: tl.constexpr = 0,
+    QKV: tl.constexpr = 0, HEAD_DIM: tl.constexpr = 0,
 ):
     """``D = (X·x_scale)(Y·y_scale)ᵀ`` (+ bias, activation) for one or more output tiles.
 
@@ -648,7 +528,6 @@ def fp8_gemm_kernel(
     ``head_scale`` (see :func:`_store_qkv`); q_cols = Hq*D, kv_cols = Hkv*D.
     """
     qkv = (q_out, k_out, v_out, head_scale, q_cols, kv_cols)
-    no_sk = (0, 0, 0, 0, 0, 0, 0, 0, 0)  # (a tile not finished by stream-K: unused)
     pid = tl.program_id(0)
     num_pid_r = tl.cdiv(R, BLOCK_R)  # (unused when GROUPED: each group has its own row-tile count)
     num_pid_s = tl.cdiv(S, BLOCK_S)
@@ -683,14 +562,7 @@ def fp8_gemm_kernel(
         # into the loop body (under the epilogue's if) and reads the still-running second-half wgmma, which Triton
         # 3.6 does not wait for there (offline TTGIR: no warp_group_dot_wait before that use); nested, the
         # pipeliner's wait after the K loop precedes it.
-        dp_work = num_tiles * SPLIT_K
-        if STREAM_K > 0:
-            # Hybrid stream-K: whole waves of tiles one per work unit as below; the tiles of the last STREAM_K
-            # waves (the partial one counting as one; none when the tiles fill whole waves) by _stream_k.
-            rem = num_tiles % num_programs
-            sk_tiles = tl.where(rem == 0, 0, tl.minimum(num_tiles, rem + (STREAM_K - 1) * num_programs))
-            dp_work = num_tiles - sk_tiles
-        for work_id in tl.range(pid, dp_work, num_programs, flatten=FLATTEN and PROMOTE_LAG != 2,
+        for work_id in tl.range(pid, num_tiles * SPLIT_K, num_programs, flatten=FLATTEN and PROMOTE_LAG != 2,
                                 warp_specialize=WARP_SPECIALIZE):
             _gemm_tile(
                 x, y, c, ws, x_scale, y_scale, bias, R, S, K, stride_xr, stride_yr, stride_cm,
@@ -699,16 +571,7 @@ def fp8_gemm_kernel(
                 g_idx, g_lo, g_hi, g_tiles, g_cum, stride_xs_g, stride_ys_g,
                 BLOCK_R, BLOCK_S, BLOCK_K, GROUP_R, SPLIT_K, USE_TMA, SUBTILE, SWAP_AB,
                 X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, X_SCALE_GROUP, Y_SCALE_GROUP, HAS_BIAS, ACTIVATION, OUT_DTYPE,
-                False, TMA_STORE, GROUPED, PROMOTE_LAG, qkv, QKV, HEAD_DIM, no_sk, False,
-            )
-        if STREAM_K > 0:
-            _stream_k(
-                x, y, c, ws, x_scale, y_scale, bias, R, S, K, stride_xr, stride_yr, stride_cm,
-                stride_xs_r, stride_xs_k, stride_ys_r, stride_ys_k, k_scale,
-                pid, num_programs, dp_work, sk_tiles, num_tiles, num_pid_r, num_pid_s, k_blocks, STREAM_K,
-                BLOCK_R, BLOCK_S, BLOCK_K, GROUP_R, USE_TMA, SUBTILE, SWAP_AB,
-                X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, X_SCALE_GROUP, Y_SCALE_GROUP, HAS_BIAS, ACTIVATION, OUT_DTYPE,
-                TMA_STORE, PROMOTE_LAG,
+                False, TMA_STORE, GROUPED, PROMOTE_LAG, qkv, QKV, HEAD_DIM,
             )
     else:
         _gemm_tile(
@@ -718,7 +581,7 @@ def fp8_gemm_kernel(
             g_idx, g_lo, g_hi, g_tiles, g_cum, stride_xs_g, stride_ys_g,
             BLOCK_R, BLOCK_S, BLOCK_K, GROUP_R, SPLIT_K, USE_TMA, SUBTILE, SWAP_AB,
             X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, X_SCALE_GROUP, Y_SCALE_GROUP, HAS_BIAS, ACTIVATION, OUT_DTYPE,
-            WARP_SPECIALIZE, TMA_STORE, GROUPED, PROMOTE_LAG, qkv, QKV, HEAD_DIM, no_sk, False,
+            WARP_SPECIALIZE, TMA_STORE, GROUPED, PROMOTE_LAG, qkv, QKV, HEAD_DIM,
         )
 
 
@@ -812,8 +675,6 @@ def gemm_kernel_name(
         extras.append("swapab")
     if cfg.split_k > 1:
         extras.append(f"splitk{cfg.split_k}")
-    if cfg.stream_k:
-        extras.append(f"sk{cfg.stream_k}")
     if cfg.epilogue_subtile > 1 and cfg.tma_store:
         extras.append(f"sub{cfg.epilogue_subtile}")
     epi = epilogue_token(has_bias, activation)
@@ -850,47 +711,6 @@ def _launch(kernel, grid, warmup: bool, *args, **kwargs):
 INTERPRETER_SMS = 3
 
 
-def _sk_args(cfg: GemmConfig) -> dict:
-    """The STREAM_K constexpr of a launch (absent when off: the kernel's default, so its cache key is unchanged)."""
-    return {"STREAM_K": cfg.stream_k} if cfg.stream_k else {}
-
-
-def sk_counter_pad(cfg: GemmConfig, grid: int) -> int:
-    """fp32 elements at the head of the stream-K workspace that hold the int32 tile counters (the kernel's
-    ``cdiv(num_programs * STREAM_K, 32) * 32``: at most STREAM_K waves of tiles are stream-K)."""
-    return triton.cdiv(grid * cfg.stream_k, 32) * 32
-
-
-def sk_workspace_size(cfg: GemmConfig, grid: int) -> int:
-    """fp32 elements of the stream-K workspace: the counters, then two (block_m, block_n) slots per program."""
-    return sk_counter_pad(cfg, grid) + 2 * grid * cfg.block_m * cfg.block_n if cfg.stream_k else 0
-
-
-_SK_WS: dict = {}  # (device, stream) -> workspace whose counter region is zero between launches
-
-
-def sk_workspace(device: torch.device, numel: int, counters: int) -> torch.Tensor:
-    """A stream-K workspace of at least ``numel`` fp32 elements whose first ``counters`` are zero (as int32).
-
-    Launches leave the counters zero (each tile's last arriver resets its own), so one buffer per (device, stream)
-    is reused: launches on one stream are ordered, and another stream has its own. While a CUDA graph is being
-    captured a fresh buffer is taken from the graph's pool and its counters zeroed by a captured memset (run on
-    every replay), so replays do not share counters with eager launches."""
-    if device.type == "cuda":
-        if torch.cuda.is_current_stream_capturing():
-            ws = torch.empty(numel, device=device, dtype=torch.float32)
-            ws[:counters].zero_()
-            return ws
-        key = (device.index, torch.cuda.current_stream(device).cuda_stream)
-    else:
-        key = (str(device),)
-    ws = _SK_WS.get(key)
-    if ws is None or ws.numel() < numel:
-        ws = torch.zeros(numel, device=device, dtype=torch.float32)
-        _SK_WS[key] = ws
-    return ws
-
-
 @dataclasses.dataclass(frozen=True)
 class QkvTargets:
     """Destinations of the fused QKV epilogue (see ``_store_qkv``): E4M3 q (M, Hq*D), k and v (M, Hkv*D), all
@@ -920,9 +740,8 @@ def _qkv_launch_args(qkv: QkvTargets | None, cfg: GemmConfig) -> dict:
     """Kernel arguments of the fused-QKV epilogue (empty without one)."""
     if qkv is None:
         return {}
-    if cfg.swap_ab or cfg.split_k != 1 or cfg.stream_k:
-        raise ValueError(f"config: the fused QKV epilogue needs a config without swap-AB, split-K or stream-K, got "
-                         f"{cfg.short()}")
+    if cfg.swap_ab or cfg.split_k != 1:
+        raise ValueError(f"config: the fused QKV epilogue needs a config without swap-AB or split-K, got {cfg.short()}")
     return dict(q_out=qkv.q, k_out=qkv.k, v_out=qkv.v, head_scale=qkv.head_scale,
                 q_cols=qkv.heads_q * qkv.head_dim, kv_cols=qkv.heads_kv * qkv.head_dim,
                 QKV=2 if qkv.store_c else 1, HEAD_DIM=qkv.head_dim)
@@ -979,17 +798,7 @@ def launch_gemm(
     else:
         x_arg, y_arg = x, y
     split = cfg.split_k
-    num_tiles = triton.cdiv(R, BR) * triton.cdiv(S, BS)
-    work = num_tiles * split
-    # Stream-K: one program per SM always (a partial first wave is what it spreads over all of them).
-    grid_size = sms if cfg.stream_k else (min(work, sms) if cfg.persistent else work)
-    ws_shape = (split, M, N) if split > 1 else (sk_workspace_size(cfg, grid_size),)
-    if split > 1:
-        ws = torch.empty(ws_shape, device=out.device, dtype=torch.float32)
-    elif cfg.stream_k:
-        ws = sk_workspace(out.device, ws_shape[0], sk_counter_pad(cfg, grid_size))
-    else:
-        ws = None
+    ws = torch.empty((split, M, N), device=out.device, dtype=torch.float32) if split > 1 else None
     if tma_store:
         c_arg = TensorDescriptor.from_tensor(out, [BR, BS // cfg.epilogue_subtile])
     else:
@@ -1001,6 +810,9 @@ def launch_gemm(
     if qkv is not None:
         name = qkv_kernel_name(name, qkv.head_dim, qkv.store_c)
     name = name.build()
+    num_tiles = triton.cdiv(R, BR) * triton.cdiv(S, BS)
+    work = num_tiles * split
+    grid_size = min(work, sms) if cfg.persistent else work
     act = ACTIVATIONS[activation]
     mid = (R, S, K, x.stride(0), y.stride(0), out.stride(0), *xs_strides, *ys_strides, 1.0, grid_size,
            None, 1, 0, 0, 0)
@@ -1012,7 +824,7 @@ def launch_gemm(
         X_SCALE_GROUP=x_group, Y_SCALE_GROUP=y_group, HAS_BIAS=bias is not None and split == 1,
         ACTIVATION=act if split == 1 else ACT_NONE, OUT_DTYPE=_TL_OUT[out.dtype], TMA_STORE=tma_store,
         GROUPED=0, G_PAD=1, PROMOTE_LAG=promote_lag(cfg, precise or b_block_rows is not None),
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **qkv_args, **_sk_args(cfg),
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **qkv_args,
     )
     main = _launch(fp8_gemm_kernel, (grid_size,), warmup, x_arg, y_arg, c_arg, ws, x_scale, y_scale,
                    bias if split == 1 else None, *mid, **kwargs)
@@ -1031,7 +843,7 @@ def launch_gemm(
         _TEMPLATES[tkey] = _Template(
             cfg=cfg, main=main, main_grid=(grid_size, 1, 1), mid=mid,
             main_tail=_fast._tail_values(fp8_gemm_kernel, 7 + len(mid), kwargs), tma_store=tma_store,
-            x_block=[BR, box_k], y_block=[BS, box_k], c_block=[BR, BS // cfg.epilogue_subtile], ws_shape=ws_shape,
+            x_block=[BR, box_k], y_block=[BS, box_k], c_block=[BR, BS // cfg.epilogue_subtile], ws_shape=(split, M, N),
             red=red, red_grid=(triton.cdiv(M * N, REDUCE_BLOCK), 1, 1),
             red_tail=_fast._tail_values(fp8_gemm_splitk_reduce_kernel, 5, rkw) if red is not None else None,
             M=M, N=N,
@@ -1132,12 +944,7 @@ class _Template:
             xa, ya = x, y
         c_arg = _desc(out, self.c_block, cc) if self.tma_store else out
         split = cfg.split_k
-        if split > 1:
-            ws = torch.empty(self.ws_shape, device=out.device, dtype=torch.float32)
-        elif cfg.stream_k:
-            ws = sk_workspace(out.device, self.ws_shape[0], sk_counter_pad(cfg, self.main_grid[0]))
-        else:
-            ws = None
+        ws = torch.empty(self.ws_shape, device=out.device, dtype=torch.float32) if split > 1 else None
         _fast.run_compiled(self.main, self.main_grid,
                            (xa, ya, c_arg, ws, xs, ys, bias if split == 1 else None, *self.mid, *self.main_tail))
         if self.red is not None:
@@ -1163,9 +970,9 @@ def _grouped_args(cfg: GemmConfig, *, mode: int, G: int, a_vec: bool, b_vec: boo
     """Constexprs shared by :func:`launch_grouped` and :func:`grouped_codegen_spec`."""
     # 'tmawspersistent' fails in Triton 3.6's sm_90 TTGIR passes with the grouped schedule (measured offline:
     # "PassManager::run failed" in make_ttgir), so the grouped GEMM takes 'tmapersistent' only.
-    if cfg.schedule != "tmapersistent" or cfg.swap_ab or cfg.split_k != 1 or cfg.stream_k:
-        raise ValueError(f"config: grouped GEMM needs schedule 'tmapersistent' without swap-AB, split-K or stream-K, "
-                         f"got {cfg.short()}")
+    if cfg.schedule != "tmapersistent" or cfg.swap_ab or cfg.split_k != 1:
+        raise ValueError(f"config: grouped GEMM needs schedule 'tmapersistent' without swap-AB or split-K, got "
+                         f"{cfg.short()}")
     if b_block_rows is not None and cfg.block_k != 128:
         raise ValueError(f"config: block scales need block_k = 128, got {cfg.block_k}")
     return dict(
@@ -1267,7 +1074,7 @@ def grouped_codegen_spec(
     }
     constexprs = dict(ce, K_SCALED=precise or b_block_rows is not None, HAS_BIAS=has_bias,
                       PROMOTE_LAG=promote_lag(cfg, precise or b_block_rows is not None),
-                      ACTIVATION=ACTIVATIONS[activation], OUT_DTYPE=_TL_OUT[out_dtype], ws=None, STREAM_K=0, **_NO_QKV)
+                      ACTIVATION=ACTIVATIONS[activation], OUT_DTYPE=_TL_OUT[out_dtype], ws=None, **_NO_QKV)
     if not has_bias:
         constexprs["bias"] = None
     if b_block_rows is None:
@@ -1323,7 +1130,7 @@ def codegen_spec(
     c_sig = (f"tensordesc<{triton_sig(out_dtype)}[{BR}, {BS // cfg.epilogue_subtile}]>" if cfg.tma_store
              else f"*{triton_sig(out_dtype)}")
     signature = {
-        "x": x_sig, "y": y_sig, "c": c_sig, "ws": "*fp32" if split > 1 or cfg.stream_k else "constexpr",
+        "x": x_sig, "y": y_sig, "c": c_sig, "ws": "*fp32" if split > 1 else "constexpr",
         "x_scale": "*fp32", "y_scale": "*fp32", "bias": f"*{triton_sig(bias_dtype)}" if has_bias else "constexpr",
         "R": "i32", "S": "i32", "K": "i32", "stride_xr": "i32", "stride_yr": "i32", "stride_cm": "i32",
         "stride_xs_r": "i32", "stride_xs_k": "i32", "stride_ys_r": "i32", "stride_ys_k": "i32",
@@ -1344,9 +1151,8 @@ def codegen_spec(
         OUT_DTYPE=_TL_OUT[out_dtype], TMA_STORE=cfg.tma_store, GROUPED=0, G_PAD=1,
         PROMOTE_LAG=promote_lag(cfg, precise or block),
         group_rows=None, num_groups=1, group_cap=0, stride_xs_g=0, stride_ys_g=0, **_NO_QKV,
-        STREAM_K=cfg.stream_k,
     )
-    if split == 1 and not cfg.stream_k:
+    if split == 1:
         constexprs["ws"] = None
     if not has_bias:
         constexprs["bias"] = None
@@ -1378,9 +1184,8 @@ def qkv_codegen_spec(cfg: GemmConfig, *, head_dim: int = 128, store_c: bool = Fa
     kv_cols are multiples of 16 (heads of 64, 128 or 256)."""
     spec = codegen_spec(cfg, a_vec=a_vec, b_vec=b_vec, precise=precise, bias_dtype=bias_dtype,
                         b_block_rows=b_block_rows, description=description)
-    if cfg.swap_ab or cfg.split_k != 1 or cfg.stream_k:
-        raise ValueError(f"config: the fused QKV epilogue needs a config without swap-AB, split-K or stream-K, got "
-                         f"{cfg.short()}")
+    if cfg.swap_ab or cfg.split_k != 1:
+        raise ValueError(f"config: the fused QKV epilogue needs a config without swap-AB or split-K, got {cfg.short()}")
     sig = dict(spec.signature, c="*bf16", q_out="*fp8e4nv", k_out="*fp8e4nv", v_out="*fp8e4nv", head_scale="*fp32",
                q_cols="i32", kv_cols="i32")
     constexprs = {k: v for k, v in spec.constexprs.items() if k not in ("q_out", "k_out", "v_out", "head_scale",
@@ -1393,9 +1198,6 @@ def qkv_codegen_spec(cfg: GemmConfig, *, head_dim: int = 128, store_c: bool = Fa
 
 # Representative configurations, by codegen name (``python -m tritonfp8 codegen NAME --arch 90``).
 MAIN_CONFIG = GemmConfig(128, 256, 128, num_warps=8, num_stages=4, schedule="tmapersistent", epilogue_subtile=2)
-# The tuned table's 256x128 tile (e.g. 1024x10240x8192 and 4096^3 fast), with stream-K over the last wave.
-SK_CONFIG_256X128 = GemmConfig(256, 128, 128, num_warps=8, num_stages=4, schedule="tmapersistent",
-                               epilogue_subtile=2, stream_k=1)
 # Block scales: the precise mode's tile (block_config of a large shape).
 BLOCK_CONFIG = GemmConfig(128, 128, 128, num_warps=8, num_stages=5, schedule="tmapersistent")
 # The lagged promotion (GemmConfig.promote = "lag") on the precise / block tile.
@@ -1435,14 +1237,6 @@ def _specs() -> dict:
         "gemm_fast_wspersistent": codegen_spec(
             GemmConfig(128, 256, 128, num_warps=4, num_stages=4, schedule="tmawspersistent"),
             description="persistent + warp specialization"),
-        # Hybrid stream-K (GemmConfig.stream_k): the tail wave's (tile, K block) iterations over all programs.
-        "gemm_fast_tensorwise_sk1": codegen_spec(
-            dataclasses.replace(MAIN_CONFIG, stream_k=1), description="main config, stream-K over the last wave"),
-        "gemm_fast_256x128_sk1": codegen_spec(
-            SK_CONFIG_256X128, description="256x128x128 w8s4 (tuned 1024x10240x8192), stream-K over the last wave"),
-        "gemm_fast_rowwise_sk2": codegen_spec(
-            dataclasses.replace(MAIN_CONFIG, stream_k=2), a_vec=True, b_vec=True,
-            description="main config, stream-K over the last two waves, rowwise scales"),
         "gemm_e5m2_e4m3_f16": codegen_spec(
             MAIN_CONFIG, a_dtype=e5, b_dtype=e4, out_dtype=torch.float16, description="E5M2 x E4M3 -> fp16"),
         "gemm_decode_swapab_splitk": codegen_spec(

@@ -46,9 +46,6 @@ SCHEDULES = ("tma", "tmapersistent", "tmaws", "tmawspersistent", "ptr")
 #           Kernel names carry "split".
 PROMOTES = ("sync", "lag", "split")
 
-# GemmConfig.stream_k: trailing waves of tiles computed stream-K (0: off).
-STREAM_K_WAVES = (0, 1, 2)
-
 # Hopper (sm_90) shared memory per block: 227 KB opt-in (232448 bytes). Triton adds barriers (8 bytes per stage)
 # and alignment; keep 1 KB spare.
 SMEM_BYTES_SM90 = 232448
@@ -69,11 +66,6 @@ class GemmConfig:
     epilogue_subtile: store the tile in this many column pieces (1 or 2): smaller shared-memory staging buffer.
     promote: how the per-K-block fp32 promotion of the precise and block-scaled modes is scheduled (see
     :data:`PROMOTES`); ignored in the fast mode.
-    stream_k: 0 (off), or the number of trailing waves of tiles (1 or 2; the partial wave counts as one) that are
-    computed stream-K: their (tile, K block) iterations split evenly over all programs, a tile shared by several
-    programs finished by the last one to arrive (fp32 partials in a workspace, one counter per tile; see
-    ``_stream_k`` in ``_kernels/gemm.py``). Needs the "tmapersistent" schedule and split_k = 1; the grid is then
-    always one program per SM. Kernel names carry "sk<n>".
     """
 
     block_m: int = 128
@@ -87,7 +79,6 @@ class GemmConfig:
     split_k: int = 1
     epilogue_subtile: int = 1
     promote: str = "sync"
-    stream_k: int = 0
 
     def __post_init__(self) -> None:
         for f in ("block_m", "block_n", "block_k"):
@@ -105,12 +96,6 @@ class GemmConfig:
                              f"{self.block_k}")
         if self.split_k < 1:
             raise ValueError(f"GemmConfig.split_k: expected >= 1, got {self.split_k}")
-        if self.stream_k not in STREAM_K_WAVES:
-            raise ValueError(f"GemmConfig.stream_k: expected one of {STREAM_K_WAVES} (stream-K waves; 0: off), got "
-                             f"{self.stream_k!r}")
-        if self.stream_k and (self.schedule != "tmapersistent" or self.split_k != 1):
-            raise ValueError(f"GemmConfig.stream_k: stream-K needs schedule 'tmapersistent' and split_k = 1, got "
-                             f"schedule {self.schedule!r}, split_k {self.split_k}")
         if self.num_warps not in (1, 2, 4, 8, 16):
             raise ValueError(f"GemmConfig.num_warps: expected 1, 2, 4, 8 or 16, got {self.num_warps}")
         if self.schedule.startswith("tmaws") and self.num_warps != 4:
@@ -153,8 +138,6 @@ class GemmConfig:
             s += f" sub{self.epilogue_subtile}"
         if self.promote != "sync":
             s += f" {self.promote}"
-        if self.stream_k:
-            s += f" sk{self.stream_k}"
         return s
 
 

@@ -65,16 +65,11 @@ VARIANTS = {
             "epilogue_subtile": 1, "promote": "sync"},
     "p64lag": {"block_m": 64, "block_n": 128, "num_warps": 4, "num_stages": 3, "schedule": "tma",
                "epilogue_subtile": 1, "promote": "lag"},
-    # Hybrid stream-K (GemmConfig.stream_k): the same tile, persistent, with the (tile, K block) iterations of the
-    # last wave (sk) or two (sk2) split evenly over all SMs; whole waves before them one tile per program.
-    "sk": {"stream_k": 1, "schedule": "tmapersistent", "split_k": 1},
-    "sk2": {"stream_k": 2, "schedule": "tmapersistent", "split_k": 1},
 }
 # Modes a variant is timed in (default: fast). "lag" changes only the per-K-block promotion, which exists in the
 # precise mode and with block scales (--scaling block); it is timed there, on that mode's own config.
 VARIANT_MODES = {"lag": ("precise", "block"), "lagnp": ("precise", "block"), "p64": ("precise", "block"),
-                 "p64lag": ("precise", "block"), "split": ("precise", "block"), "splitnp": ("precise", "block"),
-                 "sk": ("fast", "rowwise"), "sk2": ("fast", "rowwise")}
+                 "p64lag": ("precise", "block"), "split": ("precise", "block"), "splitnp": ("precise", "block")}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -107,9 +102,7 @@ def variant_config(base, name: str, out_size: int = 2):
         cfg = GemmConfig(**{**base.as_dict(), **change})
     except ValueError:
         return None
-    if "num_stages" in change or "stream_k" in change:
-        # The variant's depth is the point (e.g. smaller rings: more CTAs per SM); stream-K keeps the base's depth
-        # (refit only if the persistent schedule's staging buffer no longer fits) so it is the only difference.
+    if "num_stages" in change:  # the variant's depth is the point (e.g. smaller rings: more CTAs per SM)
         from tritonfp8._kernels.gemm_configs import fit_stages
 
         return fit_stages(cfg, out_size)
@@ -233,7 +226,7 @@ def run(args) -> int:
             a16, b16 = p.a.to(torch.bfloat16), p.b.to(torch.bfloat16)
             fns["bf16_matmul"] = lambda a16=a16, b16=b16: torch.matmul(a16, b16.T)
         vcfgs = {}  # "<mode>:<variant>" -> config
-        base_cfgs = {"fast": cfg_fast, "precise": cfg_prec, "block": cfg_block, "rowwise": cfg_fast}
+        base_cfgs = {"fast": cfg_fast, "precise": cfg_prec, "block": cfg_block}
         for v in variants:
             for vmode in VARIANT_MODES.get(v, ("fast",)):
                 if vmode not in modes:
@@ -245,8 +238,6 @@ def run(args) -> int:
                 vcfgs[f"{vmode}:{v}"] = vc
                 if vmode == "fast":
                     fns[f"ours_fast:{v}"] = ours(p, vc, precise=False)
-                elif vmode == "rowwise":
-                    fns[f"ours_rowwise:{v}"] = ours(p, vc, precise=False, rowwise=True)
                 elif vmode == "precise":
                     fns[f"ours_precise:{v}"] = (lambda p=p, vc=vc: gemm(p.a, p.b, p.sa, p.sb, accumulate="precise",
                                                                         out=p.out, config=vc))
@@ -272,7 +263,7 @@ def run(args) -> int:
                 errs[name] = rel_error_gpu(out, ref)
                 del ref
             else:
-                errs[name] = rel_error_gpu(out, p.ref(rowwise=name.split(":")[0].endswith("rowwise")))
+                errs[name] = rel_error_gpu(out, p.ref(rowwise=name.endswith("rowwise")))
         fns = {k: v for k, v in fns.items() if math.isfinite(errs.get(k, 0.0))}
         times = H.bench_interleaved(fns, repeats=args.repeats, timer=T._TIMER)
         med = {k: H.summarize(v).median for k, v in times.items()}
@@ -314,8 +305,7 @@ def run(args) -> int:
         row("precise", "ours_precise", "cublas_exact", cfg_prec)
         row("rowwise", "ours_rowwise", "cublas_rowwise", cfg_fast)
         row("block", "ours_block", "cublas_block", cfg_block)
-        peers = {"fast": "cublas_fast", "precise": "cublas_exact", "block": "cublas_block",
-                 "rowwise": "cublas_rowwise"}
+        peers = {"fast": "cublas_fast", "precise": "cublas_exact", "block": "cublas_block"}
         for key, vc in vcfgs.items():
             row(key, f"ours_{key}", peers[key.split(":")[0]], vc)
         del p
