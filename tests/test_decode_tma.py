@@ -28,23 +28,33 @@ TMA_CASES = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _fresh_plans(monkeypatch):
+    """Every decode call plans anew (an empty plan cache), so the newest plan is the one the call used."""
+    monkeypatch.setattr(dec, "_PLAN_CACHE_SIZE", 1)
+    dec._PLANS.clear()
+
+
 def _tma_plan_used() -> bool:
-    return next(reversed(dec._PLANS.values())).tma is not None
+    """Whether the last decode call ran the TMA kernel (with _fresh_plans: its plan is the only one cached)."""
+    assert len(dec._PLANS) == 1
+    return next(iter(dec._PLANS.values())).tma is not None
 
 
-def _both(q, kc, vc, bt, sl, ks, vs, cfg, **kw):
+def _both(q, kc, vc, bt, sl, ks, vs, cfg, load="tma", **kw):
     outs = []
-    for load in ("gather", "tma"):
-        c = dec.DecodeConfig(**{**cfg, "loop": "tail", "kv_load": load})
+    for kv_load in ("gather", load):
+        c = dec.DecodeConfig(**{**cfg, "loop": "tail", "kv_load": kv_load})
         outs.append(dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=c, **kw))
-        assert _tma_plan_used() == (load == "tma")
+        assert _tma_plan_used() == (kv_load != "gather")
     return outs
 
 
+@pytest.mark.parametrize("load", ["tma", "tmat"])
 @pytest.mark.parametrize("case,block_n,splits", TMA_CASES, ids=lambda x: str(x))
-def test_tma_matches_gather_and_reference(case, block_n, splits, device):
+def test_tma_matches_gather_and_reference(case, block_n, splits, load, device):
     q, kc, vc, bt, sl, ks, vs = _make(case, device, seed=21)
-    gather, tma = _both(q, kc, vc, bt, sl, ks, vs, {"block_n": block_n, "num_splits": splits or 1},
+    gather, tma = _both(q, kc, vc, bt, sl, ks, vs, {"block_n": block_n, "num_splits": splits or 1}, load,
                         out_dtype=torch.float32)
     ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
     pt = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, p_dtype=torch.float16)
@@ -108,14 +118,16 @@ def test_tma_falls_back_to_gather_where_tma_cannot_address(device):
 def test_kv_load_option_is_validated():
     with pytest.raises(ValueError, match="kv_load"):
         dec.DecodeConfig(kv_load="bulk")
-    with pytest.raises(ValueError, match="kv_load='tma'"):
-        dec.DecodeConfig(kv_load="tma", dot="fp8t", block_n=128)
+    for load in ("tma", "tmat"):
+        with pytest.raises(ValueError, match=f"kv_load='{load}'"):
+            dec.DecodeConfig(kv_load=load, dot="fp8t", block_n=128)
 
 
 @requires_gpu
+@pytest.mark.parametrize("load", ["tma", "tmat"])
 @pytest.mark.parametrize("hq,hkv", [(8, 8), (32, 8), (64, 8)])
 @pytest.mark.parametrize("page,block_n,warps", [(64, 128, 4), (64, 64, 4), (64, 64, 2), (64, 32, 1), (16, 32, 4)])
-def test_tma_gpu_matches_default(hq, hkv, page, block_n, warps):
+def test_tma_gpu_matches_default(hq, hkv, page, block_n, warps, load):
     """H200: random (shuffled) block tables, seq lens 1, 17, 339, 4096, GQA 1/4/8; the variant against the default
     path (same tolerance as the two against the reference) and against the reference."""
     lens = [1, 17, 339, 4096]
@@ -126,7 +138,7 @@ def test_tma_gpu_matches_default(hq, hkv, page, block_n, warps):
     pt = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, p_dtype=torch.float16)
     default = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, out_dtype=torch.float32)
     for splits in (1, 4):
-        cfg = dec.DecodeConfig(block_n=block_n, num_warps=warps, kv_load="tma", num_splits=splits)
+        cfg = dec.DecodeConfig(block_n=block_n, num_warps=warps, kv_load=load, num_splits=splits)
         out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg, out_dtype=torch.float32)
         assert _tma_plan_used()
         assert_decode_close(out, ref, pt, max(lens), torch.float32)
@@ -134,19 +146,22 @@ def test_tma_gpu_matches_default(hq, hkv, page, block_n, warps):
 
 
 def test_tma_variant_sass_sm90():
-    """Offline sm_90 (no GPU): the variant's page tiles are TMA loads (UTMALDG; the gather path has none), the
+    """Offline sm_90 (no GPU): the variants' page tiles are TMA loads (UTMALDG; the gather path has none), the
     heuristic's page-64 shape (16 rows, 2 pages x 64 tokens, 4 warps) and the one-page split-KV kernel compile
     without spills, and the full-step loop issues fewer warp-instructions per cache token than the default's loop
-    (4 warps x 128 gathered tokens; measured 29.9 vs 35.6)."""
+    (4 warps x 128 gathered tokens), "tmat" fewer than "tma"."""
     from test_decode_loop import _loop_reports
 
-    base, tma, split = _loop_reports("decode_e4m3_gqa4_page64_bn128", "decode_e4m3_gqa4_page64_tma_bn128",
-                                     "decode_e4m3_gqa8_page64_tma_splitkv")
-    assert base["utmaldg"] == 0 and tma["utmaldg"] > 0 and split["utmaldg"] > 0
-    for r in (tma, split):
+    base, tma, tmat, split = _loop_reports("decode_e4m3_gqa4_page64_bn128", "decode_e4m3_gqa4_page64_tma_bn128",
+                                           "decode_e4m3_gqa4_page64_tmat_bn128", "decode_e4m3_gqa8_page64_tmat_splitkv")
+    assert base["utmaldg"] == 0
+    for r in (tma, tmat, split):
+        assert r["utmaldg"] > 0, r
         assert r["spill_stores"] == r["spill_loads"] == 0, r
         assert len(r["loops"]) == 2, r["loops"]  # full steps, then the masked tail
-    assert tma["loops"][0]["per_token"] < base["loops"][0]["per_token"], (tma["loops"][0], base["loops"][0])
+    per_token = [r["loops"][0]["per_token"] for r in (base, tma, tmat)]
+    assert per_token[2] < per_token[1] < per_token[0], per_token  # measured 35.6, 29.9, 26.9
+    assert tmat["loops"][0]["ops"].get("HGMMA", 0) > 0  # O^T = V^T.P^T as wgmma
 
 
 def test_bench_tma_variants_run(monkeypatch, device):
@@ -157,8 +172,8 @@ def test_bench_tma_variants_run(monkeypatch, device):
     from tritonfp8.bench import harness as H
     from tritonfp8.bench.suites import decode as suite
 
-    tma = {k: v for k, v in suite.VARIANTS.items() if v.get("kv_load") == "tma"}
-    assert len(tma) >= 4
+    tma = {k: v for k, v in suite.VARIANTS.items() if v.get("kv_load") in ("tma", "tmat")}
+    assert len(tma) >= 6
     for over in tma.values():
         dec.DecodeConfig(**{k: v for k, v in over.items() if k not in ("names", "splits_factor")})
     monkeypatch.setattr(H, "time_once", lambda fn, *a, **k: (fn(), 1.0)[1])

@@ -76,6 +76,8 @@ class DecodeConfig:
     # roundings, the split loop (loop="tail"). Where the copy engine cannot address the cache (a page row stride not
     # a multiple of 16 bytes, a base not 16-byte aligned, D not a power of two, block_n > 8 pages, a cache of 2^31
     # rows or more, a 16-bit cache) the gather path runs instead. fp16 products only (not with dot="fp8t").
+    # "tmat": "tma" with the P·V product as O^T = V^T·P^T (the same products and fp32 accumulation; with 4 or 8
+    # warps Triton issues it as wgmma: offline 26.9 vs 29.9 warp-instructions per token, docs/decode.md).
     kv_load: str = "gather"
 
     def __post_init__(self):
@@ -85,10 +87,10 @@ class DecodeConfig:
             raise ValueError(f"loop: expected 'single' or 'tail', got {self.loop!r}")
         if self.dot not in ("fp16", "fp8t"):
             raise ValueError(f"dot: expected 'fp16' or 'fp8t', got {self.dot!r}")
-        if self.kv_load not in ("gather", "tma"):
-            raise ValueError(f"kv_load: expected 'gather' or 'tma', got {self.kv_load!r}")
-        if self.kv_load == "tma" and self.dot != "fp16":
-            raise ValueError(f"kv_load='tma': only with dot='fp16', got dot={self.dot!r}")
+        if self.kv_load not in ("gather", "tma", "tmat"):
+            raise ValueError(f"kv_load: expected 'gather', 'tma' or 'tmat', got {self.kv_load!r}")
+        if self.kv_load != "gather" and self.dot != "fp16":
+            raise ValueError(f"kv_load={self.kv_load!r}: only with dot='fp16', got dot={self.dot!r}")
         if self.dot == "fp8t" and (self.block_n < 64 or self.num_warps != 4):
             raise ValueError(
                 f"dot='fp8t': expected block_n >= 64 and num_warps == 4 (one warpgroup), got block_n={self.block_n}, "
@@ -405,7 +407,8 @@ def decode_attention(
     bound = max_blocks * page if max_seqlen is None else max_seqlen
     kstr, vstr = k_cache.stride(), v_cache.stride()
     # TMA needs 16-byte aligned bases: part of the key only where a config asks for TMA (cheap otherwise).
-    aligned = config is not None and config.kv_load == "tma" and (k_cache.data_ptr() | v_cache.data_ptr()) % 16 == 0
+    aligned = (config is not None and config.kv_load != "gather"
+               and (k_cache.data_ptr() | v_cache.data_ptr()) % 16 == 0)
     key = (device, q.dtype, k_cache.dtype, out_dtype, bsz, sq, hq, hkv, d, page, max_blocks, nblocks, kstr, vstr,
            kd.numel() > 1, vd.numel() > 1, bound, num_splits, config, naming.naming_mode(), aligned)
     plan = _PLANS.get(key)
@@ -546,14 +549,15 @@ def _plan(key) -> _Plan:
     block_d = _next_pow2(d)
     shape = (nblocks, page, hkv, d)
     tma = None
-    if cfg.kv_load == "tma":
+    if cfg.kv_load != "gather":
         tma = _tma_geometry(shape, kstr, vstr, c_dtype.itemsize, cfg.block_n, aligned)
+    kv_tma = 0 if tma is None else (2 if cfg.kv_load == "tmat" else 1)
     tail = cfg.loop == "tail" or fp8t or tma is not None
     arch = _backend.arch_of(device)
     per_head = k_head or v_head
     name = kern.decode_kernel_name(
         arch, short_name(c_dtype), short_name(q_dtype), short_name(out_dtype), block_m, cfg.block_n, d,
-        cfg.num_warps, cfg.num_stages, page, splits > 1, per_head, inline, tail, fp8t, tma is not None,
+        cfg.num_warps, cfg.num_stages, page, splits > 1, per_head, inline, tail, fp8t, kv_tma,
     ).build(mode)
     p = _Plan()
     p.tma = tma
@@ -571,7 +575,7 @@ def _plan(key) -> _Plan:
         SQ=sq, GROUP=group, HEAD_DIM=d, BLOCK_D=block_d, BLOCK_M=block_m, BLOCK_N=cfg.block_n, PAGE=page,
         DOT_DTYPE=dot, Q_POW2_SCALE=q_dtype == torch.bfloat16 and dot == tl.float16, WRITE_PARTIAL=splits > 1,
         INLINE_MERGE=inline, MERGE_CHUNK=kern.merge_chunk(block_m, block_d), TAIL_MASK=tail,
-        TOKENS_M=fp8t, KV_TMA=tma is not None, EXACT_ROUND=fp8t and _backend.interpreting(), KERNEL_NAME=name,
+        TOKENS_M=fp8t, KV_TMA=kv_tma, EXACT_ROUND=fp8t and _backend.interpreting(), KERNEL_NAME=name,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     p.combine = p.combine_grid = p.combine_consts = p.ws = None

@@ -258,11 +258,12 @@ def _tma_tile(desc, bt_row, n0, end, stride_btn, num_blocks, col, PAGE: tl.const
 @triton.jit
 def _decode_step_tma(q, acc, m_i, l_i, n0, offs_n, bt_row, stride_btn, k_desc, v_desc, col, end, num_blocks,
                      score_scale, last_visible, PAGE: tl.constexpr, BLOCK_N: tl.constexpr,
-                     DOT_DTYPE: tl.constexpr, MASKED: tl.constexpr):
+                     DOT_DTYPE: tl.constexpr, PV_T: tl.constexpr, MASKED: tl.constexpr):
     """:func:`_decode_step` with K and V read by TMA (``DecodeConfig(kv_load="tma")``): the same products,
     roundings and masks, only the loads differ. Tokens on a page outside [0, num_blocks) arrive as zeros and are
     masked out of the scores; in the masked (tail) steps the V rows past ``end`` (in-range page, unwritten slots:
-    any bytes, NaN included) are zeroed before P.V."""
+    any bytes, NaN included) are zeroed before P.V. PV_T: the accumulator is O^T and P.V runs as O^T += V^T.P^T
+    (the same products and fp32 accumulation; with a warpgroup Triton issues it as wgmma, V^T as M)."""
     n = n0 + offs_n
     page = tl.load(bt_row + (n // PAGE) * stride_btn, mask=n < end, other=-1)
     n_ok = page.to(tl.uint32) < num_blocks.to(tl.uint32)
@@ -272,7 +273,10 @@ def _decode_step_tma(q, acc, m_i, l_i, n0, offs_n, bt_row, stride_btn, k_desc, v
     v = _tma_tile(v_desc, bt_row, n0, end, stride_btn, num_blocks, col, PAGE, BLOCK_N).to(DOT_DTYPE)
     if MASKED:
         v = tl.where(n_ok[:, None], v, 0.0)
-    acc = acc * alpha[:, None] + tl.dot(p.to(DOT_DTYPE), v)
+    if PV_T:  # acc is O^T [BLOCK_D, BLOCK_M]: V^T as the MMA's M (wgmma with 4 or 8 warps)
+        acc = acc * alpha[None, :] + tl.dot(tl.trans(v), tl.trans(p.to(DOT_DTYPE)))
+    else:
+        acc = acc * alpha[:, None] + tl.dot(p.to(DOT_DTYPE), v)
     return acc, m_new, l_i
 
 
@@ -339,7 +343,7 @@ def _decode_kernel(
     MERGE_CHUNK: tl.constexpr,  # splits merged per step of the inline merge (power of two)
     TAIL_MASK: tl.constexpr,  # unmasked full steps, then the masked tail (see the loop)
     TOKENS_M: tl.constexpr,  # FP8 tensor-core form, cache tokens as the MMA M dimension (_decode_step_t)
-    KV_TMA: tl.constexpr,  # k_cache_ptr / v_cache_ptr are TMA descriptors of the caches (see _decode_step_tma)
+    KV_TMA: tl.constexpr,  # 1, 2: k_cache_ptr / v_cache_ptr are TMA descriptors (_decode_step_tma); 2: O^T = V^T.P^T
     EXACT_ROUND: tl.constexpr,  # interpreter: round fp32 -> fp8 explicitly (its casts truncate)
     KERNEL_NAME: tl.constexpr,
 ):
@@ -424,14 +428,16 @@ def _decode_kernel(
         # One TMA box per page and K/V; the pipeliner issues the block-table loads and the copies of later steps
         # ahead (num_stages). Always the split loop: unmasked full steps, then the masked tail.
         kv_col = (kvh * HEAD_DIM).to(tl.int32)
+        if KV_TMA == 2:
+            acc = tl.zeros([BLOCK_D, BLOCK_M], tl.float32)  # O^T
         for n0 in tl.range(start, full_end, BLOCK_N):
             acc, m_i, l_i = _decode_step_tma(q, acc, m_i, l_i, n0, offs_n, bt_row, stride_btn, k_cache_ptr,
                                              v_cache_ptr, kv_col, end, num_blocks, score_scale, last_visible, PAGE,
-                                             BLOCK_N, DOT_DTYPE, False)
+                                             BLOCK_N, DOT_DTYPE, KV_TMA == 2, False)
         for n0 in tl.range(full_end, end, BLOCK_N, num_stages=1):  # <= 2 steps: not pipelined
             acc, m_i, l_i = _decode_step_tma(q, acc, m_i, l_i, n0, offs_n, bt_row, stride_btn, k_cache_ptr,
                                              v_cache_ptr, kv_col, end, num_blocks, score_scale, last_visible, PAGE,
-                                             BLOCK_N, DOT_DTYPE, True)
+                                             BLOCK_N, DOT_DTYPE, KV_TMA == 2, True)
     else:
         k_base = k_cache_ptr + kvh * stride_kh
         v_base = v_cache_ptr + kvh * stride_vh
@@ -458,7 +464,7 @@ def _decode_kernel(
                 EXACT_ROUND, TOKENS_M, True,
             )
 
-    if TOKENS_M:
+    if TOKENS_M or KV_TMA == 2:
         acc = tl.trans(acc)
     has = l_i > 0.0
     inv_l = tl.where(has, v_ds / tl.where(has, l_i, 1.0), 0.0)
@@ -560,9 +566,10 @@ def merge_chunk(block_m: int, block_d: int) -> int:
 def decode_kernel_name(
     arch: int, cache: str, q: str, out: str, block_m: int, block_n: int, head_dim: int, warps: int, stages: int,
     page: int, split: bool, per_head: bool, inline: bool = True, tail: bool = False, tokens_m: bool = False,
-    kv_tma: bool = False,
+    kv_tma: int = 0,
 ) -> KernelName:
     """Types: cache element, q element, accumulator, output. Tile: query rows x cache tokens x head dim.
+    ``kv_tma``: 0 gathered K/V, 1 TMA page loads, 2 TMA page loads with O^T = V^T.P^T (the kernel's KV_TMA).
     Schedule: ``paged`` (one split), ``pagedsplitkv`` (partials merged in-kernel by the last split) or
     ``pagedsplitkvcombine`` (partials merged by :func:`_combine_kernel`)."""
     return KernelName(
@@ -575,7 +582,7 @@ def decode_kernel_name(
         schedule="paged" + (("splitkv" if inline else "splitkvcombine") if split else ""),
         scaling="headwise" if per_head else "tensorwise",
         extras=(f"page{page}",) + (("tailmask",) if tail else ()) + (("fp8t",) if tokens_m else ())
-        + (("tmakv",) if kv_tma else ()),
+        + ((("tmakv", "tmakvt")[kv_tma - 1],) if kv_tma else ()),
     )
 
 
@@ -602,7 +609,7 @@ def combine_kernel_name(arch: int, out: str, block_s: int, head_dim: int):
 def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, page: int, split: bool,
                  q_sig: str = "bf16", cache_sig: str = "fp8e4nv", head_dim: int = 128,
                  inline: bool = True, offs_i32: bool = True, tail_mask: bool = False,
-                 tokens_m: bool = False, kv_tma: bool = False) -> CodegenSpec:
+                 tokens_m: bool = False, kv_tma: int = 0) -> CodegenSpec:
     block_m = max(16, min(64, triton.next_power_of_2(group * sq)))
     dot = "fp16" if cache_sig in ("fp8e4nv", "fp16") else "bf16"
     # kv_tma: the caches as TMA descriptors of the [num_blocks * page, Hkv * D] view, one box per page (or sub-box)
@@ -671,17 +678,17 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         # DecodeConfig(kv_load="tma"): K/V pages by TMA (one box per page), fp16 products as the default
         # The heuristic's pick for the issue-6 shapes (Hq/Hkv 32/8, ctx 4096, B 32 and 128: one split), page 64
         "decode_e4m3_gqa4_page64_bn128": _decode_spec(4, 1, 128, 4, 3, 64, False),
-        "decode_e4m3_gqa4_page64_tma_bn128": _decode_spec(4, 1, 128, 4, 3, 64, False, tail_mask=True, kv_tma=True),
-        "decode_e4m3_gqa4_page64_tma_w1": _decode_spec(4, 1, 64, 1, 3, 64, False, tail_mask=True, kv_tma=True),
-        "decode_e4m3_gqa4_page64_tma_bn32w1": _decode_spec(4, 1, 32, 1, 4, 64, False, tail_mask=True, kv_tma=True),
-        "decode_e4m3_gqa4_page64_tma_w2": _decode_spec(4, 1, 64, 2, 3, 64, False, tail_mask=True, kv_tma=True),
-        "decode_e4m3_gqa8_page64_tma": _decode_spec(8, 1, 64, 4, 3, 64, False, tail_mask=True, kv_tma=True),
-        "decode_e4m3_gqa8_page64_tma_bn128": _decode_spec(8, 1, 128, 4, 3, 64, False, tail_mask=True, kv_tma=True),
-        "decode_e4m3_gqa8_page64_tma_splitkv": _decode_spec(8, 1, 64, 4, 3, 64, True, tail_mask=True, kv_tma=True),
-        "decode_e4m3_gqa4_page64_tma": _decode_spec(4, 1, 64, 4, 3, 64, False, tail_mask=True, kv_tma=True),
-        "decode_e4m3_gqa4_page16_tma_bn32w1": _decode_spec(4, 1, 32, 1, 4, 16, False, tail_mask=True, kv_tma=True),
-        "decode_e4m3_gqa8_page16_tma_bn64": _decode_spec(8, 1, 64, 4, 3, 16, False, tail_mask=True, kv_tma=True),
-        "decode_e4m3_gqa8_page16_tma_bn128": _decode_spec(8, 1, 128, 4, 3, 16, False, tail_mask=True, kv_tma=True),
+        "decode_e4m3_gqa4_page64_tma_bn128": _decode_spec(4, 1, 128, 4, 3, 64, False, tail_mask=True, kv_tma=1),
+        "decode_e4m3_gqa4_page64_tma": _decode_spec(4, 1, 64, 4, 3, 64, False, tail_mask=True, kv_tma=1),
+        "decode_e4m3_gqa4_page64_tma_w2": _decode_spec(4, 1, 64, 2, 3, 64, False, tail_mask=True, kv_tma=1),
+        "decode_e4m3_gqa4_page64_tma_bn32w1": _decode_spec(4, 1, 32, 1, 4, 64, False, tail_mask=True, kv_tma=1),
+        "decode_e4m3_gqa8_page64_tma_splitkv": _decode_spec(8, 1, 64, 4, 3, 64, True, tail_mask=True, kv_tma=1),
+        "decode_e4m3_gqa4_page16_tma_bn32w1": _decode_spec(4, 1, 32, 1, 4, 16, False, tail_mask=True, kv_tma=1),
+        "decode_e4m3_gqa8_page16_tma_bn64": _decode_spec(8, 1, 64, 4, 3, 16, False, tail_mask=True, kv_tma=1),
+        # DecodeConfig(kv_load="tmat"): the same with O^T = V^T.P^T (wgmma for P.V)
+        "decode_e4m3_gqa4_page64_tmat_bn128": _decode_spec(4, 1, 128, 4, 3, 64, False, tail_mask=True, kv_tma=2),
+        "decode_e4m3_gqa4_page64_tmat": _decode_spec(4, 1, 64, 4, 3, 64, False, tail_mask=True, kv_tma=2),
+        "decode_e4m3_gqa8_page64_tmat_splitkv": _decode_spec(8, 1, 64, 4, 3, 64, True, tail_mask=True, kv_tma=2),
         "decode_e4m3_gqa8_page16_i64": _decode_spec(8, 1, 64, 4, 3, 16, False, offs_i32=False),
         "decode_e4m3_gqa8_sq4": _decode_spec(8, 4, 64, 8, 3, 16, False),
         "decode_e4m3_gqa8_sq16": _decode_spec(8, 16, 32, 8, 3, 16, True),
