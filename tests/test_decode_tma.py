@@ -41,6 +41,15 @@ def _tma_plan_used() -> bool:
     return next(iter(dec._PLANS.values())).tma is not None
 
 
+def _assert_same(a, b, device):
+    """Bit for bit in the interpreter (the same arithmetic in the same order); on the GPU two compiled kernels
+    may contract or order fp32 work differently: within 2^-9 (a few fp32 ulps of P rounded to fp16)."""
+    if device == "cpu":
+        assert torch.equal(a, b)
+    else:
+        torch.testing.assert_close(a, b, rtol=2.0**-9, atol=2.0**-9)
+
+
 def _both(q, kc, vc, bt, sl, ks, vs, cfg, load="tma", **kw):
     outs = []
     for kv_load in ("gather", load):
@@ -59,8 +68,7 @@ def test_tma_matches_gather_and_reference(case, block_n, splits, load, device):
     ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
     pt = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, p_dtype=torch.float16)
     assert_decode_close(tma, ref, pt, max(case.lens), torch.float32)
-    if device == "cpu":  # the interpreter: the same arithmetic in the same order
-        assert torch.equal(gather, tma)
+    _assert_same(gather, tma, device)
 
 
 def test_tma_bad_pages_and_nan_garbage_are_not_read(device):
@@ -80,10 +88,7 @@ def test_tma_bad_pages_and_nan_garbage_are_not_read(device):
     bt[1, 0] = -3
     gather, tma = _both(q, kc, vc, bt, sl, ks, vs, {"block_n": 32}, out_dtype=torch.float32)
     assert not torch.isnan(tma).any()
-    if device == "cpu":
-        assert torch.equal(gather, tma)
-    else:
-        torch.testing.assert_close(tma, gather, rtol=2e-3, atol=2e-3)
+    _assert_same(gather, tma, device)
 
 
 def test_tma_falls_back_to_gather_where_tma_cannot_address(device):
@@ -92,26 +97,26 @@ def test_tma_falls_back_to_gather_where_tma_cannot_address(device):
     case = Case((70, 33), 4, 2, page=16)
     q, kc, vc, bt, sl, ks, vs = _make(case, device, seed=23)
     cfg = dec.DecodeConfig(block_n=32, kv_load="tma")
-    base = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg)
+    f32 = {"k_descale": ks, "v_descale": vs, "config": cfg, "out_dtype": torch.float32}
+    base = dec.decode_attention(q, kc, vc, bt, sl, **f32)
     assert _tma_plan_used()
     wide = torch.zeros(2, *kc.shape[:2], 2 * kc.shape[2], kc.shape[3], dtype=kc.dtype, device=kc.device)
     wide[0, :, :, ::2], wide[1, :, :, ::2] = kc, vc
-    strided = dec.decode_attention(q, wide[0, :, :, ::2], wide[1, :, :, ::2], bt, sl, k_descale=ks, v_descale=vs,
-                                   config=cfg)
+    strided = dec.decode_attention(q, wide[0, :, :, ::2], wide[1, :, :, ::2], bt, sl, **f32)
     assert not _tma_plan_used()
-    assert torch.equal(strided, base)
+    _assert_same(strided, base, device)
     vw = torch.zeros_like(wide[1])
     vw[:, :, ::2] = vc
-    mixed = dec.decode_attention(q, kc, vw[:, :, ::2], bt, sl, k_descale=ks, v_descale=vs, config=cfg)
+    mixed = dec.decode_attention(q, kc, vw[:, :, ::2], bt, sl, **f32)
     assert not _tma_plan_used()
-    assert torch.equal(mixed, base)
+    _assert_same(mixed, base, device)
     many = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs,
                                 config=dec.DecodeConfig(block_n=256, kv_load="tma"))
     assert not _tma_plan_used()
     assert not torch.isnan(many).any()
     kh = (kc.float() * ks.reshape(1, 1, -1, 1)).half()
     vh = (vc.float() * vs.reshape(1, 1, -1, 1)).half()
-    dec.decode_attention(q.half(), kh, vh, bt, sl, config=cfg)
+    assert torch.isfinite(dec.decode_attention(q.half(), kh, vh, bt, sl, config=cfg)).all()
     assert not _tma_plan_used()
 
 
