@@ -3,9 +3,11 @@
     python scripts/decode_loop_sass.py [--json] decode_e4m3_gqa8_page16 [more codegen spec names ...]
 
 Compiles each ``codegen_specs()`` entry for sm_90 under the cutlass_ name, finds the loops (a backward ``BRA``:
-the body runs from the branch target to the branch), and prints, per loop with tensor-core instructions, its
-instruction count, HMMA / QGMMA / LDS / BAR / LDG / LDGSTS counts and instructions x warps / BLOCK_N (warp-instructions per
-cache token). The loops are listed in address order (a split loop has the full-step loop first, then the tail).
+the body runs from the branch target to the branch; not the retry branches of mbarrier waits, placed after EXIT),
+and prints, per loop with tensor-core instructions, its instruction count, HMMA / QGMMA / LDS / BAR / LDG / LDGSTS
+counts and instructions x warps / BLOCK_N (warp-instructions per cache token); kernel-wide, the UTMALDG (TMA
+loads) and LDGSTS (cp.async) counts. The loops are listed in address order (a split loop has the full-step loop
+first, then the tail).
 """
 
 from __future__ import annotations
@@ -28,7 +30,11 @@ def loops(sass: str):
             t = re.search(r"0x([0-9a-f]+)", rest)
             if t and int(t.group(1), 16) < a and int(t.group(1), 16) in addr_idx:
                 j = addr_idx[int(t.group(1), 16)]
-                out.append(ins[j:i + 1])
+                body = ins[j:i + 1]
+                # Not a loop: the retry branch of an mbarrier wait (TMA), placed after the kernel's EXIT, jumps
+                # back into the middle of the code.
+                if not any(op.startswith("EXIT") for _, op, _ in body):
+                    out.append(body)
     return out
 
 
@@ -42,7 +48,8 @@ def loop_report(name: str) -> dict:
     bn = spec.constexprs["BLOCK_N"]
     out = {"name": name, "registers": f["registers"], "spill_stores": f["spill_stores"],
            "spill_loads": f["spill_loads"], "instructions": f["instructions"], "shared": ck.metadata.shared,
-           "warps": spec.num_warps, "block_n": bn, "loops": []}
+           "warps": spec.num_warps, "block_n": bn, "utmaldg": sass.count("UTMALDG"),
+           "ldgsts": sass.count("LDGSTS"), "loops": []}
     for body in loops(sass):
         ops = [op.split(".")[0] for _, op, _ in body]
         if not ops.count("HMMA") + ops.count("HGMMA") + ops.count("QGMMA"):
@@ -63,7 +70,7 @@ def main(argv):
         return
     for r in reports:
         print(f"{r['name']}: regs {r['registers']} spills {r['spill_stores']}/{r['spill_loads']} total "
-              f"{r['instructions']} shared {r['shared']}")
+              f"{r['instructions']} shared {r['shared']} UTMALDG {r['utmaldg']} LDGSTS {r['ldgsts']}")
         for lp in r["loops"]:
             top = " ".join(f"{k} {v}" for k, v in list(lp["ops"].items())[:16])
             print(f"  loop: {lp['instructions']} instr, {lp['per_token']:.1f} warp-instr/token "

@@ -28,6 +28,7 @@ MAIN = [
     "decode_e4m3_gqa8_sq4",
     "decode_e4m3_gqa8_sq16",
     "decode_e4m3_gqa8_page16_bn32w1s4",
+    "decode_e4m3_gqa4_page64_tma_bn128",  # DecodeConfig(kv_load="tma"): TMA page loads
     "kvcache_write_bf16_e4m3",
     "decode_combine_bf16",
 ]

@@ -71,6 +71,14 @@ class DecodeConfig:
     # power-of-two scale), P rounded to E4M3 (times 2^8); fewer instructions per token (docs/decode.md).
     # Needs block_n a multiple of 64 and 4 warps (one warpgroup); always runs the split loop.
     dot: str = "fp16"
+    # "gather": K/V tiles gathered with per-element addresses (cp.async). "tma": one TMA box per page (a sub-box when
+    # block_n < page) of the cache viewed as [num_blocks * page, Hkv * D], 1-8 pages per step; the same products and
+    # roundings, the split loop (loop="tail"). Where the copy engine cannot address the cache (a page row stride not
+    # a multiple of 16 bytes, a base not 16-byte aligned, D not a power of two, block_n > 8 pages, a cache of 2^31
+    # rows or more, a 16-bit cache) the gather path runs instead. fp16 products only (not with dot="fp8t").
+    # "tmat": "tma" with the P·V product as O^T = V^T·P^T (the same products and fp32 accumulation; with 4 or 8
+    # warps Triton issues it as wgmma: offline 26.9 vs 29.9 warp-instructions per token, docs/decode.md).
+    kv_load: str = "gather"
 
     def __post_init__(self):
         if self.merge not in ("inline", "kernel"):
@@ -79,6 +87,10 @@ class DecodeConfig:
             raise ValueError(f"loop: expected 'single' or 'tail', got {self.loop!r}")
         if self.dot not in ("fp16", "fp8t"):
             raise ValueError(f"dot: expected 'fp16' or 'fp8t', got {self.dot!r}")
+        if self.kv_load not in ("gather", "tma", "tmat"):
+            raise ValueError(f"kv_load: expected 'gather', 'tma' or 'tmat', got {self.kv_load!r}")
+        if self.kv_load != "gather" and self.dot != "fp16":
+            raise ValueError(f"kv_load={self.kv_load!r}: only with dot='fp16', got dot={self.dot!r}")
         if self.dot == "fp8t" and (self.block_n < 64 or self.num_warps != 4):
             raise ValueError(
                 f"dot='fp8t': expected block_n >= 64 and num_warps == 4 (one warpgroup), got block_n={self.block_n}, "
@@ -394,8 +406,11 @@ def decode_attention(
     scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)
     bound = max_blocks * page if max_seqlen is None else max_seqlen
     kstr, vstr = k_cache.stride(), v_cache.stride()
+    # TMA needs 16-byte aligned bases: part of the key only where a config asks for TMA (cheap otherwise).
+    aligned = (config is not None and config.kv_load != "gather"
+               and (k_cache.data_ptr() | v_cache.data_ptr()) % 16 == 0)
     key = (device, q.dtype, k_cache.dtype, out_dtype, bsz, sq, hq, hkv, d, page, max_blocks, nblocks, kstr, vstr,
-           kd.numel() > 1, vd.numel() > 1, bound, num_splits, config, naming.naming_mode())
+           kd.numel() > 1, vd.numel() > 1, bound, num_splits, config, naming.naming_mode(), aligned)
     plan = _PLANS.get(key)
     if plan is None:
         plan = _plan(key)
@@ -461,9 +476,24 @@ def _max_offset(shape, strides) -> int:
     return sum((n - 1) * st for n, st in zip(shape, strides) if n > 0)
 
 
+def _tma_geometry(shape, kstr, vstr, elem: int, block_n: int, aligned: bool):
+    """(rows, cols, row stride, box rows) of the 2-D [num_blocks * page, Hkv * D] TMA view shared by both caches,
+    or None where the copy engine cannot address them (see ``DecodeConfig.kv_load``)."""
+    nblocks, page, hkv, d = shape
+    if not aligned or elem != 1 or kstr != vstr or nblocks == 0 or d & (d - 1):
+        return None
+    s0, s1, s2, s3 = kstr
+    # Rows (token slots) at a fixed stride, pages back to back, heads of D contiguous values side by side.
+    if s3 != 1 or s2 != d or s0 != page * s1 or s1 < hkv * d or (s1 * elem) % 16:
+        return None
+    if block_n > 8 * page or (nblocks + 1) * page >= 2**31:
+        return None
+    return nblocks * page, hkv * d, s1, min(block_n, page)
+
+
 class _Plan:
     __slots__ = ("kernel", "grid", "consts", "splits", "inline", "nblocks", "max_blocks", "part_rows", "d",
-                 "combine", "combine_grid", "combine_consts", "counters_n", "ws")
+                 "combine", "combine_grid", "combine_consts", "counters_n", "ws", "tma")
 
     def launch(self, q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, sm_scale_log2):
         splits = self.splits
@@ -481,6 +511,12 @@ class _Plan:
             part_o = part_lse = out  # unused
             counters = seq_lens  # unused
         qs, ks, vs, bs = q.stride(), k_cache.stride(), v_cache.stride(), block_table.stride()
+        if self.tma is not None:  # the kernel reads K/V through descriptors (its stride arguments go unused)
+            from triton.tools.tensor_descriptor import TensorDescriptor
+
+            rows, cols, row_stride, box = self.tma
+            k_cache = TensorDescriptor(k_cache, [rows, cols], [row_stride, 1], [box, self.d])
+            v_cache = TensorDescriptor(v_cache, [rows, cols], [row_stride, 1], [box, self.d])
         self.kernel[self.grid](
             q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, part_o, part_lse, counters,
             sm_scale_log2, self.nblocks, self.max_blocks, splits,
@@ -497,7 +533,7 @@ def _plan(key) -> _Plan:
     from tritonfp8._kernels import decode as kern
 
     (device, q_dtype, c_dtype, out_dtype, bsz, sq, hq, hkv, d, page, max_blocks, nblocks, kstr, vstr, k_head,
-     v_head, bound, num_splits, cfg, mode) = key
+     v_head, bound, num_splits, cfg, mode, aligned) = key
     group = hq // hkv
     rows = group * sq
     if cfg is None:
@@ -510,16 +546,21 @@ def _plan(key) -> _Plan:
     inline = splits > 1 and cfg.merge == "inline"
     dot = tl.bfloat16 if c_dtype == torch.bfloat16 else tl.float16
     fp8t = cfg.dot == "fp8t" and c_dtype == torch.float8_e4m3fn  # a 16-bit cache keeps the fp16/bf16 form
-    tail = cfg.loop == "tail" or fp8t
-    arch = _backend.arch_of(device)
-    per_head = k_head or v_head
     block_d = _next_pow2(d)
     shape = (nblocks, page, hkv, d)
+    tma = None
+    if cfg.kv_load != "gather":
+        tma = _tma_geometry(shape, kstr, vstr, c_dtype.itemsize, cfg.block_n, aligned)
+    kv_tma = 0 if tma is None else (2 if cfg.kv_load == "tmat" else 1)
+    tail = cfg.loop == "tail" or fp8t or tma is not None
+    arch = _backend.arch_of(device)
+    per_head = k_head or v_head
     name = kern.decode_kernel_name(
         arch, short_name(c_dtype), short_name(q_dtype), short_name(out_dtype), block_m, cfg.block_n, d,
-        cfg.num_warps, cfg.num_stages, page, splits > 1, per_head, inline, tail, fp8t,
+        cfg.num_warps, cfg.num_stages, page, splits > 1, per_head, inline, tail, fp8t, kv_tma,
     ).build(mode)
     p = _Plan()
+    p.tma = tma
     p.kernel = kern._decode_kernel
     p.grid = (row_blocks * splits, hkv, bsz)
     p.splits, p.inline, p.nblocks, p.max_blocks, p.d = splits, inline, nblocks, max_blocks, d
@@ -534,7 +575,8 @@ def _plan(key) -> _Plan:
         SQ=sq, GROUP=group, HEAD_DIM=d, BLOCK_D=block_d, BLOCK_M=block_m, BLOCK_N=cfg.block_n, PAGE=page,
         DOT_DTYPE=dot, Q_POW2_SCALE=q_dtype == torch.bfloat16 and dot == tl.float16, WRITE_PARTIAL=splits > 1,
         INLINE_MERGE=inline, MERGE_CHUNK=kern.merge_chunk(block_m, block_d), TAIL_MASK=tail,
-        TOKENS_M=fp8t, EXACT_ROUND=fp8t and _backend.interpreting(), KERNEL_NAME=name, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        TOKENS_M=fp8t, KV_TMA=kv_tma, EXACT_ROUND=fp8t and _backend.interpreting(), KERNEL_NAME=name,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
     p.combine = p.combine_grid = p.combine_consts = p.ws = None
     if splits > 1 and not inline:

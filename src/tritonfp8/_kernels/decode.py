@@ -13,6 +13,10 @@ Kernels:
   read from memory once for all of them. BLOCK_N cache tokens per step, gathered page by page via the block table.
   With one split the program writes the normalized output; with several it writes a partial (o, lse) in fp32,
   and (INLINE_MERGE) the last split of its group to finish, found with an atomic ticket counter, merges them.
+  KV_TMA (``DecodeConfig(kv_load="tma")``): ``k_cache_ptr``/``v_cache_ptr`` are host TMA descriptors of the caches
+  viewed as [num_blocks * PAGE, Hkv * D] (row stride Hkv * D bytes); each page's [PAGE, D] tile of a KV head (or a
+  [BLOCK_N, D] sub-box when BLOCK_N < PAGE) is one TMA box at (page * PAGE + slot, kvh * D), 1-8 boxes per step
+  stacked in token order (:func:`_decode_step_tma`), in a loop the pipeliner runs num_stages deep.
 - :func:`_combine_kernel`: log-sum-exp merge of the splits' partials into the output as a second launch (the
   alternative to the inline merge).
 
@@ -108,6 +112,25 @@ def _write_kv_kernel(
 
 
 @triton.jit
+def _softmax_step(s, m_i, l_i, n, n_ok, score_scale, last_visible, MASKED: tl.constexpr):
+    """Online-softmax update of a step's raw scores ``s`` [BLOCK_M, BLOCK_N] (query rows x cache tokens ``n``):
+    scaled to log2 units, masked (tokens not ``n_ok``; with MASKED also the causal rule), new row max, P, the
+    rescale factor alpha and the running row sum. Returns (p, alpha, m_new, l_i)."""
+    s = s * score_scale[:, None]
+    if MASKED:
+        visible = n_ok[None, :] & (n[None, :] <= last_visible[:, None])
+    else:
+        visible = n_ok[None, :]
+    s = tl.where(visible, s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows with nothing visible yet stay at 0
+    alpha = tl.exp2(m_i - m_use)
+    p = tl.exp2(s - m_use[:, None])
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    return p, alpha, m_new, l_i
+
+
+@triton.jit
 def _decode_step(q, acc, m_i, l_i, n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale, last_visible,
                  stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32: tl.constexpr, KV_SAME_STRIDES: tl.constexpr,
                  PAGE: tl.constexpr, DOT_DTYPE: tl.constexpr, MASKED: tl.constexpr):
@@ -129,18 +152,8 @@ def _decode_step(q, acc, m_i, l_i, n, page, d, d_ok, k_base, v_base, end, num_bl
     kv_mask = n_ok[:, None] & d_ok[None, :]
     k_off = (page * stride_kb + slot * stride_ks)[:, None] + d[None, :]
     k = tl.load(k_base + k_off, mask=kv_mask, other=0.0)
-    s = tl.dot(q, tl.trans(k.to(DOT_DTYPE)))
-    s = s * score_scale[:, None]
-    if MASKED:
-        visible = n_ok[None, :] & (n[None, :] <= last_visible[:, None])
-    else:
-        visible = n_ok[None, :]
-    s = tl.where(visible, s, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(s, axis=1))
-    m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows with nothing visible yet stay at 0
-    alpha = tl.exp2(m_i - m_use)
-    p = tl.exp2(s - m_use[:, None])
-    l_i = l_i * alpha + tl.sum(p, axis=1)
+    p, alpha, m_new, l_i = _softmax_step(tl.dot(q, tl.trans(k.to(DOT_DTYPE))), m_i, l_i, n, n_ok, score_scale,
+                                         last_visible, MASKED)
     if KV_SAME_STRIDES:
         v_off = k_off
     else:
@@ -196,6 +209,75 @@ def _decode_step_t(q8, acc_t, m_i, l_i, n, page, d, d_ok, k_base, v_base, end, n
         p = round_to_fp8_grid(p, -6, 3, 448.0)
     acc_t = tl.dot(tl.trans(v), p.to(tl.float8e4nv), acc_t * alpha[None, :])
     return acc_t, m_new, l_i
+
+
+@triton.jit
+def _tma_box(desc, bt_row, n0, j, end, stride_btn, num_blocks, col, PAGE: tl.constexpr, BOX: tl.constexpr):
+    """The [BOX, D] cache tile of tokens ``n0 + j * PAGE + [0, BOX)`` (one page, or a sub-box of one page) as one
+    TMA load at row ``page * PAGE + n0 % PAGE`` of the [num_blocks * PAGE, Hkv * D] view. A page outside
+    [0, num_blocks), or one past ``end`` (its table entry is not read), is loaded from row num_blocks * PAGE, past
+    the view's end: the copy engine fills the box with zeros and reads nothing."""
+    nj = n0 + j * PAGE
+    page = tl.load(bt_row + (nj // PAGE) * stride_btn, mask=nj < end, other=-1)
+    ok = page.to(tl.uint32) < num_blocks.to(tl.uint32)
+    row = tl.where(ok, page * PAGE + nj % PAGE, num_blocks * PAGE)
+    return desc.load([row, col])
+
+
+@triton.jit
+def _stack_rows(a, b):
+    """[R, D] tiles a then b as one [2R, D] tile (rows of a first)."""
+    R: tl.constexpr = a.shape[0]
+    D: tl.constexpr = a.shape[1]
+    return tl.permute(tl.join(a, b), (2, 0, 1)).reshape([2 * R, D])
+
+
+@triton.jit
+def _tma_tile(desc, bt_row, n0, end, stride_btn, num_blocks, col, PAGE: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The [BLOCK_N, D] cache tile of tokens ``n0 + [0, BLOCK_N)``: one TMA box per page (BLOCK_N <= PAGE: one
+    sub-box of a page), stacked in token order; 1, 2, 4 or 8 pages per tile."""
+    if BLOCK_N <= PAGE:
+        t = _tma_box(desc, bt_row, n0, 0, end, stride_btn, num_blocks, col, PAGE, BLOCK_N)
+    else:
+        NP: tl.constexpr = BLOCK_N // PAGE
+        t = _stack_rows(_tma_box(desc, bt_row, n0, 0, end, stride_btn, num_blocks, col, PAGE, PAGE),
+                        _tma_box(desc, bt_row, n0, 1, end, stride_btn, num_blocks, col, PAGE, PAGE))
+        if NP >= 4:
+            t = _stack_rows(t, _stack_rows(
+                _tma_box(desc, bt_row, n0, 2, end, stride_btn, num_blocks, col, PAGE, PAGE),
+                _tma_box(desc, bt_row, n0, 3, end, stride_btn, num_blocks, col, PAGE, PAGE)))
+        if NP == 8:
+            t = _stack_rows(t, _stack_rows(
+                _stack_rows(_tma_box(desc, bt_row, n0, 4, end, stride_btn, num_blocks, col, PAGE, PAGE),
+                            _tma_box(desc, bt_row, n0, 5, end, stride_btn, num_blocks, col, PAGE, PAGE)),
+                _stack_rows(_tma_box(desc, bt_row, n0, 6, end, stride_btn, num_blocks, col, PAGE, PAGE),
+                            _tma_box(desc, bt_row, n0, 7, end, stride_btn, num_blocks, col, PAGE, PAGE))))
+    return t
+
+
+@triton.jit
+def _decode_step_tma(q, acc, m_i, l_i, n0, offs_n, bt_row, stride_btn, k_desc, v_desc, col, end, num_blocks,
+                     score_scale, last_visible, PAGE: tl.constexpr, BLOCK_N: tl.constexpr,
+                     DOT_DTYPE: tl.constexpr, PV_T: tl.constexpr, MASKED: tl.constexpr):
+    """:func:`_decode_step` with K and V read by TMA (``DecodeConfig(kv_load="tma")``): the same products,
+    roundings and masks, only the loads differ. Tokens on a page outside [0, num_blocks) arrive as zeros and are
+    masked out of the scores; in the masked (tail) steps the V rows past ``end`` (in-range page, unwritten slots:
+    any bytes, NaN included) are zeroed before P.V. PV_T: the accumulator is O^T and P.V runs as O^T += V^T.P^T
+    (the same products and fp32 accumulation; with a warpgroup Triton issues it as wgmma, V^T as M)."""
+    n = n0 + offs_n
+    page = tl.load(bt_row + (n // PAGE) * stride_btn, mask=n < end, other=-1)
+    n_ok = page.to(tl.uint32) < num_blocks.to(tl.uint32)
+    k = _tma_tile(k_desc, bt_row, n0, end, stride_btn, num_blocks, col, PAGE, BLOCK_N)
+    p, alpha, m_new, l_i = _softmax_step(tl.dot(q, tl.trans(k.to(DOT_DTYPE))), m_i, l_i, n, n_ok, score_scale,
+                                         last_visible, MASKED)
+    v = _tma_tile(v_desc, bt_row, n0, end, stride_btn, num_blocks, col, PAGE, BLOCK_N).to(DOT_DTYPE)
+    if MASKED:
+        v = tl.where(n_ok[:, None], v, 0.0)
+    if PV_T:  # acc is O^T [BLOCK_D, BLOCK_M]: V^T as the MMA's M (wgmma with 4 or 8 warps)
+        acc = acc * alpha[None, :] + tl.dot(tl.trans(v), tl.trans(p.to(DOT_DTYPE)))
+    else:
+        acc = acc * alpha[:, None] + tl.dot(p.to(DOT_DTYPE), v)
+    return acc, m_new, l_i
 
 
 @triton.jit
@@ -261,6 +343,7 @@ def _decode_kernel(
     MERGE_CHUNK: tl.constexpr,  # splits merged per step of the inline merge (power of two)
     TAIL_MASK: tl.constexpr,  # unmasked full steps, then the masked tail (see the loop)
     TOKENS_M: tl.constexpr,  # FP8 tensor-core form, cache tokens as the MMA M dimension (_decode_step_t)
+    KV_TMA: tl.constexpr,  # 1, 2: k_cache_ptr / v_cache_ptr are TMA descriptors (_decode_step_tma); 2: O^T = V^T.P^T
     EXACT_ROUND: tl.constexpr,  # interpreter: round fp32 -> fp8 explicitly (its casts truncate)
     KERNEL_NAME: tl.constexpr,
 ):
@@ -333,8 +416,6 @@ def _decode_kernel(
     else:
         acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     offs_n = tl.arange(0, BLOCK_N)
-    k_base = k_cache_ptr + kvh * stride_kh
-    v_base = v_cache_ptr + kvh * stride_vh
     bt_row = block_table_ptr + b * stride_btb
     if TAIL_MASK:
         # Full steps first: every token of [start, full_end) is < end and visible to every row (n <= seq_len - SQ,
@@ -343,30 +424,47 @@ def _decode_kernel(
         full_end = start + tl.maximum(tl.minimum(end, seq_len - SQ + 1) - start, 0) // BLOCK_N * BLOCK_N
     else:
         full_end = start
-    # Page ids one tile ahead, carried in registers: the K/V addresses of a step never wait on a load of the same
-    # step, so the pipeliner can issue the K/V copies of later steps early.
-    n_next = start + offs_n
-    page_next = tl.load(bt_row + (n_next // PAGE) * stride_btn, mask=n_next < end, other=0)
-    for n0 in range(start, full_end, BLOCK_N):
-        page = page_next
-        n_next = n0 + BLOCK_N + offs_n
+    if KV_TMA:
+        # One TMA box per page and K/V; the pipeliner issues the block-table loads and the copies of later steps
+        # ahead (num_stages). Always the split loop: unmasked full steps, then the masked tail.
+        kv_col = (kvh * HEAD_DIM).to(tl.int32)
+        if KV_TMA == 2:
+            acc = tl.zeros([BLOCK_D, BLOCK_M], tl.float32)  # O^T
+        for n0 in tl.range(start, full_end, BLOCK_N):
+            acc, m_i, l_i = _decode_step_tma(q, acc, m_i, l_i, n0, offs_n, bt_row, stride_btn, k_cache_ptr,
+                                             v_cache_ptr, kv_col, end, num_blocks, score_scale, last_visible, PAGE,
+                                             BLOCK_N, DOT_DTYPE, KV_TMA == 2, False)
+        for n0 in tl.range(full_end, end, BLOCK_N, num_stages=1):  # <= 2 steps: not pipelined
+            acc, m_i, l_i = _decode_step_tma(q, acc, m_i, l_i, n0, offs_n, bt_row, stride_btn, k_cache_ptr,
+                                             v_cache_ptr, kv_col, end, num_blocks, score_scale, last_visible, PAGE,
+                                             BLOCK_N, DOT_DTYPE, KV_TMA == 2, True)
+    else:
+        k_base = k_cache_ptr + kvh * stride_kh
+        v_base = v_cache_ptr + kvh * stride_vh
+        # Page ids one tile ahead, carried in registers: the K/V addresses of a step never wait on a load of the
+        # same step, so the pipeliner can issue the K/V copies of later steps early.
+        n_next = start + offs_n
         page_next = tl.load(bt_row + (n_next // PAGE) * stride_btn, mask=n_next < end, other=0)
-        acc, m_i, l_i = _decode_any_step(
-            q, acc, m_i, l_i, n0 + offs_n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
-            last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, KV_SAME_STRIDES, PAGE, DOT_DTYPE,
-            EXACT_ROUND, TOKENS_M, False,
-        )
-    for n0 in range(full_end, end, BLOCK_N):
-        page = page_next
-        n_next = n0 + BLOCK_N + offs_n
-        page_next = tl.load(bt_row + (n_next // PAGE) * stride_btn, mask=n_next < end, other=0)
-        acc, m_i, l_i = _decode_any_step(
-            q, acc, m_i, l_i, n0 + offs_n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
-            last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, KV_SAME_STRIDES, PAGE, DOT_DTYPE,
-            EXACT_ROUND, TOKENS_M, True,
-        )
+        for n0 in range(start, full_end, BLOCK_N):
+            page = page_next
+            n_next = n0 + BLOCK_N + offs_n
+            page_next = tl.load(bt_row + (n_next // PAGE) * stride_btn, mask=n_next < end, other=0)
+            acc, m_i, l_i = _decode_any_step(
+                q, acc, m_i, l_i, n0 + offs_n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
+                last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, KV_SAME_STRIDES, PAGE, DOT_DTYPE,
+                EXACT_ROUND, TOKENS_M, False,
+            )
+        for n0 in range(full_end, end, BLOCK_N):
+            page = page_next
+            n_next = n0 + BLOCK_N + offs_n
+            page_next = tl.load(bt_row + (n_next // PAGE) * stride_btn, mask=n_next < end, other=0)
+            acc, m_i, l_i = _decode_any_step(
+                q, acc, m_i, l_i, n0 + offs_n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
+                last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, KV_SAME_STRIDES, PAGE, DOT_DTYPE,
+                EXACT_ROUND, TOKENS_M, True,
+            )
 
-    if TOKENS_M:
+    if TOKENS_M or KV_TMA == 2:
         acc = tl.trans(acc)
     has = l_i > 0.0
     inv_l = tl.where(has, v_ds / tl.where(has, l_i, 1.0), 0.0)
@@ -468,8 +566,10 @@ def merge_chunk(block_m: int, block_d: int) -> int:
 def decode_kernel_name(
     arch: int, cache: str, q: str, out: str, block_m: int, block_n: int, head_dim: int, warps: int, stages: int,
     page: int, split: bool, per_head: bool, inline: bool = True, tail: bool = False, tokens_m: bool = False,
+    kv_tma: int = 0,
 ) -> KernelName:
     """Types: cache element, q element, accumulator, output. Tile: query rows x cache tokens x head dim.
+    ``kv_tma``: 0 gathered K/V, 1 TMA page loads, 2 TMA page loads with O^T = V^T.P^T (the kernel's KV_TMA).
     Schedule: ``paged`` (one split), ``pagedsplitkv`` (partials merged in-kernel by the last split) or
     ``pagedsplitkvcombine`` (partials merged by :func:`_combine_kernel`)."""
     return KernelName(
@@ -481,7 +581,8 @@ def decode_kernel_name(
         stages=stages,
         schedule="paged" + (("splitkv" if inline else "splitkvcombine") if split else ""),
         scaling="headwise" if per_head else "tensorwise",
-        extras=(f"page{page}",) + (("tailmask",) if tail else ()) + (("fp8t",) if tokens_m else ()),
+        extras=(f"page{page}",) + (("tailmask",) if tail else ()) + (("fp8t",) if tokens_m else ())
+        + ((("tmakv", "tmakvt")[kv_tma - 1],) if kv_tma else ()),
     )
 
 
@@ -508,11 +609,13 @@ def combine_kernel_name(arch: int, out: str, block_s: int, head_dim: int):
 def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, page: int, split: bool,
                  q_sig: str = "bf16", cache_sig: str = "fp8e4nv", head_dim: int = 128,
                  inline: bool = True, offs_i32: bool = True, tail_mask: bool = False,
-                 tokens_m: bool = False) -> CodegenSpec:
+                 tokens_m: bool = False, kv_tma: int = 0) -> CodegenSpec:
     block_m = max(16, min(64, triton.next_power_of_2(group * sq)))
     dot = "fp16" if cache_sig in ("fp8e4nv", "fp16") else "bf16"
+    # kv_tma: the caches as TMA descriptors of the [num_blocks * page, Hkv * D] view, one box per page (or sub-box)
+    kv = f"tensordesc<{cache_sig}[{min(block_n, page)}, {head_dim}]>" if kv_tma else f"*{cache_sig}"
     sig = {
-        "q_ptr": f"*{q_sig}", "k_cache_ptr": f"*{cache_sig}", "v_cache_ptr": f"*{cache_sig}",
+        "q_ptr": f"*{q_sig}", "k_cache_ptr": kv, "v_cache_ptr": kv,
         "block_table_ptr": "*i32", "seq_lens_ptr": "*i32", "k_descale_ptr": "*fp32", "v_descale_ptr": "*fp32",
         "out_ptr": "*bf16", "part_o_ptr": "*fp32", "part_lse_ptr": "*fp32", "counter_ptr": "*i32",
         "sm_scale_log2": "fp32",
@@ -527,7 +630,7 @@ def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, pag
     sig["stride_btn"] = "constexpr"
     for c in ("K_DESCALE_STRIDE", "V_DESCALE_STRIDE", "OFFS_I32", "KV_SAME_STRIDES", "SQ", "GROUP", "HEAD_DIM",
               "BLOCK_D", "BLOCK_M", "BLOCK_N", "PAGE", "DOT_DTYPE", "Q_POW2_SCALE", "WRITE_PARTIAL", "INLINE_MERGE",
-              "MERGE_CHUNK", "TAIL_MASK", "TOKENS_M", "EXACT_ROUND"):
+              "MERGE_CHUNK", "TAIL_MASK", "TOKENS_M", "KV_TMA", "EXACT_ROUND"):
         sig[c] = "constexpr"
     constexprs = {
         "stride_btn": 1, "K_DESCALE_STRIDE": 1, "V_DESCALE_STRIDE": 1, "OFFS_I32": offs_i32,
@@ -536,15 +639,15 @@ def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, pag
         "DOT_DTYPE": tl.float16 if dot == "fp16" else tl.bfloat16,
         "Q_POW2_SCALE": q_sig == "bf16" and dot == "fp16", "WRITE_PARTIAL": split,
         "INLINE_MERGE": split and inline, "MERGE_CHUNK": merge_chunk(block_m, head_dim), "TAIL_MASK": tail_mask,
-        "TOKENS_M": tokens_m, "EXACT_ROUND": False,
+        "TOKENS_M": tokens_m, "KV_TMA": kv_tma, "EXACT_ROUND": False,
     }
     short = {"fp8e4nv": "e4m3", "bf16": "bf16", "fp16": "f16"}
     name = decode_kernel_name(90, short[cache_sig], short[q_sig], "bf16", block_m, block_n, head_dim, warps, stages,
-                              page, split, True, inline, tail_mask, tokens_m)
+                              page, split, True, inline, tail_mask, tokens_m, kv_tma)
     return CodegenSpec(
         fn=_decode_kernel, signature=sig, constexprs=constexprs, name=name, num_warps=warps, num_stages=stages,
         description=f"paged decode, {cache_sig} cache, GQA {group}, Sq {sq}, page {page}, "
-                    f"{'split-KV partials' if split else 'direct output'}",
+                    f"{'split-KV partials' if split else 'direct output'}" + (", TMA K/V pages" if kv_tma else ""),
         min_arch=80,
         divisible=tuple(n for n, t in sig.items() if t.startswith("*")) + aligned_strides,
     )
@@ -572,6 +675,20 @@ def codegen_specs() -> dict[str, CodegenSpec]:
                                                              tokens_m=True),
         "decode_e4m3_gqa4_page64_fp8t": _decode_spec(4, 1, 128, 4, 3, 64, False, tail_mask=True, tokens_m=True),
         "decode_e4m3_gqa8_page16_fp8t_bn64": _decode_spec(8, 1, 64, 4, 3, 16, False, tail_mask=True, tokens_m=True),
+        # DecodeConfig(kv_load="tma"): K/V pages by TMA (one box per page), fp16 products as the default
+        # The heuristic's pick for the issue-6 shapes (Hq/Hkv 32/8, ctx 4096, B 32 and 128: one split), page 64
+        "decode_e4m3_gqa4_page64_bn128": _decode_spec(4, 1, 128, 4, 3, 64, False),
+        "decode_e4m3_gqa4_page64_tma_bn128": _decode_spec(4, 1, 128, 4, 3, 64, False, tail_mask=True, kv_tma=1),
+        "decode_e4m3_gqa4_page64_tma": _decode_spec(4, 1, 64, 4, 3, 64, False, tail_mask=True, kv_tma=1),
+        "decode_e4m3_gqa4_page64_tma_w2": _decode_spec(4, 1, 64, 2, 3, 64, False, tail_mask=True, kv_tma=1),
+        "decode_e4m3_gqa4_page64_tma_bn32w1": _decode_spec(4, 1, 32, 1, 4, 64, False, tail_mask=True, kv_tma=1),
+        "decode_e4m3_gqa8_page64_tma_splitkv": _decode_spec(8, 1, 64, 4, 3, 64, True, tail_mask=True, kv_tma=1),
+        "decode_e4m3_gqa4_page16_tma_bn32w1": _decode_spec(4, 1, 32, 1, 4, 16, False, tail_mask=True, kv_tma=1),
+        "decode_e4m3_gqa8_page16_tma_bn64": _decode_spec(8, 1, 64, 4, 3, 16, False, tail_mask=True, kv_tma=1),
+        # DecodeConfig(kv_load="tmat"): the same with O^T = V^T.P^T (wgmma for P.V)
+        "decode_e4m3_gqa4_page64_tmat_bn128": _decode_spec(4, 1, 128, 4, 3, 64, False, tail_mask=True, kv_tma=2),
+        "decode_e4m3_gqa4_page64_tmat": _decode_spec(4, 1, 64, 4, 3, 64, False, tail_mask=True, kv_tma=2),
+        "decode_e4m3_gqa8_page64_tmat_splitkv": _decode_spec(8, 1, 64, 4, 3, 64, True, tail_mask=True, kv_tma=2),
         "decode_e4m3_gqa8_page16_i64": _decode_spec(8, 1, 64, 4, 3, 16, False, offs_i32=False),
         "decode_e4m3_gqa8_sq4": _decode_spec(8, 4, 64, 8, 3, 16, False),
         "decode_e4m3_gqa8_sq16": _decode_spec(8, 16, 32, 8, 3, 16, True),

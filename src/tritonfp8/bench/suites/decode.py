@@ -100,6 +100,22 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "fp8t": {"dot": "fp8t", "block_n": 128, "num_warps": 4},
     "fp8ts2": {"dot": "fp8t", "block_n": 128, "num_warps": 4, "num_stages": 2},
     "fp8tsplitsx1.5": {"dot": "fp8t", "block_n": 128, "num_warps": 4, "splits_factor": 1.5},
+    # K/V pages by TMA (DecodeConfig(kv_load="tma")): one box per page and K/V, fp16 products as the default.
+    # Offline SASS (sm_90, 16 rows, D 128, page 64, cutlass_ name), main loop warp-instructions per token (the
+    # default heuristic's page-64 kernel, 4 warps x 128 gathered tokens: 35.6, 255 registers, 11 spills):
+    # 2 pages x 64 tokens, 4 warps: 29.9, 255 registers, no spills; 1 page, 4 warps: 35.1, 168 registers (3 per SM);
+    # 2 warps x 1 page: 27.1, 255 registers; 1 warp x 32-token sub-boxes: 25.4, 255 registers. Pages of 16 stack
+    # 4-8 boxes per step through shared memory (75.6 per token at 64 tokens): page-64 shapes are the target.
+    "tma": {"kv_load": "tma", "block_n": 128, "num_warps": 4},
+    "tmabn64": {"kv_load": "tma", "block_n": 64, "num_warps": 4},
+    "tmabn64splitsx1.5": {"kv_load": "tma", "block_n": 64, "num_warps": 4, "splits_factor": 1.5},
+    "tmaw2splitsx2": {"kv_load": "tma", "block_n": 64, "num_warps": 2, "splits_factor": 2.0},
+    "tmaw1bn32s4splitsx4": {"kv_load": "tma", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0},
+    # kv_load="tmat": P.V as O^T = V^T.P^T (wgmma with 4 warps): 2 pages x 4 warps 26.9 per token, 246 registers,
+    # no spills; 1 page 33.4, 148 registers.
+    "tmat": {"kv_load": "tmat", "block_n": 128, "num_warps": 4},
+    "tmatbn64": {"kv_load": "tmat", "block_n": 64, "num_warps": 4},
+    "tmatbn64splitsx1.5": {"kv_load": "tmat", "block_n": 64, "num_warps": 4, "splits_factor": 1.5},
 }
 VARIANT_CASES = ((8, 4096, 32, 16), (1, 32768, 64, 16), (32, 4096, 32, 64), (128, 1024, 32, 16), (8, 32768, 64, 16),
                  (128, 4096, 32, 16))
@@ -450,7 +466,7 @@ def _run_variants(args, H, console) -> list[dict]:
             rows.append({
                 "case": f"B{b} ctx{ctx} {hq}/{HKV} p{page}", "variant": name, "names": mode, "block_n": c.block_n,
                 "warps": c.num_warps, "stages": c.num_stages, "splits": c.num_splits, "merge": c.merge, "loop": c.loop,
-                "dot": c.dot,
+                "dot": c.dot, "kv_load": c.kv_load,
                 "ms": s.median, "gbps": H.gbps(nbytes, s.median), "pct_of_copy": H.pct(H.gbps(nbytes, s.median),
                                                                                          copy_gbps),
                 "vs_heuristic": H.compare(tt, times["heuristic"]).ratio, "spread": s.spread,
