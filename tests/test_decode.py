@@ -418,6 +418,38 @@ def test_heuristic_splits():
     assert dec.decode_config(1, 8, 3, 100).block_m == 16
 
 
+def test_heuristic_long_context_tma_rule():
+    """Pages of 64 that TMA can load, B x Hkv >= 256, ctx >= 16384, 16 query rows: the one-warp TMA kernel with 4x
+    the gather splits; anything short of that keeps the gather config (what decode_config gave before the rule)."""
+    tma = dec.decode_config(32, 8, 4, 16384, tma_page=64)
+    gather = dec.decode_config(32, 8, 4, 16384)
+    assert (tma.kv_load, tma.num_warps, tma.block_n, tma.num_stages) == ("tma", 1, 64, 4)
+    assert gather.kv_load == "gather" and tma.num_splits == 4 * gather.num_splits
+    assert dec.decode_config(32, 8, 4, 16384, num_splits=3, tma_page=64).num_splits == 3  # given splits kept
+    for args, page in [((32, 8, 4, 16383), 64), ((31, 8, 4, 32768), 64), ((32, 8, 4, 32768), 32),
+                       ((32, 8, 32, 32768), 64), ((32, 8, 4, 32768), None)]:
+        assert dec.decode_config(*args, tma_page=page) == dec.decode_config(*args), (args, page)
+
+
+def test_heuristic_tma_only_where_tma_can_load(monkeypatch):
+    """The plan asks for the TMA rule only when the cache is TMA-addressable: an unaligned base or a 16-bit cache
+    gets the gather config from the heuristic."""
+    seen = []
+    real = dec.decode_config
+    monkeypatch.setattr(dec, "decode_config",
+                        lambda *a, **k: seen.append(a[6] if len(a) > 6 else k.get("tma_page")) or real(*a, **k))
+    shape, strides = (16, 64, 8, 128), (64 * 8 * 128, 8 * 128, 128, 1)
+    assert dec._tma_geometry(shape, strides, strides, 1, 64, True) is not None
+    assert dec._tma_geometry(shape, strides, strides, 1, 64, False) is None  # base not 16-byte aligned
+    assert dec._tma_geometry(shape, strides, strides, 2, 64, True) is None  # bf16 cache
+    key = (torch.device("cpu"), torch.bfloat16, torch.float8_e4m3fn, torch.bfloat16, 32, 1, 32, 8, 128, 64, 256, 16, strides,
+           strides, False, False, 16384, None, None, "cutlass", False)
+    dec._plan(key)
+    assert seen[-1] is None  # not aligned: no tma_page
+    dec._plan(key[:-1] + (True,))
+    assert seen[-1] == 64  # aligned dense E4M3 pages of 64
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # write_kv_cache
 

@@ -150,6 +150,28 @@ def test_tma_gpu_matches_default(hq, hkv, page, block_n, warps, load):
         assert_decode_close(out, ref, default, max(lens), torch.float32)
 
 
+@requires_gpu
+def test_heuristic_long_context_takes_tma_on_gpu():
+    """H200: the heuristic's long-context rule (B x Hkv >= 256, ctx >= 16384, pages of 64) runs the TMA kernel;
+    against the reference and against the gather heuristic forced by an explicit config. Shuffled pages, ragged
+    lengths up to 16384, some of them short."""
+    b, hkv, hq = 32, 8, 32
+    g = torch.Generator().manual_seed(25)
+    lens = [16384, 1, 17, 339, 16383] + torch.randint(1, 16385, (b - 5,), generator=g).tolist()
+    kc, vc, bt, sl, ks, vs = dec.random_paged_cache(lens, hkv, 128, 64, device="cuda", generator=g)
+    q = torch.randn(b, 1, hq, 128, generator=g).to(device="cuda", dtype=torch.bfloat16)
+    out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, out_dtype=torch.float32)
+    assert _tma_plan_used()
+    gather_cfg = dec.decode_config(b, hkv, hq // hkv, bt.shape[1] * 64)
+    gather = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=gather_cfg,
+                                  out_dtype=torch.float32)
+    assert not _tma_plan_used()
+    ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
+    pt = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, p_dtype=torch.float16)
+    assert_decode_close(out, ref, pt, max(lens), torch.float32)
+    assert_decode_close(out, ref, gather, max(lens), torch.float32)
+
+
 def test_tma_variant_sass_sm90():
     """Offline sm_90 (no GPU): the variants' page tiles are TMA loads (UTMALDG; the gather path has none), the
     heuristic's page-64 shape (16 rows, 2 pages x 64 tokens, 4 warps) and the one-page split-KV kernel compile

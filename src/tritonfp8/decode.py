@@ -110,10 +110,25 @@ def num_sms(device: torch.device) -> int:
     return 132
 
 
+# Long-context rule of decode_config (measured on the H200, page 64, Hq 32 / Hkv 8, D 128, E4M3 cache, two runs:
+# decode-nvidia-h200-20261129-153949.json and -154146.json): at B >= 32 and ctx >= 16384, one-warp programs loading
+# 64-token page boxes by TMA with 4 stages and 4x the gather heuristic's splits ran 1.07-1.25x the gather
+# heuristic (B32 ctx16384 87.6%, ctx32768 83.9%; B128 80.0% / 82.1% of copy bandwidth); at ctx 4096 and at B = 8
+# they were not faster (0.7-1.2x, bimodal), so those keep the gather kernel.
+TMA_MIN_LEN = 16384
+TMA_MIN_PROGRAMS = 256  # batch x KV heads
+TMA_SPLITS_FACTOR = 4
+
+
 def decode_config(
-    batch: int, kv_heads: int, rows: int, max_len: int, sms: int = 132, num_splits: int | None = None
+    batch: int, kv_heads: int, rows: int, max_len: int, sms: int = 132, num_splits: int | None = None,
+    tma_page: int | None = None,
 ) -> DecodeConfig:
     """Heuristic config from the batch, KV heads, query rows per KV head (GQA group x Sq) and the longest length.
+
+    ``tma_page``: the page size when the cache can be loaded by TMA (FP8, dense heads, 16-byte aligned; see
+    ``_tma_geometry``), else None. Long contexts on pages of 64 then take the one-warp TMA kernel (see
+    :data:`TMA_MIN_LEN`).
 
     Splits: as many (batch x KV head x split) programs as fit at once, :data:`RESIDENT_PER_SM` per SM (the issue's
     "B·Hkv·splits ≈ 2 x #SMs"), rounded down to whole splits, while every split keeps at least 256 tokens (16
@@ -130,6 +145,8 @@ def decode_config(
     # 32/64 rows are not measured yet and keep the offline-chosen sizes.
     block_n = 128 if block_m == 16 else (32 if block_m == 64 else 64)
     warps = 4 if block_m == 16 else 8
+    long_tma = (tma_page is not None and tma_page >= 64 and block_m == 16 and max_len >= TMA_MIN_LEN
+                and batch * kv_heads >= TMA_MIN_PROGRAMS)
     if num_splits is None:
         programs = max(1, batch * kv_heads * triton.cdiv(rows, block_m))
         # At most one full wave of RESIDENT_PER_SM programs per SM, rounded down: a wave and a fraction (e.g. 320
@@ -137,6 +154,11 @@ def decode_config(
         by_occupancy = max(1, (RESIDENT_PER_SM * sms) // programs)
         by_length = max(1, max_len // 256)
         num_splits = max(1, min(by_occupancy, by_length, MAX_SPLITS))
+        if long_tma:
+            num_splits = max(1, min(num_splits * TMA_SPLITS_FACTOR, max_len // 256, MAX_SPLITS))
+    if long_tma:
+        return DecodeConfig(block_n=64, block_m=block_m, num_warps=1, num_stages=4, num_splits=num_splits,
+                            kv_load="tma")
     return DecodeConfig(block_n=block_n, block_m=block_m, num_warps=warps, num_stages=3, num_splits=num_splits)
 
 
@@ -407,7 +429,7 @@ def decode_attention(
     bound = max_blocks * page if max_seqlen is None else max_seqlen
     kstr, vstr = k_cache.stride(), v_cache.stride()
     # TMA needs 16-byte aligned bases: part of the key only where a config asks for TMA (cheap otherwise).
-    aligned = (config is not None and config.kv_load != "gather"
+    aligned = ((config is None or config.kv_load != "gather") and k_cache.dtype == torch.float8_e4m3fn
                and (k_cache.data_ptr() | v_cache.data_ptr()) % 16 == 0)
     key = (device, q.dtype, k_cache.dtype, out_dtype, bsz, sq, hq, hkv, d, page, max_blocks, nblocks, kstr, vstr,
            kd.numel() > 1, vd.numel() > 1, bound, num_splits, config, naming.naming_mode(), aligned)
@@ -537,7 +559,8 @@ def _plan(key) -> _Plan:
     group = hq // hkv
     rows = group * sq
     if cfg is None:
-        cfg = decode_config(bsz, hkv, rows, int(bound), num_sms(device), num_splits)
+        tma_ok = _tma_geometry((nblocks, page, hkv, d), kstr, vstr, c_dtype.itemsize, 64, aligned) is not None
+        cfg = decode_config(bsz, hkv, rows, int(bound), num_sms(device), num_splits, page if tma_ok else None)
     elif num_splits is not None:
         cfg = dataclasses.replace(cfg, num_splits=num_splits)
     block_m = max(16, min(cfg.block_m, _next_pow2(rows)))
