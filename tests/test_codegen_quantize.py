@@ -67,3 +67,31 @@ def test_compiled_cast_uses_the_hardware_rounding(name, cvt):
     assert cvt in proc.stdout
     assert "FMNMX.NAN" in proc.stdout  # the clamp that keeps NaN
     assert "12582912" not in proc.stdout  # 1.5 * 2**23, the explicit rounding's magic number (FFMA immediate)
+
+
+TMA_NAMES = [n for n, s in codegen_specs().items() if s.fn.__name__ == "quantize_tma_kernel"]
+
+
+def test_tma_variants_have_specs():
+    assert {"quant_block_g1w16t4p1fd_bf16_e4m3", "quant_block_g1w16t4sp1fd_bf16_e4m3",
+            "quant_group_g1w8m64t4p2fd_bf16_e4m3"} <= set(TMA_NAMES)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", TMA_NAMES)
+def test_tma_pipelines_are_resident(name, reports):
+    """The TMA-pipelined grids (quantize_tma_kernel): the P programs per SM of the name's p<P> fit in an H100/H200
+    SM at once (228 KB of shared memory, 1 KB reserved per program; 64K registers), shared memory holds S - 1 tiles
+    of t<S> (Triton's pipeline), and the loop loads by TMA (UTMALDG; UTMASTG for the s variants)."""
+    spec = codegen_specs()[name]
+    r = json.loads(reports[name].stdout)
+    rest = naming.parse_kernel_name(r["name"])["rest"]
+    per_sm = next(int(t[1:]) for t in rest if t[0] == "p" and t[1:].isdigit())
+    stages = next(int(t[1:]) for t in rest if t[0] == "t" and t[1:].isdigit())
+    tile_bytes = spec.constexprs["BLOCK_M"] * spec.constexprs["GROUPS"] * spec.constexprs["G"] * 2  # bf16
+    assert r["shared_bytes"] >= (stages - 1) * tile_bytes, r
+    assert per_sm * (r["shared_bytes"] + 1024) <= 228 * 1024, r
+    assert per_sm * spec.num_warps * 32 * r["registers"] <= 65536, r
+    proc = _cli(name, "--arch", "90", "--sass", "--no-compare")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "UTMALDG.2D" in proc.stdout
+    assert ("UTMASTG.2D" in proc.stdout) == ("s" in rest)

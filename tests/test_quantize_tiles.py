@@ -63,6 +63,14 @@ CASES = [
     ("g1w8r80fd", (128, 128), (130, 136)),
     ("legacyfd", (32, 32), (70, 100)),
     ("g1w4p2l2fd", (32, 32), (70, 100)),  # persistent, L2 prefetch (a no-op in the interpreter)
+    # TMA-pipelined persistent grids (t<S>[s]p<P>, quantize_tma_kernel; the interpreter runs the tensor
+    # descriptors): K with 16-byte aligned rows (else the fallback below), partial blocks / groups / tiles along M
+    # and K, several tiles per program, TMA stores (s) clipped to (M, K).
+    ("g1w4t3p2fd", (32, 32), (70, 104)),
+    ("g2w4t2sp1", (32, 32), (33, 80)),  # 2 blocks per tile, the last K tile half outside x
+    ("g1w4m4t3p2fd", (1, 32), (7, 296)),  # 4 rows per tile, a partial last group
+    ("g2w4m2t4sp1fd", (1, 32), (5, 112)),
+    ("g1w8t4sp1fd", (128, 128), (130, 144)),
 ]
 
 
@@ -169,10 +177,83 @@ def test_third_round_plans_and_names(tiling):
 
 @pytest.mark.parametrize("bad", ["g3w8", "g8w3", "narrow", "g8", "g8w8c3", "g8w8r8", "", "g1w8p0", "g1w8p17",
                                  "g1w8c32fd", "g1w8c32p2", "g1w8fdp2", "g1w8evfd", "g1w8l2",
-                                 "g1w8fdl2"])
+                                 "g1w8fdl2", "g1w8t3", "g1w8t1p1", "g1w8t9p1", "g1w8t3p2l2", "g1w8t3p2ev",
+                                 "g1w8c32t3p1", "g1w8p2t3", "g1w8st3p1"])
 def test_bad_tiling_names_raise(bad):
     with pytest.raises(ValueError, match="tiling"):
         qmod._set_tiling(bad)
+
+
+def test_tma_plans_and_names(tiling):
+    """t<S>[s]p<P>: the TMA kernel where TMA can read x (tma_ok, a box of at most 256 x 256, the stages in
+    _TMA_SMEM), P shrunk to what fits in shared memory, kernel-name tokens; otherwise the same tiling on the pointer
+    kernel, one tile per program."""
+    tiling("g1w16t4p1fd")
+    plan = qmod._plan(("block", 128), 8192, 8192, False, tma_ok=True)
+    assert (plan.kernel, plan.groups, plan.cast.num_warps, plan.persist, plan.tma_stages, plan.tma_store) == (
+        "tma", 1, 16, 1, 4, False)
+    assert plan.fast_div and qmod._cast_programs(plan, 8192, 64, 132) == 132
+    cx = plan.cast_constexprs(E4M3)
+    assert (cx["STAGES"], cx["TMA_STORE"], cx["BLOCKWISE"]) == (4, False, True) and "PERSIST" not in cx
+    parsed = naming.parse_kernel_name(plan.cast_name(torch.bfloat16, E4M3).build("cutlass"))
+    assert parsed["rest"] == ("tma", "block128x128", "g1", "t4", "p1", "fd")
+    # Not TMA-readable (strided / unaligned x): the pointer kernel, same tile, no persistent grid.
+    plan = qmod._plan(("block", 128), 8192, 8192, False, tma_ok=False)
+    assert (plan.kernel, plan.groups, plan.cast.num_warps, plan.persist, plan.tma_stages) == ("groups", 1, 16, 0, 0)
+    # P shrinks to the programs whose pipelines fit: 3 x 2 stages of 32 KB, not 4.
+    tiling("g1w16t3p4")
+    assert qmod._plan(("block", 128), 8192, 8192, False, tma_ok=True).persist == 3
+    # fp32 at 7 stages (6 x 64 KB) never fits: fallback; a 2 x 256-wide (G, G) tile is over the 256-element box.
+    tiling("g1w16t7p1")
+    assert qmod._plan(("block", 128), 8192, 8192, False, tma_ok=True, in_bytes=4).kernel == "groups"
+    tiling("g4w16t2p1")
+    assert qmod._plan(("block", 128), 8192, 8192, False, tma_ok=True).kernel == "groups"
+    # TMA stores need 16-byte FP8 rows (K % 16 == 0).
+    tiling("g1w8m64t4sp2fd")
+    plan = qmod._plan(("group", 128), 8192, 8192, False, tma_ok=True)
+    assert (plan.kernel, plan.cast.block_m, plan.cast.block_k, plan.persist, plan.tma_store) == ("tma", 64, 128, 2,
+                                                                                                 True)
+    assert naming.parse_kernel_name(plan.cast_name(torch.bfloat16, E4M3).build("cutlass"))["rest"][-5:] == (
+        "g1", "t4", "s", "p2", "fd")
+    assert qmod._plan(("group", 128), 8192, 8200, False, tma_ok=True).kernel == "groups"
+    assert qmod._plan(("group", 128), 8192, 8192, True, tma_ok=True).kernel == "tma"  # static scales too
+    assert qmod._variant_applies("g1w16t4p1fd", "block") and qmod._variant_applies("g1w8m64t4p2fd", "group")
+
+
+@pytest.mark.parametrize("name", ["g1w4t3p2fd", "g2w4m2t4sp1fd"])
+def test_tma_tilings_fall_back(name, device, tiling):
+    """Inputs TMA cannot read (column-major; rows of 100 bf16, not a multiple of 16 bytes) take the pointer kernel
+    of the same tiling, with the same bits."""
+    tiling(name)
+    qmod._LAUNCHES.clear()
+    x = _input(100, 48, torch.bfloat16, device).t()  # (48, 100), last dim strided
+    _assert_bit_exact(x, (1, 32), E4M3)
+    _assert_bit_exact(x, (32, 32), E4M3)
+    _assert_bit_exact(_input(48, 100, torch.bfloat16, device), (32, 32), E5M2)
+    _assert_bit_exact(_input(1, 64, torch.bfloat16, device).expand(40, 64), (32, 32), E4M3)  # row stride 0
+    _assert_bit_exact(_input(41, 64, torch.bfloat16, device)[1:], (1, 32), E4M3)  # base 128 B in: 16-byte aligned,
+    kernels = {lc.plan.kernel for lc in qmod._LAUNCHES.values()}
+    assert kernels == {"groups", "tma"}  # ... so the slice is the only TMA launch
+    x = _input(40, 72, torch.bfloat16, device)[:, 4:]  # base 8 bytes in: not 16-byte aligned
+    qmod._LAUNCHES.clear()
+    _assert_bit_exact(x, (32, 32), E4M3)
+    assert {lc.plan.kernel for lc in qmod._LAUNCHES.values()} == {"groups"}
+
+
+@pytest.mark.parametrize("name,gran", [("g1w4t3p2fd", (32, 32)), ("g1w4m4t2sp1fd", (1, 32))])
+@pytest.mark.parametrize("out_dtype", [E4M3, E5M2])
+def test_tma_tilings_special_blocks(name, gran, out_dtype, device, tiling):
+    """All-zero and all-NaN groups/blocks (floor scale), 1e30 and values beyond the format's max, through the TMA
+    kernel (the compiled block amax ignores NaN by maxNum, not by a select)."""
+    tiling(name)
+    qmod._LAUNCHES.clear()
+    x = _input(70, 112, torch.bfloat16, device)
+    x[32:64, 32:64] = 0
+    x[32:64, 64:96] = float("nan")
+    x[0:32, 64:96] = 1e30
+    x[64:, :32] = 6e4 if out_dtype == E4M3 else 3e38
+    _assert_bit_exact(x, gran, out_dtype)
+    assert {lc.plan.kernel for lc in qmod._LAUNCHES.values()} == {"tma"}
 
 
 def test_launch_cache_keys_on_tiling(device, tiling):
@@ -247,7 +328,8 @@ def test_bench_variants_bookkeeping_on_cpu(tmp_path, monkeypatch, capsys):
 
 GPU_TILINGS = ["legacy", "g64w8", "g8w8", "g16w8", "g1w16", "g1w16c32", "g1w16c64", "g2w16c32", "g1w8c32", "g64w16m2",
                "g2w16", "g1w16fd", "g1w8fd", "g1w8r80fd", "g1w8r80fdev", "g1w8p1fd", "g64w8fd",
-               "legacyfd", "g1w16p1l2fd"]
+               "legacyfd", "g1w16p1l2fd", "g1w16t3p1fd", "g1w16t4p1fd", "g1w16t6p1fd", "g1w16t4sp1fd", "g1w8t4p1fd",
+               "g1w8m64t4p2fd", "g1w16m128t4p1fd", "g1w8m64t4sp2fd"]
 
 
 @requires_gpu

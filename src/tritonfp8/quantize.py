@@ -43,6 +43,7 @@ attention references.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass
@@ -272,6 +273,9 @@ class _Plan:
     persist: int = 0
     persist_l2: bool = False  # persistent grid prefetching its next tile into L2 instead of registers
     prefetch: bool = False
+    # kernel "tma" (quantize_tma_kernel): pipeline stages of its TMA loads; FP8 written by TMA too
+    tma_stages: int = 0
+    tma_store: bool = False
 
     @property
     def block_p(self) -> int:
@@ -301,6 +305,20 @@ class _Plan:
                 "EVICT": self.evict,
                 "PERSIST": ("l2" if self.persist_l2 else "regs") if self.persist else "",
             }
+        if self.kernel == "tma":
+            return {
+                "BLOCK_M": self.cast.block_m,
+                "GROUPS": self.groups,
+                "G": self.group,
+                "BLOCKWISE": self.kind == "block",
+                "SCALE_SRC": self.source,
+                "OUT_DTYPE": triton_fp8_dtype(out_dtype),
+                "FMAX": fp8_format(out_dtype).max,
+                "AMAX_FLOOR": AMAX_FLOOR,
+                "FAST_DIV": self.fast_div,
+                "STAGES": self.tma_stages,
+                "TMA_STORE": self.tma_store,
+            }
         return {
             "BLOCK_M": self.cast.block_m,
             "BLOCK_K": self.cast.block_k,
@@ -321,13 +339,15 @@ class _Plan:
         from tritonfp8.naming import KernelName
 
         schedule = {"tile": "ptr", "amax": "twopass", "absmax": "twopass", "given": "static"}[self.source]
+        if self.kernel == "tma":
+            schedule = "tma" if self.source == "tile" else "tmastatic"
         return KernelName(
             arch=self.arch,
             op="fp8quant",
             types=(short_name(in_dtype), short_name(out_dtype)),
             tile=(self.cast.block_m, self.cast.block_k, 1),
             warps=self.cast.num_warps,
-            stages=1,
+            stages=self.tma_stages or 1,
             schedule=schedule,
             scaling=self.scaling,
             extras=self._cast_extras(),
@@ -338,10 +358,12 @@ class _Plan:
         # group per program: "g1" then. "c<C>" / "r<R>": chunked (G, G) sweep, register cap. Names end with the
         # scaling token, then "fd" where the fast exact division is used (the default for computed group scales).
         fd = ("fd",) if self.fast_div else ()
-        if self.kernel != "groups":
+        if self.kernel == "tile":
             return self.extras + fd
         toks = ("g1",) if self.groups == 1 else ()
-        toks += tuple(f"{p}{v}" for p, v in (("c", self.chunk_m), ("r", self.maxnreg), ("p", self.persist)) if v)
+        toks += tuple(f"{p}{v}" for p, v in (("c", self.chunk_m), ("r", self.maxnreg), ("t", self.tma_stages)) if v)
+        toks += ("s",) if self.tma_store else ()
+        toks += (f"p{self.persist}",) if self.persist else ()
         return toks + (("l2",) if self.persist_l2 else ()) + fd + (("ev",) if self.evict else ())
 
     def amax_name(self, in_dtype: torch.dtype):
@@ -411,13 +433,20 @@ _COL_STRIP = 128  # two-pass col: 128 columns = 256 B of bf16 per row, 16 thread
 #   scales only, _kernels/quantize._div_by_scale); "ev": evict-first loads and streaming (.cs) stores.
 #   E.g. g1w8p2fd: 128 x 128 blocks, 8 warps, 2 programs per SM, fast division. "legacyfd": the legacy tiling
 #   (quantize_kernel; the (G, G) default) with fast division.
+# - "t<S>[s]" with "p<P>" (e.g. g1w8t3p2fd): quantize_tma_kernel, the persistent grid loading its tiles by TMA in a
+#   loop that Triton software-pipelines S stages deep (S - 1 tiles of loads in flight per program, in shared
+#   memory, none in registers); "s": the FP8 tile leaves by TMA store too. Needs what TMA needs: x with a
+#   contiguous last dim, 16-byte aligned base and row stride, a tile of at most 256 x 256 elements; P shrinks to
+#   what fits in shared memory (_TMA_SMEM). Other inputs fall back to the same g<N>w<W> tiling without t/p.
 # - "auto" (default): see _group_plan.
 TILINGS_HELP = (
-    "auto, legacy[fd], wide (1 x G only: long row segments per program) or g<N>w<W>[m<M>][c<C>][r<R>][p<P>][fd][ev] "
+    "auto, legacy[fd], wide (1 x G only: long row segments per program) or "
+    "g<N>w<W>[m<M>][c<C>][r<R>][t<S>[s]][p<P>][fd][ev] "
     "(N groups/blocks along K per program, W warps, (1, G) only: M rows per program instead of 8192 // (N * G), "
     "(G, G) only: C rows per step, read twice; R registers cap; P persistent programs per SM with the next tile "
-    "prefetched into registers, or into L2 with l2 (p2l2); fd fast exact division; ev evict-first loads / streaming "
-    "stores), e.g. g64w8, g1w16c32, g1w8p2fd, g1w16p2l2fd"
+    "prefetched into registers, or into L2 with l2 (p2l2), or with t<S> TMA loads pipelined S stages deep through "
+    "shared memory (s: TMA stores of the FP8 too); fd fast exact division; ev evict-first loads / streaming "
+    "stores), e.g. g64w8, g1w16c32, g1w8p2fd, g1w16p2l2fd, g1w8t3p2fd"
 )
 _TILING = os.environ.get("TRITONFP8_QUANT_TILING", "auto").strip().lower() or "auto"
 # (1, G) inputs with fewer elements than this keep the legacy tiling: with 16 KB row segments per program they
@@ -431,6 +460,9 @@ _WIDE_BY_DEFAULT = True
 # against the reference there; exactness proof in _kernels/quantize._div_by_scale and tests/test_quantize_fastdiv.py):
 # (128, 128) 79.6% of copy vs 74.2% (legacyfd, 1.07x); (1, 128) 87.4% vs 81.5% (g64w8fd = wide + fd, 1.07x).
 _FAST_DIV_BY_DEFAULT = True
+# Shared memory per SM that the TMA pipelines (t<S>) of the resident programs may fill: an H100/H200 SM has 228 KB,
+# up to 227 KB per program; the rest is left to the reductions' scratch and the per-program reserve.
+_TMA_SMEM = 200 * 1024
 
 
 @dataclass(frozen=True)
@@ -447,6 +479,8 @@ class _TilingSpec:
     fast_div: bool = False
     evict: bool = False
     persist_l2: bool = False
+    tma_stages: int = 0
+    tma_store: bool = False
 
 
 def _parse_tiling(name: str) -> _TilingSpec:
@@ -455,18 +489,21 @@ def _parse_tiling(name: str) -> _TilingSpec:
         return _TilingSpec(name)
     if name == "legacyfd":
         return _TilingSpec("legacy", fast_div=True)
-    mt = re.fullmatch(r"g(\d+)w(\d+)(?:m(\d+))?(?:c(\d+))?(?:r(\d+))?(?:p(\d+)(l2)?)?(fd)?(ev)?", name)
+    mt = re.fullmatch(r"g(\d+)w(\d+)(?:m(\d+))?(?:c(\d+))?(?:r(\d+))?(?:t(\d+)(s)?)?(?:p(\d+)(l2)?)?(fd)?(ev)?",
+                      name)  # fmt: skip
     if mt:
-        n, w, rows, c, r, p = (int(v or 0) for v in mt.groups()[:6])
-        l2, fd, ev = (mt.group(i) is not None for i in (7, 8, 9))
+        n, w, rows, c, r, t, p = (int(mt.group(i) or 0) for i in (1, 2, 3, 4, 5, 6, 8))
+        ts, l2, fd, ev = (mt.group(i) is not None for i in (7, 9, 10, 11))
         pow2 = all(v >= 1 and v & (v - 1) == 0 for v in (n, c or 1, rows or 1))
-        plain_sweep = not c or not (p or fd or ev)  # the chunked (G, G) sweep has none of the suffixes
-        p_ok = mt.group(6) is None or 1 <= p <= 16
-        if pow2 and w in (1, 2, 4, 8, 16, 32) and (r == 0 or 24 <= r <= 255) and p_ok and plain_sweep:
-            return _TilingSpec("groups", n, w, c, r, rows, p, fd, ev, l2)
+        plain_sweep = not c or not (p or fd or ev or t)  # the chunked (G, G) sweep has none of the suffixes
+        p_ok = mt.group(8) is None or 1 <= p <= 16
+        # TMA pipeline: 2..8 stages, a persistent grid (p<P>), no L2 prefetch or cache hints of its own
+        t_ok = mt.group(6) is None or (2 <= t <= 8 and p and not (l2 or ev))
+        if pow2 and w in (1, 2, 4, 8, 16, 32) and (r == 0 or 24 <= r <= 255) and p_ok and t_ok and plain_sweep:
+            return _TilingSpec("groups", n, w, c, r, rows, p, fd, ev, l2, t, ts)
     raise ValueError(
         f"quantize tiling: expected {TILINGS_HELP} (N, C powers of two, W in 1..32, R in 24..255, P in 1..16, "
-        f"no p/fd/ev with c), got {name!r}"
+        f"S in 2..8 with p<P> and without l2/ev, no p/t/fd/ev with c), got {name!r}"
     )
 
 
@@ -624,7 +661,7 @@ def _wide_groups(n_groups: int) -> int:
 
 
 def _group_plan(base: dict, kind: str, group: int, m: int, k: int, static: bool, tiling: str,
-                k_contiguous: bool = True) -> _Plan:  # fmt: skip
+                k_contiguous: bool = True, tma_ok: bool = False, in_bytes: int = 2) -> _Plan:  # fmt: skip
     source = "given" if static else "tile"
     t = _parse_tiling(tiling)
     mode, n, w, c, r, rows = t.mode, t.groups, t.warps, t.chunk, t.maxnreg, t.rows
@@ -650,6 +687,17 @@ def _group_plan(base: dict, kind: str, group: int, m: int, k: int, static: bool,
                      fast_div=fast_div and not static)  # fmt: skip
     n = max(1, min(n, _pow2(_cdiv(k, group))))
     block_m = group if kind == "block" else max(1, min(_pow2(m), rows or _TILE_ELEMS // (n * group)))
+    if t.tma_stages:
+        # Triton's pipeline keeps S - 1 buffers of x's tile (measured offline, sm_90), plus the FP8 tile staged for
+        # the TMA store.
+        smem = (t.tma_stages - 1) * block_m * n * group * in_bytes + (block_m * n * group if t.tma_store else 0)
+        box_ok = block_m <= 256 and n * group <= 256  # a TMA box has at most 256 elements per dimension
+        if tma_ok and box_ok and smem <= _TMA_SMEM and (k % 16 == 0 or not t.tma_store):
+            return _Plan(**base, source=source, scale_axis="row" if kind == "group" else "tile",
+                         cast=_Tile(block_m, n * group, w), kernel="tma", groups=n, maxnreg=r,
+                         fast_div=fast_div and not static, persist=min(t.persist, _TMA_SMEM // smem),
+                         tma_stages=t.tma_stages, tma_store=t.tma_store)  # fmt: skip
+        t = dataclasses.replace(t, persist=0)  # fallback: the same tiling, one tile per program, pointer loads
     return _Plan(**base, source=source, scale_axis="row" if kind == "group" else "tile",
                  cast=_Tile(block_m, n * group, w), kernel="groups", groups=n, maxnreg=r,
                  chunk_m=c if kind == "block" and c < group else 0, fast_div=fast_div and not static,
@@ -676,7 +724,9 @@ def _atomic_plan(base: dict, kind: str, m: int, k: int, interpreter: bool, sms: 
 
 
 def _plan(g: tuple, m: int, k: int, static: bool, arch: int = 90, interpreter: bool = False,
-          k_contiguous: bool = True, sms: int = 132) -> _Plan:  # fmt: skip
+          k_contiguous: bool = True, sms: int = 132, tma_ok: bool = False, in_bytes: int = 2) -> _Plan:  # fmt: skip
+    """How to quantize an (m, k) input. ``tma_ok``: x can be read by TMA (see quantize: contiguous last dim,
+    16-byte aligned base and row stride); ``in_bytes``: its element size."""
     kind = g[0]
     group = g[1] if len(g) > 1 else 0
     scaling = {
@@ -689,7 +739,7 @@ def _plan(g: tuple, m: int, k: int, static: bool, arch: int = 90, interpreter: b
     base = dict(kind=kind, group=group, scaling=scaling, arch=arch)
 
     if kind in ("group", "block"):
-        return _group_plan(base, kind, group, m, k, static, _TILING, k_contiguous)
+        return _group_plan(base, kind, group, m, k, static, _TILING, k_contiguous, tma_ok, in_bytes)
     if static:
         axis = {"tensor": "tile", "row": "row", "col": "col"}[kind]
         cast = _elementwise_tile(m, k)
@@ -758,20 +808,21 @@ _LAUNCHES: dict[tuple, _Launch] = {}
 
 
 def _launch(g: tuple, m: int, k: int, static: bool, in_dtype, out_dtype, arch: int, interpreter: bool,
-            k_contiguous: bool = True, sms: int = 132) -> _Launch:  # fmt: skip
+            k_contiguous: bool = True, sms: int = 132, tma_ok: bool = False) -> _Launch:  # fmt: skip
     from tritonfp8.naming import naming_mode
 
     mode = naming_mode()
     key = (g, m, k, static, in_dtype, out_dtype, arch, interpreter, mode, _ONE_PASS_MAX_ELEMS, _TILE_ELEMS, _TILING,
-           k_contiguous, _TWO_PASS, _COL_CAST, sms)  # fmt: skip
+           k_contiguous, _TWO_PASS, _COL_CAST, sms, tma_ok)  # fmt: skip
     hit = _LAUNCHES.get(key)
     if hit is not None:
         return hit
-    plan = _plan(g, m, k, static, arch=arch, interpreter=interpreter, k_contiguous=k_contiguous, sms=sms)
+    plan = _plan(g, m, k, static, arch=arch, interpreter=interpreter, k_contiguous=k_contiguous, sms=sms,
+                 tma_ok=tma_ok, in_bytes=in_dtype.itemsize)
     tiles_k = _cdiv(k, plan.cast.block_k)
     cx = plan.cast_constexprs(out_dtype)
     name = plan.cast_name(in_dtype, out_dtype).build(mode)
-    if plan.kernel == "groups":
+    if plan.kernel in ("groups", "tma"):
         cast_tail = (tiles_k, *cx.values(), name)
     else:
         cast_tail = (tiles_k, plan.npart, *cx.values(), name)
@@ -936,8 +987,13 @@ def quantize(
     else:
         m, k = _as_2d_shape(x.shape)
         x2 = x.reshape(m, k)
-    lc = _launch(g, m, k, scale is not None, x.dtype, dtype, arch, device.type != "cuda", x2.stride(1) == 1,
-                 _sm_count(device))  # fmt: skip
+    stride_xm, stride_xk = x2.stride()
+    # TMA (tiling t<S>) reads rows of a contiguous last dim from a 16-byte aligned base at a 16-byte aligned stride
+    # (rows that do not overlap: no broadcast views with stride 0).
+    tma_ok = (stride_xk == 1 and (stride_xm * x.element_size()) % 16 == 0 and (stride_xm >= k or m == 1)
+              and x2.data_ptr() % 16 == 0)  # fmt: skip
+    lc = _launch(g, m, k, scale is not None, x.dtype, dtype, arch, device.type != "cuda", stride_xk == 1,
+                 _sm_count(device), tma_ok)  # fmt: skip
     xq = torch.empty((m, k), dtype=dtype, device=device)
     if scale is not None:
         s = scale.reshape(shape)
@@ -950,7 +1006,6 @@ def quantize(
         s2 = s
         stride_sm = 0 if kind == "col" else s.stride(0)
         stride_sk = 0 if kind == "row" else s.stride(1)
-    stride_xm, stride_xk = x2.stride()
 
     from tritonfp8._kernels import quantize as kq
 
@@ -966,6 +1021,17 @@ def quantize(
         )
     else:
         part = s2  # unused by the kernel
+    if lc.plan.kernel == "tma":
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        box = [lc.plan.cast.block_m, lc.plan.cast.block_k]
+        x_desc = TensorDescriptor(x2, [m, k], [stride_xm, 1], box)
+        q_arg = TensorDescriptor(xq, [m, k], [k, 1], box) if lc.plan.tma_store else xq
+        kq.quantize_tma_kernel[lc.cast_grid](
+            x_desc, q_arg, s2, m, k, stride_sm, stride_sk, *lc.cast_tail,
+            num_warps=lc.cast_warps, num_stages=1, **lc.cast_options,
+        )  # fmt: skip
+        return (xq.reshape(x.shape) if x.dim() != 2 else xq), s
     if lc.plan.kernel == "groups":
         kq.quantize_groups_kernel[lc.cast_grid](
             x2, xq, s2, m, k, stride_xm, stride_xk, stride_sm, stride_sk, *lc.cast_tail,

@@ -397,9 +397,40 @@ def _groups_quantize(x, t, q_ptr, s_ptr, M, K, stride_sm, stride_sk, TILES_K, BL
                      OUT_DTYPE: tl.constexpr, FMAX: tl.constexpr, AMAX_FLOOR: tl.constexpr, FAST_DIV: tl.constexpr,
                      EVICT: tl.constexpr):  # fmt: skip
     """Scales (computed or read) and FP8 of tile ``t`` whose x (``_groups_load``) is given. EVICT: streaming stores."""
-    pid_m, rm, rg, offs_m, offs_k, mask = _groups_tile_offsets(t, M, K, TILES_K, BLOCK_M, GROUPS, G)
+    _, _, _, offs_m, offs_k, mask = _groups_tile_offsets(t, M, K, TILES_K, BLOCK_M, GROUPS, G)
+    q = _groups_scale_cast(x, t, s_ptr, M, K, stride_sm, stride_sk, TILES_K, BLOCK_M, GROUPS, G, BLOCKWISE, SCALE_SRC,
+                           OUT_DTYPE, FMAX, AMAX_FLOOR, FAST_DIV)  # fmt: skip
+    if EVICT:
+        tl.store(q_ptr + offs_m * K + offs_k, q, mask=mask, cache_modifier=".cs")
+    else:
+        tl.store(q_ptr + offs_m * K + offs_k, q, mask=mask)
+
+
+@triton.jit
+def _groups_scale_cast(x, t, s_ptr, M, K, stride_sm, stride_sk, TILES_K, BLOCK_M: tl.constexpr, GROUPS: tl.constexpr,
+                       G: tl.constexpr, BLOCKWISE: tl.constexpr, SCALE_SRC: tl.constexpr, OUT_DTYPE: tl.constexpr,
+                       FMAX: tl.constexpr, AMAX_FLOOR: tl.constexpr, FAST_DIV: tl.constexpr,
+                       FLAT_AMAX: tl.constexpr = False):  # fmt: skip
+    """The FP8 [BLOCK_M, GROUPS, G] tile of x (tile ``t``, zero outside the data); computed scales are stored.
+
+    FLAT_AMAX (quantize_tma_kernel; one (G, G) block per tile): the block's amax as one reduction of the flat tile
+    and a scalar scale (see ONE_BLOCK below). quantize_groups_kernel keeps the per-row-then-column reduction that
+    was measured on the H200 (offline, sm_90, the flat one takes g1w16fd from 696 to 608 instructions but makes
+    g1w8r80fd spill)."""
+    pid_m = t // TILES_K
+    pid_k = t % TILES_K
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rg = pid_k * GROUPS + tl.arange(0, GROUPS)
     n_groups_k = tl.cdiv(K, G)
-    if BLOCKWISE:
+    # One block per tile: its scale is a scalar (no layout), so its store needs no layout conversion; with a [1]
+    # tensor Triton converts it to the store's layout, and for a tile read from shared memory (quantize_tma_kernel)
+    # it rematerializes the whole tile and its amax in that second layout instead (measured offline on sm_90: two
+    # loads of the tile from shared memory, 254 registers instead of 122).
+    ONE_BLOCK: tl.constexpr = FLAT_AMAX and BLOCKWISE and GROUPS == 1
+    if ONE_BLOCK:
+        s_offs = pid_m * stride_sm + pid_k * stride_sk
+        s_mask = pid_k < n_groups_k
+    elif BLOCKWISE:
         s_offs = pid_m * stride_sm + rg * stride_sk  # [GROUPS]
         s_mask = rg < n_groups_k
     else:
@@ -409,14 +440,28 @@ def _groups_quantize(x, t, q_ptr, s_ptr, M, K, stride_sm, stride_sk, TILES_K, BL
         scale = tl.load(s_ptr + s_offs, mask=s_mask, other=1.0)
     else:
         tl.static_assert(SCALE_SRC == "tile", "SCALE_SRC must be 'tile' or 'given'")
-        a = tl.abs(x)
-        a = tl.where(a == a, a, tl.zeros_like(a))  # NaN -> 0, as _abs_no_nan (masked elements are 0 already)
-        amax = tl.max(a, axis=2)
-        if BLOCKWISE:
-            amax = tl.max(amax, axis=0)
+        if _INTERPRETING:
+            # The interpreter's max propagates NaN, and its 16-bit a == a does not find NaN (an all-NaN bf16 group
+            # got a NaN scale): NaN -> 0 in fp32 there.
+            a = _abs_no_nan(x)
+        else:
+            a = tl.abs(x)
+        if ONE_BLOCK:
+            # Any element order will do for the max: can_reorder lets the flat view keep the tile's layout, so
+            # each thread folds its own elements first and the tile needs one shuffle tree, not one per row.
+            # Compiled, the max is maxNum (HMNMX2/FMNMX return the non-NaN operand), so NaN needs no select; an
+            # all-NaN block gives NaN, which the maxNum with AMAX_FLOOR below turns into the floor, as amax 0 would.
+            amax = tl.max(tl.reshape(a, (BLOCK_M * G,), can_reorder=True), axis=0)
+        else:
+            a = tl.where(a == a, a, tl.zeros_like(a))  # NaN -> 0, as _abs_no_nan (masked elements are 0 already)
+            amax = tl.max(a, axis=2)
+            if BLOCKWISE:
+                amax = tl.max(amax, axis=0)
         scale = tl.math.div_rn(tl.maximum(amax.to(tl.float32), AMAX_FLOOR), FMAX)
         tl.store(s_ptr + s_offs, scale, mask=s_mask)
-    if BLOCKWISE:
+    if ONE_BLOCK:
+        pass  # a scalar broadcasts
+    elif BLOCKWISE:
         scale = scale[None, :, None]
     else:
         scale = scale[:, :, None]
@@ -426,11 +471,7 @@ def _groups_quantize(x, t, q_ptr, s_ptr, M, K, stride_sm, stride_sk, TILES_K, BL
         y = _div_by_scale(x.to(tl.float32), scale, d, r, nr, True)
     else:
         y = tl.math.div_rn(x.to(tl.float32), scale)
-    q = cast_to_fp8(y, OUT_DTYPE)
-    if EVICT:
-        tl.store(q_ptr + offs_m * K + offs_k, q, mask=mask, cache_modifier=".cs")
-    else:
-        tl.store(q_ptr + offs_m * K + offs_k, q, mask=mask)
+    return cast_to_fp8(y, OUT_DTYPE)
 
 
 @named_jit
@@ -515,6 +556,63 @@ def quantize_groups_kernel(
                          SCALE_SRC, OUT_DTYPE, FMAX, AMAX_FLOOR, FAST_DIV, EVICT)  # fmt: skip
 
 
+@named_jit
+def quantize_tma_kernel(
+    x_desc,  # TensorDescriptor of the (M, K) input, block [BLOCK_M, GROUPS * G] (zero padding outside x)
+    q,  # contiguous (M, K) FP8: a pointer, or (TMA_STORE) its TensorDescriptor with x's block
+    s_ptr,  # fp32 scales, as quantize_groups_kernel
+    M,
+    K,
+    stride_sm,
+    stride_sk,
+    TILES_K,  # cdiv(K, GROUPS * G)
+    BLOCK_M: tl.constexpr,
+    GROUPS: tl.constexpr,
+    G: tl.constexpr,
+    BLOCKWISE: tl.constexpr,
+    SCALE_SRC: tl.constexpr,  # "tile" | "given"
+    OUT_DTYPE: tl.constexpr,
+    FMAX: tl.constexpr,
+    AMAX_FLOOR: tl.constexpr,
+    FAST_DIV: tl.constexpr,
+    STAGES: tl.constexpr,  # software-pipeline depth (num_stages): STAGES - 1 tiles in shared memory per program
+    TMA_STORE: tl.constexpr,  # FP8 written by TMA from shared memory instead of per-thread stores
+    KERNEL_NAME: tl.constexpr,
+):
+    """(1, G) / (G, G) quantization of quantize_groups_kernel's tiles (same rule, same bits) by a persistent grid
+    whose programs walk the tiles pid, pid + grid, ... and load each through the tensor descriptor (TMA, into
+    shared memory). The loop is software-pipelined by Triton (``num_stages=STAGES``): STAGES - 1 buffers of one
+    tile each, whose loads are in flight while the program reduces, divides and stores the current tile (already
+    in registers); the buffer it came from is refilled at the end of the iteration, with the tile STAGES - 1 steps
+    ahead. No registers are held for the loads in flight (the register-prefetching persistent grid, PERSIST
+    "regs", needs two tiles in registers and spills). The TMA unit fills the edge tiles' outside part with zeros,
+    which is what the masked loads of the other kernels give; a TMA store (TMA_STORE) writes only the part inside
+    (M, K).
+    """
+    n_tiles = tl.cdiv(M, BLOCK_M) * TILES_K
+    BLOCK_K: tl.constexpr = GROUPS * G
+    pid = tl.program_id(0)
+    step = tl.num_programs(0)
+    for i in tl.range(0, tl.cdiv(n_tiles - pid, step), num_stages=STAGES):
+        t = pid + i * step  # int32: TMA coordinates are 32-bit; element offsets below are int64
+        pid_m = t // TILES_K
+        pid_k = t % TILES_K
+        x = x_desc.load([pid_m * BLOCK_M, pid_k * BLOCK_K])
+        x = tl.reshape(x, (BLOCK_M, GROUPS, G))
+        t64 = pid.to(tl.int64) + i * step.to(tl.int64)
+        qt = _groups_scale_cast(x, t64, s_ptr, M, K, stride_sm, stride_sk, TILES_K, BLOCK_M, GROUPS, G, BLOCKWISE,
+                                SCALE_SRC, OUT_DTYPE, FMAX, AMAX_FLOOR, FAST_DIV, True)  # fmt: skip
+        if TMA_STORE:
+            q.store([pid_m * BLOCK_M, pid_k * BLOCK_K], tl.reshape(qt, (BLOCK_M, BLOCK_K)))  # clipped to (M, K)
+        else:
+            # 8-byte vectors (contiguity capped at 8 elements): the layout of the tile as it comes from shared
+            # memory (16-byte vectors of bf16). With 16-byte FP8 vectors the tile would be needed in two layouts,
+            # and Triton reads it twice from shared memory and reduces it twice instead of converting once.
+            rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)[:, None]
+            rk = pid_k * BLOCK_K + tl.max_contiguous(tl.arange(0, BLOCK_K), 8)[None, :]
+            tl.store(q + rm * K + rk, tl.reshape(qt, (BLOCK_M, BLOCK_K)), mask=(rm < M) & (rk < K))
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Offline codegen: the configs the launcher picks for the benchmark shape (8192 x 8192), as it names them. The
 # launcher's run-time specialization sees 16-byte-aligned pointers, stride_xk == 1 and M, K, stride_xm divisible
@@ -578,12 +676,23 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         "quant_static_col_bf16_e4m3": ("col", True, bf16, e4m3, None),
         "quant_static_col_colcast64x256_bf16_e4m3": ("col", True, bf16, e4m3, "colcast64x256"),
         "quant_col_colcast64x256_bf16_e4m3": ("col", False, bf16, e4m3, "colcast64x256"),
+        # TMA-pipelined persistent grids (t<S>[s]p<P>, quantize_tma_kernel): S - 1 tiles in shared memory, P
+        # programs per SM. Offline, sm_90 (one 128 x 128 block per tile): 116 registers at 16 warps (one program per
+        # SM; capped to 64 for two it spills), 228 at 8 warps (g1w8t4p1fd: one per SM, beyond this module's
+        # 128-register rule, so no spec), so (G, G) runs p1; the (1, G) 64 x 128 tile at 8 warps needs 117: two
+        # programs per SM.
+        "quant_block_g1w16t3p1fd_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g1w16t3p1fd"),
+        "quant_block_g1w16t4p1fd_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g1w16t4p1fd"),
+        "quant_block_g1w16t6p1fd_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g1w16t6p1fd"),
+        "quant_block_g1w16t4sp1fd_bf16_e4m3": ((128, 128), False, bf16, e4m3, "g1w16t4sp1fd"),
+        "quant_group_g1w8m64t4p2fd_bf16_e4m3": ((1, 128), False, bf16, e4m3, "g1w8m64t4p2fd"),
+        "quant_group_g1w16m128t4p1fd_bf16_e4m3": ((1, 128), False, bf16, e4m3, "g1w16m128t4p1fd"),
     }
 
     def plan_of(gran, static, variant):
         prev = q._set_variant(variant) if variant else None
         try:
-            return q._plan(q._normalize_granularity(gran), 8192, 8192, static, arch=90)
+            return q._plan(q._normalize_granularity(gran), 8192, 8192, static, arch=90, tma_ok=True)
         finally:
             if prev is not None:
                 q._set_variant(prev)
@@ -591,6 +700,32 @@ def codegen_specs() -> dict[str, CodegenSpec]:
     for key, (gran, static, xdt, qdt, variant) in cast_cases.items():
         plan = plan_of(gran, static, variant)
         cx = plan.cast_constexprs(qdt)
+        if plan.kernel == "tma":
+            box = f"[{plan.cast.block_m}, {plan.cast.block_k}]"
+            specs[key] = CodegenSpec(
+                fn=quantize_tma_kernel,
+                signature={
+                    "x_desc": f"tensordesc<{triton_sig(xdt)}{box}>",
+                    "q": f"tensordesc<{triton_sig(qdt)}{box}>" if plan.tma_store else f"*{triton_sig(qdt)}",
+                    "s_ptr": "*fp32",
+                    "M": "i32",
+                    "K": "i32",
+                    "stride_sm": "i32",
+                    "stride_sk": "constexpr",
+                    "TILES_K": "i32",
+                    **{c: "constexpr" for c in cx},
+                },
+                constexprs={"stride_sk": 1, **cx},
+                name=plan.cast_name(xdt, qdt),
+                num_warps=plan.cast.num_warps,
+                num_stages=1,
+                description=f"quantize {plan.scaling}, {'static' if static else plan.source} scale, TMA loads "
+                f"pipelined {plan.tma_stages} stages, {plan.persist} programs per SM",
+                min_arch=90,
+                options={"maxnreg": plan.maxnreg} if plan.maxnreg else {},
+                divisible=("q", "s_ptr", "M", "K", "stride_sm"),
+            )
+            continue
         if plan.kernel == "groups":
             specs[key] = CodegenSpec(
                 fn=quantize_groups_kernel,
