@@ -290,10 +290,9 @@ class _Plan:
     def cast_constexprs(self, out_dtype: torch.dtype) -> dict:
         from tritonfp8._kernels.fp8cast import triton_fp8_dtype
 
-        if self.kernel == "groups":
-            return {
-                "BLOCK_M": self.cast.block_m,
-                "CHUNK_M": self.chunk_m or self.cast.block_m,
+        if self.kernel in ("groups", "tma"):
+            # in the kernels' parameter order (the launcher passes the values positionally)
+            tile = {
                 "GROUPS": self.groups,
                 "G": self.group,
                 "BLOCKWISE": self.kind == "block",
@@ -302,23 +301,11 @@ class _Plan:
                 "FMAX": fp8_format(out_dtype).max,
                 "AMAX_FLOOR": AMAX_FLOOR,
                 "FAST_DIV": self.fast_div,
-                "EVICT": self.evict,
-                "PERSIST": ("l2" if self.persist_l2 else "regs") if self.persist else "",
             }
-        if self.kernel == "tma":
-            return {
-                "BLOCK_M": self.cast.block_m,
-                "GROUPS": self.groups,
-                "G": self.group,
-                "BLOCKWISE": self.kind == "block",
-                "SCALE_SRC": self.source,
-                "OUT_DTYPE": triton_fp8_dtype(out_dtype),
-                "FMAX": fp8_format(out_dtype).max,
-                "AMAX_FLOOR": AMAX_FLOOR,
-                "FAST_DIV": self.fast_div,
-                "STAGES": self.tma_stages,
-                "TMA_STORE": self.tma_store,
-            }
+            if self.kernel == "tma":
+                return {"BLOCK_M": self.cast.block_m, **tile, "STAGES": self.tma_stages, "TMA_STORE": self.tma_store}
+            return {"BLOCK_M": self.cast.block_m, "CHUNK_M": self.chunk_m or self.cast.block_m, **tile,
+                    "EVICT": self.evict, "PERSIST": ("l2" if self.persist_l2 else "regs") if self.persist else ""}
         return {
             "BLOCK_M": self.cast.block_m,
             "BLOCK_K": self.cast.block_k,
