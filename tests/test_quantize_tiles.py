@@ -277,7 +277,8 @@ def test_bench_variants_bookkeeping_on_cpu(tmp_path, monkeypatch, capsys):
     from tritonfp8.bench import harness as H
     from tritonfp8.bench.suites import quant
 
-    fake = {"ours": 1.0, "torch": 4.0, "copy": 0.8, "ours_g2w4": 0.5, "ours_legacy": 2.0, "ours_atomic": 0.25}
+    fake = {"ours": 1.0, "torch": 4.0, "copy": 0.8, "ours_static": 0.9, "ours_g2w4": 0.5, "ours_legacy": 2.0,
+            "ours_atomic": 0.25}
     seen = []
 
     tilings = []  # the tiling each quantize call planned under
@@ -321,6 +322,7 @@ def test_bench_variants_bookkeeping_on_cpu(tmp_path, monkeypatch, capsys):
     assert rows[2]["variants"]["atomic"]["vs_ours"] == 4.0 and ("ours_atomic", "atomic") in seen
     assert ("ours_g2w4", "g2w4") in seen and ("ours_legacy", "legacy") in seen  # timed under their tiling
     assert ("ours", before) in seen and not any(n == "ours" and t not in (before, before_two_pass) for n, t in seen)
+    assert all(r["static_exact"] for r in rows) and ("ours_static", before) in seen  # the given scale: default tiling
     assert "variant g2w4" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="variants"):
         quant._variant_list(argparse.Namespace(variants="g3w4"))
