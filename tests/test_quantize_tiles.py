@@ -534,3 +534,26 @@ def test_col_cast_names():
         with pytest.raises(ValueError, match="col cast tile"):
             qmod._parse_col_cast(bad)
     assert qmod._variant_applies("colcast64x256", "col") and not qmod._variant_applies("colcast64x256", "tensor")
+
+
+def test_auto_block_tiling_is_tma_where_measured(device, monkeypatch):
+    """"auto" (128, 128), computed scales, 16-bit input of >= _TMA_AUTO_MIN_ELEMS that TMA can read: the
+    TMA-pipelined tiling measured on the H200; static scales, fp32 input, smaller inputs or no TMA: legacy."""
+    monkeypatch.setattr(qmod, "_TILING", "auto")
+    g = qmod._normalize_granularity((128, 128))
+    big = 8192 * 8192
+
+    def plan(m=8192, k=8192, static=False, tma_ok=True, in_bytes=2):
+        return qmod._plan(g, m, k, static, tma_ok=tma_ok, in_bytes=in_bytes)
+
+    p = plan()
+    assert (p.kernel, p.tma_stages, p.cast.num_warps, p.fast_div) == ("tma", 6, 16, True)
+    assert big >= qmod._TMA_AUTO_MIN_ELEMS and plan(static=True).kernel != "tma" and plan(in_bytes=4).kernel != "tma"
+    assert plan(tma_ok=False).kernel != "tma" and plan(m=128, k=8192).kernel != "tma"
+    # Through quantize: a lowered threshold sends a small odd shape down the auto TMA path, bit-exact.
+    monkeypatch.setattr(qmod, "_TMA_AUTO_MIN_ELEMS", 1)
+    x = torch.randn(300, 272, device=device, dtype=torch.bfloat16) * 40
+    x[:128, :128] = 0  # an all-zero block
+    x[-1, -1] = 1e30
+    assert qmod._plan(g, 300, 272, False, tma_ok=True, in_bytes=2).kernel == "tma"
+    _assert_bit_exact(x, (128, 128), torch.float8_e4m3fn)
