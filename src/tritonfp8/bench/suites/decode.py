@@ -121,6 +121,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "tmaw1bn64s4splitsx4": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0},
     "tmaw2bn32s4splitsx4": {"kv_load": "tma", "block_n": 32, "num_warps": 2, "num_stages": 4, "splits_factor": 4.0},
     "tmaw1bn32s4": {"kv_load": "tma", "block_n": 32, "num_warps": 1, "num_stages": 4},
+    "tmaw1bn64s4splitsx2": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 2.0},
+    "tmaw1bn64s4splitsx8": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 8.0},
     # kv_load="tmat": P.V as O^T = V^T.P^T (wgmma with 4 warps): 2 pages x 4 warps 26.9 per token, 246 registers,
     # no spills; 1 page 33.4, 148 registers.
     "tmat": {"kv_load": "tmat", "block_n": 128, "num_warps": 4},
