@@ -419,14 +419,15 @@ def test_heuristic_splits():
 
 
 def test_heuristic_long_context_tma_rule():
-    """Pages of 64 that TMA can load, B x Hkv >= 256, ctx >= 16384, 16 query rows: the one-warp TMA kernel with 4x
+    """Pages of 64 that TMA can load, B x Hkv >= 256, ctx >= 8192, 16 query rows: the one-warp TMA kernel with 4x
     the gather splits; anything short of that keeps the gather config (what decode_config gave before the rule)."""
-    tma = dec.decode_config(32, 8, 4, 16384, tma_page=64)
-    gather = dec.decode_config(32, 8, 4, 16384)
+    tma = dec.decode_config(32, 8, 4, 8192, tma_page=64)
+    gather = dec.decode_config(32, 8, 4, 8192)
     assert (tma.kv_load, tma.num_warps, tma.block_n, tma.num_stages) == ("tma", 1, 64, 4)
     assert gather.kv_load == "gather" and tma.num_splits == 4 * gather.num_splits
     assert dec.decode_config(32, 8, 4, 16384, num_splits=3, tma_page=64).num_splits == 3  # given splits kept
-    for args, page in [((32, 8, 4, 16383), 64), ((31, 8, 4, 32768), 64), ((32, 8, 4, 32768), 32),
+    assert dec.TMA_MIN_LEN == 8192
+    for args, page in [((32, 8, 4, 8191), 64), ((31, 8, 4, 32768), 64), ((32, 8, 4, 32768), 32),
                        ((32, 8, 32, 32768), 64), ((32, 8, 4, 32768), None)]:
         assert dec.decode_config(*args, tma_page=page) == dec.decode_config(*args), (args, page)
 

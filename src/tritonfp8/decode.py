@@ -110,12 +110,12 @@ def num_sms(device: torch.device) -> int:
     return 132
 
 
-# Long-context rule of decode_config (measured on the H200, page 64, Hq 32 / Hkv 8, D 128, E4M3 cache, two runs:
-# decode-nvidia-h200-20261129-153949.json and -154146.json): at B >= 32 and ctx >= 16384, one-warp programs loading
-# 64-token page boxes by TMA with 4 stages and 4x the gather heuristic's splits ran 1.07-1.25x the gather
-# heuristic (B32 ctx16384 87.6%, ctx32768 83.9%; B128 80.0% / 82.1% of copy bandwidth); at ctx 4096 and at B = 8
-# they were not faster (0.7-1.2x, bimodal), so those keep the gather kernel.
-TMA_MIN_LEN = 16384
+# Long-context rule of decode_config (measured on the H200, page 64, Hq 32 / Hkv 8, D 128, E4M3 cache): at B >= 32
+# and ctx >= 16384, one-warp programs loading 64-token page boxes by TMA with 4 stages and 4x the gather heuristic's
+# splits ran 1.07-1.25x the gather heuristic in two eager runs (decode-nvidia-h200-20261129-153949.json, -154146
+# .json; 87.8-90.6% of copy in the matrix run -155457.json); timed from CUDA graphs (-160332.json) 1.10x at ctx 8192
+# (B32 82.5%, B128 84.0% of copy), 1.01-1.03x at ctx 4096, 0.76-0.88x at B = 8. So: ctx >= 8192, B x Hkv >= 256.
+TMA_MIN_LEN = 8192
 TMA_MIN_PROGRAMS = 256  # batch x KV heads
 TMA_SPLITS_FACTOR = 4
 
