@@ -529,7 +529,13 @@ def test_col_cast_tiles_bit_exact(case, tile, device, col_cast, two_pass, monkey
 
 
 def test_col_cast_names():
-    assert qmod._parse_col_cast("auto") is None and qmod._parse_col_cast("colcast64x256") == (64, 256)
+    assert qmod._parse_col_cast("colcastauto") is None and qmod._parse_col_cast("colcast64x256") == (64, 256)
+    # _set_variant hands back a name that restores the same knob (the col cast tile, not the tiling)
+    before_tiling, before_col = qmod._TILING, qmod._COL_CAST
+    prev = qmod._set_variant("colcast64x256")
+    assert qmod._COL_CAST == "colcast64x256"
+    qmod._set_variant(prev)
+    assert (qmod._TILING, qmod._COL_CAST) == (before_tiling, before_col) == (before_tiling, "colcastauto")
     for bad in ("colcast63x256", "colcast1x8", "colcast512x512", "colcastx"):
         with pytest.raises(ValueError, match="col cast tile"):
             qmod._parse_col_cast(bad)

@@ -580,13 +580,17 @@ def _scheme(kind: str) -> str:
 # amax words (two-pass) besides its tile: the static default (the elementwise 8 x 1024 tile) reads 4 KB of scales per
 # 16 KB of bf16 (25% more loads, from L2), the two-pass default (32 x 256) 1 KB. Measured on the H200
 # (quant-nvidia-h200-20261129-151543.json, 8192 x 8192): static col 74.6% of copy vs static row 87.2%, tensor 90.7%.
-COL_CAST_HELP = "auto or colcast<M>x<K> (col cast tile, M x K elements, powers of two; e.g. colcast64x256)"
-_COL_CAST = os.environ.get("TRITONFP8_QUANT_COL_CAST", "auto").strip().lower() or "auto"
+# The default is named "colcastauto" (not "auto") so that _set_variant, given back what it returned, restores this
+# knob and not the tiling's.
+COL_CAST_HELP = "colcastauto or colcast<M>x<K> (col cast tile, M x K elements, powers of two; e.g. colcast64x256)"
+_COL_CAST = os.environ.get("TRITONFP8_QUANT_COL_CAST", "colcastauto").strip().lower() or "colcastauto"
+if _COL_CAST == "auto":
+    _COL_CAST = "colcastauto"
 
 
 def _parse_col_cast(name: str) -> tuple[int, int] | None:
     """None for "auto", else the (BLOCK_M, BLOCK_K) of a colcast<M>x<K> name; ValueError naming it."""
-    if name == "auto":
+    if name == "colcastauto":
         return None
     mt = re.fullmatch(r"colcast(\d+)x(\d+)", name)
     if mt:
