@@ -507,39 +507,103 @@ def col_cast():
 COL_CASES = [c for c in CASES_MATRIX if c.gran == "col"]
 
 
+def _col_cast_case(variant, case, device, col_cast, two_pass, monkeypatch):
+    """Select col cast ``variant`` under the atomic scheme, with a one-pass limit low enough that the case's short
+    columns take two passes; the input, its (M, K) and the parsed variant."""
+    col_cast(variant)
+    two_pass("atomic")
+    monkeypatch.setattr(qmod, "_ONE_PASS_MAX_ELEMS", 8)
+    x = case.make(device)
+    return (x, *qmod._as_2d_shape(x.shape), qmod._parse_col_cast(variant))
+
+
+def _assert_col_exact_computed_and_static(x, dtype):
+    """Col scales computed, then given back as static scales: both bit for bit against the reference."""
+    _assert_bit_exact(x, "col", dtype)
+    _, s = quantize_torch(x, "col", dtype=dtype)
+    q1, s1 = quantize(x, "col", dtype=dtype, scale=s)
+    q2, s2 = quantize_torch(x, "col", dtype=dtype, scale=s)
+    assert torch.equal(q1.view(torch.uint8), q2.view(torch.uint8)) and torch.equal(s1, s2)
+
+
 @pytest.mark.parametrize("tile", ["colcast64x256", "colcast128x32"])
 @pytest.mark.parametrize("case", COL_CASES, ids=str)
 def test_col_cast_tiles_bit_exact(case, tile, device, col_cast, two_pass, monkeypatch):
     """Col cast tiles (bench variants colcast<M>x<K>) on the col case matrix: static scales (the reference's own
     scale given back) and the atomic two-pass cast (a lowered one-pass limit sends these short columns there)."""
-    col_cast(tile)
-    two_pass("atomic")
-    monkeypatch.setattr(qmod, "_ONE_PASS_MAX_ELEMS", 8)
-    x = case.make(device)
-    m, k = qmod._as_2d_shape(x.shape)
-    want = qmod._parse_col_cast(tile)
+    x, m, k, want = _col_cast_case(tile, case, device, col_cast, two_pass, monkeypatch)
     for static in (False, True):
         cast = qmod._plan(qmod._normalize_granularity("col"), m, k, static).cast
         assert (cast.block_m, cast.block_k) == (min(qmod._pow2(m), want[0]), max(16, min(qmod._pow2(k), want[1])))
-    _assert_bit_exact(x, "col", case.dtype)
-    _, s = quantize_torch(x, "col", dtype=case.dtype)
-    q1, s1 = quantize(x, "col", dtype=case.dtype, scale=s)
-    q2, s2 = quantize_torch(x, "col", dtype=case.dtype, scale=s)
-    assert torch.equal(q1.view(torch.uint8), q2.view(torch.uint8)) and torch.equal(s1, s2)
+    _assert_col_exact_computed_and_static(x, case.dtype)
 
 
 def test_col_cast_names():
-    assert qmod._parse_col_cast("colcastauto") is None and qmod._parse_col_cast("colcast64x256") == (64, 256)
-    # _set_variant hands back a name that restores the same knob (the col cast tile, not the tiling)
-    before_tiling, before_col = qmod._TILING, qmod._COL_CAST
-    prev = qmod._set_variant("colcast64x256")
-    assert qmod._COL_CAST == "colcast64x256"
-    qmod._set_variant(prev)
-    assert (qmod._TILING, qmod._COL_CAST) == (before_tiling, before_col) == (before_tiling, "colcastauto")
+    assert qmod._parse_col_cast("auto") is None and qmod._parse_col_cast("colcast64x256") == (64, 256)
     for bad in ("colcast63x256", "colcast1x8", "colcast512x512", "colcastx"):
         with pytest.raises(ValueError, match="col cast tile"):
             qmod._parse_col_cast(bad)
     assert qmod._variant_applies("colcast64x256", "col") and not qmod._variant_applies("colcast64x256", "tensor")
+
+
+# Col strip casts (colstrip<K>r<R>...): narrow strips, several splits and short chunks, so these small shapes get
+# partial strips (K % K_strip != 0), partial last chunks, splits with one chunk fewer than others, and (pf) the
+# prefetch past a program's last chunk; s2: Triton's pipelined loop; fd: fast division in the two-pass cast.
+STRIPS = ["colstrip64r3c4", "colstrip128r2c8pffd", "colstrip256r5c2s2", "colstrip512r1"]
+
+
+@pytest.mark.parametrize("strip", STRIPS)
+@pytest.mark.parametrize("case", COL_CASES, ids=str)
+def test_col_strip_bit_exact(case, strip, device, col_cast, two_pass, monkeypatch):
+    """Col strip casts on the col case matrix, static scales and the atomic two-pass cast (lowered one-pass limit),
+    bit for bit against the reference; the plan runs the strip kernel with the named strip / split / chunk."""
+    x, m, k, want = _col_cast_case(strip, case, device, col_cast, two_pass, monkeypatch)
+    for static in (False, True):
+        p = qmod._plan(qmod._normalize_granularity("col"), m, k, static)
+        assert p.kernel == "strip" and p.source == ("given" if static else "absmax")
+        assert p.cast.block_k == max(16, min(qmod._pow2(k), want.block_k))
+        assert p.cast.block_m == min(qmod._pow2(m), want.chunk or qmod._TILE_ELEMS // want.block_k)
+        assert p.splits == min(want.splits, qmod._cdiv(m, p.cast.block_m))
+        assert p.fast_div == (want.fast_div and not static) and p.prefetch_cast == want.prefetch
+    _assert_col_exact_computed_and_static(x, case.dtype)
+
+
+def test_col_strip_plans_and_names(col_cast, two_pass):
+    """8192 x 8192: 32 strips x 8 splits of 32-row chunks at 8 warps; static and two-pass (default scheme: its
+    prefetching atomic amax pass stays); names tell the strip variant apart; the default col cast is unchanged."""
+    g = qmod._normalize_granularity("col")
+    default = {st: qmod._plan(g, 8192, 8192, st) for st in (False, True)}
+    assert all(p.kernel == "tile" for p in default.values())
+    col_cast("colstrip256r8pf")
+    for st in (False, True):
+        p = qmod._plan(g, 8192, 8192, st)
+        assert (p.kernel, p.cast.block_m, p.cast.block_k, p.cast.num_warps, p.splits, p.prefetch_cast) == (
+            "strip", 32, 256, 8, 8, True)
+        assert qmod._cast_programs(p, 8192, 32, 132) == 256
+        built = p.cast_name(torch.bfloat16, E4M3).build("cutlass")
+        assert naming.parse_kernel_name(built)["rest"][1:5] == ("colwise", "strip", "r8", "pf")
+        assert built != default[st].cast_name(torch.bfloat16, E4M3).build("cutlass")
+        assert st or (p.source == "absmax" and p.prefetch and p.reduce == "atomic_col")
+    two_pass("partials")  # partial-amax scheme: its own col cast, no strip
+    assert qmod._plan(g, 8192, 8192, False).kernel == "tile"
+    assert qmod._plan(g, 64, 8192, False).source == "tile"  # one-pass computed col: unchanged
+    assert qmod._variant_applies("colstrip256r8", "col") and not qmod._variant_applies("colstrip256r8", "row")
+    assert qmod._parse_col_cast("colstrip512r16c8w4s3fd") == qmod._ColStrip(512, 16, 8, 4, 3, False, True)
+    for bad in ("colstrip100r8", "colstrip256", "colstrip256r0", "colstrip256r8c3", "colstrip256r8s2pf",
+                "colstrip256r8s9", "colstrip256r8w3", "colstrip256r8w0", "colstrip256r8c0", "colstrip4096r8",
+                "colstrip256r8c256"):
+        with pytest.raises(ValueError, match="col cast tile"):
+            qmod._set_variant(bad)
+
+
+@pytest.mark.parametrize("variant", ["colstrip256r8pf", "colcast64x256", "atomicpf", "g64w8", "auto", "default"])
+def test_set_variant_restores_every_knob(variant, col_cast, two_pass, tiling):
+    """What _set_variant returns puts back exactly the knob it changed (the bench and the codegen specs restore
+    through it): a col cast variant followed by its restore leaves the default col cast, tiling and scheme."""
+    knobs = (qmod._COL_CAST, qmod._TWO_PASS, qmod._TILING)
+    token = qmod._set_variant(variant)
+    qmod._set_variant(token)
+    assert (qmod._COL_CAST, qmod._TWO_PASS, qmod._TILING) == knobs
 
 
 def test_auto_block_tiling_is_tma_where_measured(device, monkeypatch):

@@ -258,7 +258,8 @@ class _Plan:
     progs_k: int = 1
     npart: int = 1
     # Cast kernel: "tile" = quantize_kernel; "groups" = quantize_groups_kernel ((1, G) / (G, G) only), whose tile
-    # is cast.block_m rows x `groups` groups (or blocks) of G along K, cast.block_k == groups * G.
+    # is cast.block_m rows x `groups` groups (or blocks) of G along K, cast.block_k == groups * G; "tma" =
+    # quantize_tma_kernel; "strip" = quantize_col_strip_kernel (col scales; see _col_strip_plan).
     kernel: str = "tile"
     groups: int = 1
     maxnreg: int = 0  # register cap per thread of the cast kernel (0: the compiler's choice)
@@ -276,6 +277,11 @@ class _Plan:
     # kernel "tma" (quantize_tma_kernel): pipeline stages of its TMA loads; FP8 written by TMA too
     tma_stages: int = 0
     tma_store: bool = False
+    # kernel "strip" (quantize_col_strip_kernel, col cast variant colstrip<K>r<R>...): cast.block_k columns per
+    # program, cast.block_m rows per loop step, `splits` programs per strip, row loop pipelined `strip_stages` deep
+    splits: int = 0
+    strip_stages: int = 0
+    prefetch_cast: bool = False  # "strip": next chunk loaded into registers before the current one is cast
 
     @property
     def block_p(self) -> int:
@@ -306,6 +312,18 @@ class _Plan:
                 return {"BLOCK_M": self.cast.block_m, **tile, "STAGES": self.tma_stages, "TMA_STORE": self.tma_store}
             return {"BLOCK_M": self.cast.block_m, "CHUNK_M": self.chunk_m or self.cast.block_m, **tile,
                     "EVICT": self.evict, "PERSIST": ("l2" if self.persist_l2 else "regs") if self.persist else ""}
+        if self.kernel == "strip":
+            return {
+                "BLOCK_K": self.cast.block_k,
+                "CHUNK_M": self.cast.block_m,
+                "SCALE_SRC": self.source,
+                "OUT_DTYPE": triton_fp8_dtype(out_dtype),
+                "FMAX": fp8_format(out_dtype).max,
+                "AMAX_FLOOR": AMAX_FLOOR,
+                "FAST_DIV": self.fast_div,
+                "STAGES": self.strip_stages,
+                "PREFETCH": self.prefetch_cast,
+            }
         return {
             "BLOCK_M": self.cast.block_m,
             "BLOCK_K": self.cast.block_k,
@@ -334,7 +352,7 @@ class _Plan:
             types=(short_name(in_dtype), short_name(out_dtype)),
             tile=(self.cast.block_m, self.cast.block_k, 1),
             warps=self.cast.num_warps,
-            stages=self.tma_stages or 1,
+            stages=self.tma_stages or self.strip_stages or 1,
             schedule=schedule,
             scaling=self.scaling,
             extras=self._cast_extras(),
@@ -347,6 +365,8 @@ class _Plan:
         fd = ("fd",) if self.fast_div else ()
         if self.kernel == "tile":
             return self.extras + fd
+        if self.kernel == "strip":
+            return ("strip", f"r{self.splits}") + (("pf",) if self.prefetch_cast else ()) + self.extras + fd
         toks = ("g1",) if self.groups == 1 else ()
         toks += tuple(f"{p}{v}" for p, v in (("c", self.chunk_m), ("r", self.maxnreg), ("t", self.tma_stages)) if v)
         toks += ("s",) if self.tma_store else ()
@@ -580,24 +600,63 @@ def _scheme(kind: str) -> str:
 # amax words (two-pass) besides its tile: the static default (the elementwise 8 x 1024 tile) reads 4 KB of scales per
 # 16 KB of bf16 (25% more loads, from L2), the two-pass default (32 x 256) 1 KB. Measured on the H200
 # (quant-nvidia-h200-20261129-151543.json, 8192 x 8192): static col 74.6% of copy vs static row 87.2%, tensor 90.7%.
-# The default is named "colcastauto" (not "auto") so that _set_variant, given back what it returned, restores this
-# knob and not the tiling's.
-COL_CAST_HELP = "colcastauto or colcast<M>x<K> (col cast tile, M x K elements, powers of two; e.g. colcast64x256)"
-_COL_CAST = os.environ.get("TRITONFP8_QUANT_COL_CAST", "colcastauto").strip().lower() or "colcastauto"
-if _COL_CAST == "auto":
-    _COL_CAST = "colcastauto"
+#
+# "colstrip<K>r<R>[c<C>][w<W>][s<S>][pf][fd]" (quantize_col_strip_kernel): column strips of K columns, R programs per
+# strip (row splits; 8192 x 8192 at K = 256: 32 strips, so r8..r16 gives 2..4 programs per SM of 132), each loading
+# or deriving its K scales once and looping over its rows in chunks of C rows (default 8192 // K: 16 KB of bf16
+# per step), W warps (default: ~32 elements per thread), the loop software-pipelined S stages deep by Triton
+# (num_stages; default 1: none; offline, sm_90, S > 1 pipelines through shared memory with two CTA barriers per step)
+# or "pf": the next chunk loaded into registers before the current one is cast (no barrier); fd: fast exact
+# division (two-pass cast only; static scales keep div_rn). Offline SASS, sm_90, 8192 x 8192 bf16: the scales are
+# redistributed through shared memory once, before the loop; the loop has 16-byte loads and stores, no barrier
+# (S = 1), no spills; registers: colstrip256r8 78, ...pf 128, colstrip256r16c16w8pf 64, colstrip256r16c16w8fd 128
+# (fd with 32 elements per thread: 195).
+COL_CAST_HELP = ("auto, colcast<M>x<K> (col cast tile, M x K elements, powers of two; e.g. colcast64x256) or "
+                 "colstrip<K>r<R>[c<C>][w<W>][s<S>][pf][fd] (column strips of K columns, R programs per strip, C rows "
+                 "per step, W warps, S pipeline stages or pf register prefetch of the next step, fd fast division in "
+                 "the two-pass cast; e.g. colstrip256r8pf)")
+_COL_CAST = os.environ.get("TRITONFP8_QUANT_COL_CAST", "auto").strip().lower() or "auto"
 
 
-def _parse_col_cast(name: str) -> tuple[int, int] | None:
-    """None for "auto", else the (BLOCK_M, BLOCK_K) of a colcast<M>x<K> name; ValueError naming it."""
-    if name == "colcastauto":
+@dataclass(frozen=True)
+class _ColStrip:
+    """A parsed colstrip name (see COL_CAST_HELP); 0 = the default for chunk and warps."""
+
+    block_k: int
+    splits: int
+    chunk: int = 0
+    warps: int = 0
+    stages: int = 1
+    prefetch: bool = False
+    fast_div: bool = False
+
+
+def _is_col_cast_name(name: str) -> bool:
+    return name.startswith(("colcast", "colstrip"))
+
+
+def _parse_col_cast(name: str) -> tuple[int, int] | _ColStrip | None:
+    """None for "auto", the (BLOCK_M, BLOCK_K) of a colcast<M>x<K> name or the fields of a colstrip name;
+    ValueError naming it."""
+    if name == "auto":
         return None
     mt = re.fullmatch(r"colcast(\d+)x(\d+)", name)
     if mt:
         bm, bk = int(mt.group(1)), int(mt.group(2))
         if all(v >= 1 and v & (v - 1) == 0 for v in (bm, bk)) and bk >= 16 and 2048 <= bm * bk <= 32768:
             return bm, bk
-    raise ValueError(f"quantize col cast tile: expected {COL_CAST_HELP} (K >= 16, M * K in 2048..32768), got {name!r}")
+    mt = re.fullmatch(r"colstrip(\d+)r(\d+)(?:c(\d+))?(?:w(\d+))?(?:s(\d+))?(pf)?(fd)?", name)
+    if mt:
+        bk, r, c, w, st = (int(mt.group(i) or 0) for i in range(1, 6))
+        pow2 = all(v >= 1 and v & (v - 1) == 0 for v in (bk, c or 1)) and "0" not in (mt.group(3), mt.group(4))
+        if (pow2 and 16 <= bk <= 2048 and 1 <= r <= 4096 and (c or 1) * bk <= 32768 and (w or 1) in (1, 2, 4, 8, 16, 32)
+                and (mt.group(5) is None or 1 <= st <= 8) and not (st > 1 and mt.group(6))):
+            return _ColStrip(bk, r, c, w, st or 1, mt.group(6) is not None, mt.group(7) is not None)
+    raise ValueError(
+        f"quantize col cast tile: expected {COL_CAST_HELP} (colcast: K >= 16, M * K in 2048..32768; colstrip: K a "
+        f"power of two in 16..2048, R in 1..4096, C a power of two with C * K <= 32768, W in 1..32, S in 1..8, "
+        f"not both s<S> (S > 1) and pf), got {name!r}"
+    )
 
 
 def _set_col_cast(name: str) -> str:
@@ -609,24 +668,48 @@ def _set_col_cast(name: str) -> str:
 
 
 def _col_cast_tile(m: int, k: int, default: _Tile) -> _Tile:
-    """The col cast tile under the current _COL_CAST setting, clipped to the input (``default`` for "auto")."""
+    """The col cast tile under the current _COL_CAST setting, clipped to the input (``default`` for "auto" and
+    colstrip, which :func:`_col_strip_plan` handles)."""
     sel = _parse_col_cast(_COL_CAST)
-    if sel is None:
+    if sel is None or isinstance(sel, _ColStrip):
         return default
     bm, bk = sel
     return _tile(max(1, min(_pow2(m), bm)), max(16, min(_pow2(k), bk)))
+
+
+def _col_strip_plan(plan: _Plan, m: int, k: int) -> _Plan:
+    """``plan`` (a static or atomic two-pass col plan) with its cast run by quantize_col_strip_kernel when the
+    current _COL_CAST is a colstrip name; clipped to the input: strips at most pow2(K) wide, chunks at most pow2(M)
+    rows, at most one program per chunk."""
+    sel = _parse_col_cast(_COL_CAST)
+    if not isinstance(sel, _ColStrip):
+        return plan
+    block_k = max(16, min(_pow2(k), sel.block_k))
+    chunk = max(1, min(_pow2(m), sel.chunk or max(1, _TILE_ELEMS // sel.block_k)))
+    warps = sel.warps or _warps(chunk * block_k)
+    return dataclasses.replace(plan, kernel="strip", cast=_Tile(chunk, block_k, warps),
+                               splits=max(1, min(sel.splits, _cdiv(m, chunk))), strip_stages=sel.stages,
+                               prefetch_cast=sel.prefetch,
+                               fast_div=plan.fast_div or (sel.fast_div and plan.source != "given"))  # fmt: skip
 
 
 def _is_two_pass_name(name: str) -> bool:
     return name in ("partials", "default") or name.startswith("atomic")
 
 
-def _set_variant(name: str) -> str:
-    """A benchmark variant: a two-pass scheme (tensor/col) or a (1, G) / (G, G) tiling; returns the previous
-    setting of the same knob (give it back to _set_variant to restore). ValueError on unknown names."""
-    if name.startswith("colcast"):
-        return _set_col_cast(name)
-    return _set_two_pass(name) if _is_two_pass_name(name) else _set_tiling(name)
+def _set_variant(variant: str | tuple[str, str]) -> tuple[str, str]:
+    """A benchmark variant: a two-pass scheme (tensor/col), a col cast or a (1, G) / (G, G) tiling; returns the
+    previous setting of the same knob as a (knob, name) token: give it back to _set_variant to restore. The token
+    names its knob because a previous name alone can be ambiguous ("auto" is both a tiling and a col cast: handing
+    "auto" back after a col cast variant would reset the tiling and leave the col cast variant selected).
+    ValueError on unknown names."""
+    setters = {"col_cast": _set_col_cast, "two_pass": _set_two_pass, "tiling": _set_tiling}
+    if isinstance(variant, tuple):
+        knob, name = variant
+    else:
+        name = variant
+        knob = "col_cast" if _is_col_cast_name(name) else "two_pass" if _is_two_pass_name(name) else "tiling"
+    return knob, setters[knob](name)
 
 
 def _variant_applies(name: str, kind: str) -> bool:
@@ -634,7 +717,7 @@ def _variant_applies(name: str, kind: str) -> bool:
     "block"): two-pass schemes on tensor/col; tilings on (1, G) / (G, G), except those meant for the other one
     ("wide" and m<M> are (1, G) tilings, c<C> a (G, G) one) and (G, G) tiles of more than 2 blocks (64 KB+ of
     bf16 per program: spills)."""
-    if name.startswith("colcast"):
+    if _is_col_cast_name(name):
         return kind == "col"
     if _is_two_pass_name(name):
         return kind in ("tensor", "col")
@@ -723,9 +806,10 @@ def _atomic_plan(base: dict, kind: str, m: int, k: int, interpreter: bool, sms: 
         cast = _col_cast_tile(m, k, _tile(max(1, min(_pow2(m), _TILE_ELEMS // 256)), min(max(_pow2(k), 16), 256)))
     else:
         cast = _elementwise_tile(m, k)
-    return _Plan(**base, source="absmax", scale_axis="col" if kind == "col" else "tile", cast=cast, amax=amax,
+    plan = _Plan(**base, source="absmax", scale_axis="col" if kind == "col" else "tile", cast=cast, amax=amax,
                  reduce="atomic_col" if kind == "col" else "atomic_all", progs_m=progs_m, progs_k=tiles_k,
                  extras=("atomic", f"p{per_sm}"), prefetch=prefetch, fast_div=fast_div)  # fmt: skip
+    return _col_strip_plan(plan, m, k) if kind == "col" else plan
 
 
 def _plan(g: tuple, m: int, k: int, static: bool, arch: int = 90, interpreter: bool = False,
@@ -748,7 +832,10 @@ def _plan(g: tuple, m: int, k: int, static: bool, arch: int = 90, interpreter: b
     if static:
         axis = {"tensor": "tile", "row": "row", "col": "col"}[kind]
         cast = _elementwise_tile(m, k)
-        return _Plan(**base, source="given", scale_axis=axis, cast=_col_cast_tile(m, k, cast) if kind == "col" else cast)
+        if kind == "col":
+            return _col_strip_plan(_Plan(**base, source="given", scale_axis=axis, cast=_col_cast_tile(m, k, cast)),
+                                   m, k)  # fmt: skip
+        return _Plan(**base, source="given", scale_axis=axis, cast=cast)
     if kind == "row" and not _row_col_two_pass(kind, m, k):
         block_k = max(_pow2(k), 16)
         block_m = max(1, min(_pow2(m), _TILE_ELEMS // block_k))
@@ -787,6 +874,8 @@ def _plan(g: tuple, m: int, k: int, static: bool, arch: int = 90, interpreter: b
 
 def _cast_programs(plan: _Plan, m: int, tiles_k: int, sms: int) -> int:
     """Cast grid size: one program per tile, or (persistent "groups" plans) at most ``persist`` per SM."""
+    if plan.kernel == "strip":
+        return tiles_k * plan.splits
     tiles = _cdiv(m, plan.cast.block_m) * tiles_k
     return min(tiles, plan.persist * sms) if plan.persist else tiles
 
@@ -829,6 +918,8 @@ def _launch(g: tuple, m: int, k: int, static: bool, in_dtype, out_dtype, arch: i
     name = plan.cast_name(in_dtype, out_dtype).build(mode)
     if plan.kernel in ("groups", "tma"):
         cast_tail = (tiles_k, *cx.values(), name)
+    elif plan.kernel == "strip":
+        cast_tail = (tiles_k, plan.splits, *cx.values(), name)
     else:
         cast_tail = (tiles_k, plan.npart, *cx.values(), name)
     amax_grid = amax_tail = partial_shape = None
@@ -1035,6 +1126,12 @@ def quantize(
         kq.quantize_tma_kernel[lc.cast_grid](
             x_desc, q_arg, s2, m, k, stride_sm, stride_sk, *lc.cast_tail,
             num_warps=lc.cast_warps, num_stages=1, **lc.cast_options,
+        )  # fmt: skip
+        return (xq.reshape(x.shape) if x.dim() != 2 else xq), s
+    if lc.plan.kernel == "strip":
+        kq.quantize_col_strip_kernel[lc.cast_grid](
+            x2, xq, s2, part, m, k, stride_xm, stride_xk, stride_sk, *lc.cast_tail,
+            num_warps=lc.cast_warps, num_stages=1,
         )  # fmt: skip
         return (xq.reshape(x.shape) if x.dim() != 2 else xq), s
     if lc.plan.kernel == "groups":

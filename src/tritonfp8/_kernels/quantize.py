@@ -311,6 +311,103 @@ def quantize_kernel(
 
 
 @triton.jit
+def _strip_chunk(i, n, split, SPLITS, M, mask_k, CHUNK_M: tl.constexpr, REVERSE: tl.constexpr):
+    """Rows (int64) and mask of step ``i`` of a quantize_col_strip_kernel program that has ``n`` steps: chunk
+    split + i * SPLITS (REVERSE: counted from the last step). Steps outside 0..n-1 are masked off entirely."""
+    if REVERSE:
+        c = split + (n - 1 - i) * SPLITS
+    else:
+        c = split + i * SPLITS
+    offs_m = c.to(tl.int64) * CHUNK_M + tl.arange(0, CHUNK_M)
+    mask = ((offs_m < M) & (i < n))[:, None] & mask_k[None, :]
+    return offs_m, mask
+
+
+@triton.jit
+def _strip_chunk_load(x_ptr, i, n, split, SPLITS, M, offs_k, mask_k, stride_xm, stride_xk, CHUNK_M: tl.constexpr,
+                      REVERSE: tl.constexpr):  # fmt: skip
+    """x of step ``i`` (see _strip_chunk), masked (0 outside x and past the last step)."""
+    offs_m, mask = _strip_chunk(i, n, split, SPLITS, M, mask_k, CHUNK_M, REVERSE)
+    return tl.load(x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :] * stride_xk, mask=mask, other=0.0)
+
+
+@named_jit
+def quantize_col_strip_kernel(
+    x_ptr,
+    q_ptr,  # contiguous (M, K) FP8
+    s_ptr,  # fp32 (1, K) scales: read ("given") or written by the strip's split-0 program ("absmax")
+    amax_ptr,  # int32-coded finished amax per column of amax_kernel "atomic_col" ("absmax"); unused for "given"
+    M,
+    K,
+    stride_xm,
+    stride_xk,
+    stride_sk,
+    STRIPS,  # cdiv(K, BLOCK_K)
+    SPLITS,  # programs per strip (row splits), <= cdiv(M, CHUNK_M)
+    BLOCK_K: tl.constexpr,
+    CHUNK_M: tl.constexpr,
+    SCALE_SRC: tl.constexpr,  # "given" | "absmax"
+    OUT_DTYPE: tl.constexpr,
+    FMAX: tl.constexpr,
+    AMAX_FLOOR: tl.constexpr,
+    FAST_DIV: tl.constexpr,  # "absmax" only: _div_by_scale with the strip's hoisted reciprocals
+    STAGES: tl.constexpr,  # num_stages of the row loop (Triton's software pipeline; 1: none)
+    PREFETCH: tl.constexpr,  # load the next chunk into registers before casting the current one
+    KERNEL_NAME: tl.constexpr,
+):
+    """Col-scale cast by column strips: program (split, strip) owns BLOCK_K columns and the CHUNK_M-row chunks
+    split, split + SPLITS, ... of them. It reads (static) or derives (two-pass, from the finished amax) its
+    BLOCK_K scales once, before the row loop, so the per-chunk work is load, divide, cast, store, with no scale
+    traffic and no shared-memory redistribution of scales inside the loop (quantize_kernel's col tiles reload and
+    redistribute BLOCK_K scales per 8-row tile).
+
+    Grid: STRIPS * SPLITS, strip fastest, so the programs resident at one time cover whole rows of x. "absmax":
+    every program walks its chunks bottom to top (the amax pass ended on the last rows, which L2 may still hold);
+    the split-0 program of each strip writes the strip's scales.
+
+    Loads in flight: STAGES > 1 lets Triton pipeline the loop through shared memory (cp.async; offline, sm_90: two
+    CTA barriers per step); PREFETCH keeps the next chunk's loads in registers instead (no barrier). Without
+    either, a program's next loads wait for its stores (ptxas cannot move a load above a store that may alias).
+    """
+    pid = tl.program_id(0)
+    strip = pid % STRIPS
+    split = pid // STRIPS
+    offs_k = strip.to(tl.int64) * BLOCK_K + tl.arange(0, BLOCK_K)
+    mask_k = offs_k < K
+    if SCALE_SRC == "given":
+        scale = tl.load(s_ptr + offs_k * stride_sk, mask=mask_k, other=1.0)
+    else:
+        tl.static_assert(SCALE_SRC == "absmax", "SCALE_SRC must be 'given' or 'absmax'")
+        amax = tl.load(amax_ptr + offs_k, mask=mask_k, other=0)
+        scale = tl.math.div_rn(tl.maximum(amax.to(tl.float32, bitcast=True), AMAX_FLOOR), FMAX)
+        tl.store(s_ptr + offs_k * stride_sk, scale, mask=mask_k & (split == 0))
+    scale = scale[None, :]
+    if FAST_DIV:
+        tl.static_assert(SCALE_SRC != "given", "FAST_DIV is for scales computed from the data")
+        d, r, nr = _scale_operands(scale)
+    n = tl.cdiv(tl.cdiv(M, CHUNK_M) - split, SPLITS)  # this program's chunks (int32 loop bounds)
+    REVERSE: tl.constexpr = SCALE_SRC == "absmax"
+    if PREFETCH:
+        x_next = _strip_chunk_load(x_ptr, 0, n, split, SPLITS, M, offs_k, mask_k, stride_xm, stride_xk, CHUNK_M,
+                                   REVERSE)  # fmt: skip
+    for i in tl.range(0, n, num_stages=STAGES):
+        if PREFETCH:
+            x = x_next
+            x_next = _strip_chunk_load(x_ptr, i + 1, n, split, SPLITS, M, offs_k, mask_k, stride_xm, stride_xk,
+                                       CHUNK_M, REVERSE)  # fmt: skip
+        else:
+            x = _strip_chunk_load(x_ptr, i, n, split, SPLITS, M, offs_k, mask_k, stride_xm, stride_xk, CHUNK_M,
+                                  REVERSE)  # fmt: skip
+        offs_m, mask = _strip_chunk(i, n, split, SPLITS, M, mask_k, CHUNK_M, REVERSE)
+        x = x.to(tl.float32)
+        if FAST_DIV:
+            y = _div_by_scale(x, scale, d, r, nr, True)
+        else:
+            y = tl.math.div_rn(x, scale)
+        tl.store(q_ptr + offs_m[:, None] * K + offs_k[None, :], cast_to_fp8(y, OUT_DTYPE), mask=mask)
+
+
+@triton.jit
 def _quantize_blocks_chunked(x_ptr, q_ptr, s_ptr, M, K, stride_xm, stride_xk, stride_sm, stride_sk, TILES_K, pid,
                              BLOCK_M: tl.constexpr, CHUNK_M: tl.constexpr, GROUPS: tl.constexpr, G: tl.constexpr,
                              SCALE_SRC: tl.constexpr, OUT_DTYPE: tl.constexpr, FMAX: tl.constexpr,
@@ -676,6 +773,10 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         "quant_static_col_bf16_e4m3": ("col", True, bf16, e4m3, None),
         "quant_static_col_colcast64x256_bf16_e4m3": ("col", True, bf16, e4m3, "colcast64x256"),
         "quant_col_colcast64x256_bf16_e4m3": ("col", False, bf16, e4m3, "colcast64x256"),
+        # Col strip casts (bench quant --variants colstrip<K>r<R>...): scales hoisted out of a row loop.
+        **{f"quant_{'static_' if st else ''}col_{v}_bf16_e4m3": ("col", st, bf16, e4m3, v)
+           for v in ("colstrip256r8", "colstrip256r8pf", "colstrip256r16c16w8pf", "colstrip256r16c16w8fd")
+           for st in (True, False) if not (st and v.endswith("fd"))},
         # TMA-pipelined persistent grids (t<S>[s]p<P>, quantize_tma_kernel): S - 1 tiles in shared memory, P
         # programs per SM. Offline, sm_90 (one 128 x 128 block per tile): 116 registers at 16 warps (one program per
         # SM; capped to 64 for two it spills), 228 at 8 warps (g1w8t4p1fd: one per SM, beyond this module's
@@ -724,6 +825,33 @@ def codegen_specs() -> dict[str, CodegenSpec]:
                 min_arch=90,
                 options={"maxnreg": plan.maxnreg} if plan.maxnreg else {},
                 divisible=("q", "s_ptr", "M", "K", "stride_sm"),
+            )
+            continue
+        if plan.kernel == "strip":
+            specs[key] = CodegenSpec(
+                fn=quantize_col_strip_kernel,
+                signature={
+                    "x_ptr": f"*{triton_sig(xdt)}",
+                    "q_ptr": f"*{triton_sig(qdt)}",
+                    "s_ptr": "*fp32",
+                    "amax_ptr": "*i32" if plan.source == "absmax" else "*fp32",
+                    "M": "i32",
+                    "K": "i32",
+                    "stride_xm": "i32",
+                    "stride_xk": "constexpr",
+                    "stride_sk": "constexpr",
+                    "STRIPS": "i32",
+                    "SPLITS": "i32",
+                    **{c: "constexpr" for c in cx},
+                },
+                constexprs={"stride_xk": 1, "stride_sk": 1, **cx},
+                name=plan.cast_name(xdt, qdt),
+                num_warps=plan.cast.num_warps,
+                num_stages=1,
+                description=f"quantize {plan.scaling}, {'static' if static else plan.source} scale, column strips "
+                f"of {plan.cast.block_k}, {plan.splits} programs per strip, {plan.cast.block_m} rows per step",
+                min_arch=89,
+                divisible=("x_ptr", "q_ptr", "s_ptr", "amax_ptr", "M", "K", "stride_xm"),
             )
             continue
         if plan.kernel == "groups":

@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
                 var_exact[v] = _exact(fn(), quantize_torch(x, g, dtype=dtype))
                 mismatches += not var_exact[v]
                 fns[f"ours_{v}"] = fn
-                if v.startswith("colcast"):  # the col cast tile serves the static scale too
+                if qmod._is_col_cast_name(v):  # the col cast tile serves the static scale too
                     sfn = _with_variant(qmod, v, lambda: quantize(x, g, dtype=dtype, scale=s_static))
                     ok = _exact(sfn(), quantize_torch(x, g, dtype=dtype, scale=s_static))
                     var_exact[v] = var_exact[v] and ok
