@@ -627,3 +627,31 @@ def test_auto_block_tiling_is_tma_where_measured(device, monkeypatch):
     x[-1, -1] = 1e30
     assert qmod._plan(g, 300, 272, False, tma_ok=True, in_bytes=2).kernel == "tma"
     _assert_bit_exact(x, (128, 128), torch.float8_e4m3fn)
+
+
+def test_auto_col_cast_is_the_strip_kernel_on_large_inputs(device, monkeypatch):
+    """"auto" col casts of >= _COL_STRIP_AUTO_MIN_ELEMS elements: the strip kernel measured on the H200 (static:
+    colstrip256r16c16w8pf; the default two-pass scheme: colstrip512r16pf); smaller inputs and named two-pass schemes
+    keep the tile kernel. Through quantize with a lowered threshold: bit-exact on an odd shape, both paths."""
+    monkeypatch.setattr(qmod, "_COL_CAST", "auto")
+    monkeypatch.setattr(qmod, "_TWO_PASS", "default")
+    g = qmod._normalize_granularity("col")
+    static, two = qmod._plan(g, 8192, 8192, True), qmod._plan(g, 8192, 8192, False)
+    assert (static.kernel, static.cast.block_k, static.cast.block_m, static.cast.num_warps) == ("strip", 256, 16, 8)
+    assert static.prefetch_cast and static.splits == 16 and static.source == "given"
+    assert (two.kernel, two.cast.block_k, two.splits, two.source) == ("strip", 512, 16, "absmax") and two.prefetch_cast
+    assert qmod._plan(g, 1024, 2048, True).kernel != "strip"  # below the threshold
+    monkeypatch.setattr(qmod, "_TWO_PASS", "atomic")
+    assert qmod._plan(g, 8192, 8192, False).kernel != "strip"  # a named scheme keeps its tile cast
+    monkeypatch.setattr(qmod, "_TWO_PASS", "default")
+    monkeypatch.setattr(qmod, "_COL_STRIP_AUTO_MIN_ELEMS", 1)
+    monkeypatch.setattr(qmod, "_ONE_PASS_MAX_ELEMS", 8)  # short columns take the two-pass path too
+    x = torch.randn(77, 600, device=device) * 30
+    x[:, 5] = 0
+    x[3, 7] = 1e30
+    assert qmod._plan(g, 77, 600, False).kernel == "strip" and qmod._plan(g, 77, 600, True).kernel == "strip"
+    _assert_bit_exact(x, "col", torch.float8_e4m3fn)
+    _, s = quantize_torch(x, "col")
+    q1, s1 = quantize(x, "col", scale=s)
+    q2, s2 = quantize_torch(x, "col", scale=s)
+    assert torch.equal(q1.view(torch.uint8), q2.view(torch.uint8)) and torch.equal(s1, s2)
