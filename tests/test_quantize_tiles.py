@@ -570,12 +570,12 @@ def test_col_strip_bit_exact(case, strip, device, col_cast, two_pass, monkeypatc
 
 def test_col_strip_plans_and_names(col_cast, two_pass):
     """8192 x 8192: 32 strips x 8 splits of 32-row chunks at 8 warps; static and two-pass (default scheme: its
-    prefetching atomic amax pass stays); names tell the strip variant apart from the defaults (static col: a strip
-    form too at this size, see test_auto_col_cast_is_the_strip_kernel_on_large_inputs)."""
+    prefetching atomic amax pass stays); names tell the strip variant apart from the defaults (strips too at this
+    size, see test_auto_col_cast_is_the_strip_kernel_on_large_inputs)."""
     g = qmod._normalize_granularity("col")
     col_cast("auto")
     default = {st: qmod._plan(g, 8192, 8192, st) for st in (False, True)}
-    assert default[True].kernel == "strip" and default[False].kernel == "tile"
+    assert all(p.kernel == "strip" for p in default.values())
     col_cast("colstrip256r8pf")
     for st in (False, True):
         p = qmod._plan(g, 8192, 8192, st)
@@ -632,18 +632,15 @@ def test_auto_block_tiling_is_tma_where_measured(device, monkeypatch):
 
 
 def test_auto_col_cast_is_the_strip_kernel_on_large_inputs(device, monkeypatch):
-    """"auto" static col casts of >= _COL_STRIP_AUTO_MIN_ELEMS elements: the strip kernel measured on the H200
-    (colstrip256r16c16w8pf); the two-pass cast keeps the tile kernel unless _COL_STRIP_AUTO_TWO_PASS names a strip
-    form; smaller inputs and named two-pass schemes keep the tile kernel. Through quantize with a lowered threshold
-    (and a two-pass strip form set): bit-exact on an odd shape, both paths."""
+    """"auto" col casts of >= _COL_STRIP_AUTO_MIN_ELEMS elements: the strip kernels measured on the H200 (static:
+    colstrip256r16c16w8pf; the default two-pass scheme: colstrip512r16pf); smaller inputs and named two-pass schemes
+    keep the tile kernel. Through quantize with a lowered threshold: bit-exact on an odd shape, both paths."""
     monkeypatch.setattr(qmod, "_COL_CAST", "auto")
     monkeypatch.setattr(qmod, "_TWO_PASS", "default")
     g = qmod._normalize_granularity("col")
     static = qmod._plan(g, 8192, 8192, True)
     assert (static.kernel, static.cast.block_k, static.cast.block_m, static.cast.num_warps) == ("strip", 256, 16, 8)
     assert static.prefetch_cast and static.splits == 16 and static.source == "given"
-    assert qmod._COL_STRIP_AUTO_TWO_PASS is None and qmod._plan(g, 8192, 8192, False).kernel != "strip"
-    monkeypatch.setattr(qmod, "_COL_STRIP_AUTO_TWO_PASS", "colstrip512r16pf")
     two = qmod._plan(g, 8192, 8192, False)
     assert (two.kernel, two.cast.block_k, two.splits, two.source) == ("strip", 512, 16, "absmax") and two.prefetch_cast
     assert qmod._plan(g, 1024, 2048, True).kernel != "strip"  # below the threshold

@@ -677,14 +677,17 @@ def _col_cast_tile(m: int, k: int, default: _Tile) -> _Tile:
     return _tile(max(1, min(_pow2(m), bm)), max(16, min(_pow2(k), bk)))
 
 
-# "auto" static col casts of inputs of >= _COL_STRIP_AUTO_MIN_ELEMS: column strips. Measured on the H200 (8192 x 8192
-# bf16 -> e4m3, five interleaved rounds each): colstrip256r16c16w8pf 57.6 us vs 70.9 us for the 8 x 1024 tiles
-# (91.3% vs 73.9% of copy, 1.23x, quant-nvidia-h200-20261129-163359.json); as the default in the next run 89.9%
-# (median; rounds 57.5-74.8 us, -164242.json). The two-pass col cast keeps the tile kernel: colstrip512r16pf ran the
-# whole op 1.11x faster in the first run (101.4 vs 112.7 us) but bimodal as the default in the second (101-121 us,
-# median 120.3): None here until a strip form is steady. Smaller inputs (unmeasured) keep the tile kernel.
+# "auto" col casts of inputs of >= _COL_STRIP_AUTO_MIN_ELEMS: column strips. Measured on the H200 (8192 x 8192 bf16 ->
+# e4m3, five interleaved rounds per run, three runs):
+# - static scales, colstrip256r16c16w8pf: 57.6 vs 70.9 us for the 8 x 1024 tiles (91.3% vs 73.9% of copy, 1.23x,
+#   quant-nvidia-h200-20261129-163359.json); as the default 89.9% (median; -164242.json) and 90.1% (rounds 57.6-58.0
+#   us, -164518.json).
+# - the default two-pass scheme's cast, colstrip512r16pf: the whole op 101.4 vs 112.7 us (1.11x, -163359.json) and
+#   101.6 vs 114.3 us (1.12x, rounds 100.4-102.9, -164518.json); in the run between (-164242.json), where even the
+#   static strip and the (128, 128) default had slow rounds, it alternated 101-121 us (median 120.3).
+# Smaller inputs (unmeasured) and named two-pass schemes keep the tile kernel.
 _COL_STRIP_AUTO_STATIC = "colstrip256r16c16w8pf"
-_COL_STRIP_AUTO_TWO_PASS: str | None = None
+_COL_STRIP_AUTO_TWO_PASS: str | None = "colstrip512r16pf"
 _COL_STRIP_AUTO_MIN_ELEMS = 1 << 22
 
 
