@@ -2,9 +2,6 @@
 # Session 4, device call 1: quantize baseline with the new static-scale and traffic columns (all granularities),
 # hd256 attention one-warpgroup variants (64-row tiles, 2-3 CTAs/SM) vs the 128x64 8-warp default.
 source scripts/gpu_common.sh
-mkdir -p $OUT/results
-touch $OUT/.t0
-save() { find benchmarks/results -type f -newer $OUT/.t0 -exec cp {} $OUT/results/ \; 2>/dev/null; true; }
 el quant
 timeout 120 python3 -m tritonfp8 bench quant --quick --repeats 3 2>&1 | tee $OUT/bench_quant.log | tail -14
 save

@@ -2,9 +2,6 @@
 # Session 4, device call 2: stream-K GEMM variants (sk, sk2) on the wave-quantized shapes; its GPU tests; col cast
 # tiles for the static and two-pass col quantization.
 source scripts/gpu_common.sh
-mkdir -p $OUT/results
-touch $OUT/.t0
-save() { find benchmarks/results -type f -newer $OUT/.t0 -exec cp {} $OUT/results/ \; 2>/dev/null; true; }
 el streamk-tests
 timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_streamk.py 2>&1 | tail -4
 el gemm-streamk

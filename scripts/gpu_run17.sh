@@ -2,9 +2,6 @@
 # Session 4, device call 3: decode with TMA page loads (kv_load "tma" / "tmat") — GPU correctness tests, then the
 # variant sweep interleaved with the default heuristic and the copy ceiling.
 source scripts/gpu_common.sh
-mkdir -p $OUT/results
-touch $OUT/.t0
-save() { find benchmarks/results -type f -newer $OUT/.t0 -exec cp {} $OUT/results/ \; 2>/dev/null; true; }
 el decode-tests
 timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_decode_tma.py tests/test_decode_gpu.py 2>&1 | tail -6
 el decode-variants

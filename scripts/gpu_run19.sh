@@ -3,9 +3,6 @@
 # bit-exact tests; the decode long-context TMA rule: GPU tests, then the decode matrix at page 64 (the heuristic now
 # picks TMA at B >= 32, ctx >= 16384) with the SDPA / copy peers.
 source scripts/gpu_common.sh
-mkdir -p $OUT/results
-touch $OUT/.t0
-save() { find benchmarks/results -type f -newer $OUT/.t0 -exec cp {} $OUT/results/ \; 2>/dev/null; true; }
 el quant-128
 timeout 100 python3 -m tritonfp8 bench quant --quick --repeats 3 --granularity 128x128 --variants legacyfd,g1w16t3p1fd,g1w16t4p1fd,g1w16t6p1fd,g1w16t4sp1fd 2>&1 | tee $OUT/bench_quant128.log | tail -8
 save

@@ -3,9 +3,6 @@
 # 59 us for one variant: the host-side descriptors dominate an eager call), and the decode heuristic's GPU test
 # (call 5's test step ran out of time compiling the variant matrix).
 source scripts/gpu_common.sh
-mkdir -p $OUT/results
-touch $OUT/.t0
-save() { find benchmarks/results -type f -newer $OUT/.t0 -exec cp {} $OUT/results/ \; 2>/dev/null; true; }
 el decode-heuristic-test
 timeout 100 python3 -m pytest -q -p no:cacheprovider tests/test_decode_tma.py -k heuristic_long_context 2>&1 | tail -2
 el quant-graph

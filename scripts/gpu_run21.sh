@@ -3,9 +3,6 @@
 # NaN, 1e30, zero blocks, both formats), the full quantize suite for the README table, the decode GPU tests
 # (with the long-context TMA rule in the heuristic).
 source scripts/gpu_common.sh
-mkdir -p $OUT/results
-touch $OUT/.t0
-save() { find benchmarks/results -type f -newer $OUT/.t0 -exec cp {} $OUT/results/ \; 2>/dev/null; true; }
 el quant-gpu-tests
 timeout 90 python3 -m pytest -q -p no:cacheprovider tests/test_quantize.py -k "gpu" 2>&1 | tail -2
 el quant-suite

@@ -3,9 +3,6 @@
 # the eager rounds of calls 3-5 were bimodal there), to see whether the one-warp TMA kernel's long-context win
 # extends to shorter contexts once the per-call descriptor cost is out of the picture.
 source scripts/gpu_common.sh
-mkdir -p $OUT/results
-touch $OUT/.t0
-save() { find benchmarks/results -type f -newer $OUT/.t0 -exec cp {} $OUT/results/ \; 2>/dev/null; true; }
 el decode-graph
 timeout 300 python3 -m tritonfp8 bench --graph decode --variants-only --repeats 3 \
   --variant-names tmaw1bn64s4splitsx4,tmaw1bn64s4splitsx2,tmaw1bn64s4splitsx8,tmaw1bn32s4splitsx4,tmat,w1bn32s4splitsx4 \

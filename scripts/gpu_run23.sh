@@ -3,9 +3,6 @@
 # true default again: earlier colcast runs left the variant selected), colcast64x256 re-timed; decode at ctx 8192
 # eager with the TMA rule now from 8192 (vs the gather heuristic) and the matrix row for the README.
 source scripts/gpu_common.sh
-mkdir -p $OUT/results
-touch $OUT/.t0
-save() { find benchmarks/results -type f -newer $OUT/.t0 -exec cp {} $OUT/results/ \; 2>/dev/null; true; }
 el quant-col
 timeout 150 python3 -m tritonfp8 bench quant --quick --repeats 5 --granularity col --variants colstrip256r8,colstrip256r16,colstrip256r8pf,colstrip256r16c16w8pf,colstrip512r16pf,colstrip256r16c16w8fd,colcast64x256 2>&1 | tee $OUT/bench_quant_col.log | tail -10
 save

@@ -2,9 +2,6 @@
 # Session 4, device call 10: the quantize suite with the new col defaults (column strips) for the README table, and
 # the quantize GPU acceptance tests on the new col paths (NaN, 1e30, zero columns, column-major, both formats).
 source scripts/gpu_common.sh
-mkdir -p $OUT/results
-touch $OUT/.t0
-save() { find benchmarks/results -type f -newer $OUT/.t0 -exec cp {} $OUT/results/ \; 2>/dev/null; true; }
 el quant-gpu-tests
 timeout 60 python3 -m pytest -q -p no:cacheprovider tests/test_quantize.py -k "gpu" 2>&1 | tail -2
 el quant-suite
