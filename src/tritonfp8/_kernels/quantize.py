@@ -798,115 +798,49 @@ def codegen_specs() -> dict[str, CodegenSpec]:
             if prev is not None:
                 q._set_variant(prev)
 
+    def cast_spec(plan, fn, sig, pinned, desc, min_arch, divisible):
+        """A cast kernel's spec: ``sig`` plus the plan's constexprs; ``pinned``: strides fixed at 1 (what Triton
+        specializes at run time for contiguous tensors)."""
+        cx = plan.cast_constexprs(qdt)
+        return CodegenSpec(
+            fn=fn, signature={**sig, **{c: "constexpr" for c in (*pinned, *cx)}},
+            constexprs={**dict.fromkeys(pinned, 1), **cx},
+            name=plan.cast_name(xdt, qdt), num_warps=plan.cast.num_warps, num_stages=1,
+            description=f"quantize {plan.scaling}, {'static' if static else plan.source} scale{desc}",
+            min_arch=min_arch, options={"maxnreg": plan.maxnreg} if plan.maxnreg else {}, divisible=divisible,
+        )  # fmt: skip
+
     for key, (gran, static, xdt, qdt, variant) in cast_cases.items():
         plan = plan_of(gran, static, variant)
-        cx = plan.cast_constexprs(qdt)
+        x_sig, q_sig = f"*{triton_sig(xdt)}", f"*{triton_sig(qdt)}"
+        part_sig = "*i32" if plan.source == "absmax" else "*fp32"
         if plan.kernel == "tma":
             box = f"[{plan.cast.block_m}, {plan.cast.block_k}]"
-            specs[key] = CodegenSpec(
-                fn=quantize_tma_kernel,
-                signature={
-                    "x_desc": f"tensordesc<{triton_sig(xdt)}{box}>",
-                    "q": f"tensordesc<{triton_sig(qdt)}{box}>" if plan.tma_store else f"*{triton_sig(qdt)}",
-                    "s_ptr": "*fp32",
-                    "M": "i32",
-                    "K": "i32",
-                    "stride_sm": "i32",
-                    "stride_sk": "constexpr",
-                    "TILES_K": "i32",
-                    **{c: "constexpr" for c in cx},
-                },
-                constexprs={"stride_sk": 1, **cx},
-                name=plan.cast_name(xdt, qdt),
-                num_warps=plan.cast.num_warps,
-                num_stages=1,
-                description=f"quantize {plan.scaling}, {'static' if static else plan.source} scale, TMA loads "
-                f"pipelined {plan.tma_stages} stages, {plan.persist} programs per SM",
-                min_arch=90,
-                options={"maxnreg": plan.maxnreg} if plan.maxnreg else {},
-                divisible=("q", "s_ptr", "M", "K", "stride_sm"),
-            )
-            continue
-        if plan.kernel == "strip":
-            specs[key] = CodegenSpec(
-                fn=quantize_col_strip_kernel,
-                signature={
-                    "x_ptr": f"*{triton_sig(xdt)}",
-                    "q_ptr": f"*{triton_sig(qdt)}",
-                    "s_ptr": "*fp32",
-                    "amax_ptr": "*i32" if plan.source == "absmax" else "*fp32",
-                    "M": "i32",
-                    "K": "i32",
-                    "stride_xm": "i32",
-                    "stride_xk": "constexpr",
-                    "stride_sk": "constexpr",
-                    "STRIPS": "i32",
-                    "SPLITS": "i32",
-                    **{c: "constexpr" for c in cx},
-                },
-                constexprs={"stride_xk": 1, "stride_sk": 1, **cx},
-                name=plan.cast_name(xdt, qdt),
-                num_warps=plan.cast.num_warps,
-                num_stages=1,
-                description=f"quantize {plan.scaling}, {'static' if static else plan.source} scale, column strips "
-                f"of {plan.cast.block_k}, {plan.splits} programs per strip, {plan.cast.block_m} rows per step",
-                min_arch=89,
-                divisible=("x_ptr", "q_ptr", "s_ptr", "amax_ptr", "M", "K", "stride_xm"),
-            )
-            continue
-        if plan.kernel == "groups":
-            specs[key] = CodegenSpec(
-                fn=quantize_groups_kernel,
-                signature={
-                    "x_ptr": f"*{triton_sig(xdt)}",
-                    "q_ptr": f"*{triton_sig(qdt)}",
-                    "s_ptr": "*fp32",
-                    "M": "i32",
-                    "K": "i32",
-                    "stride_xm": "i32",
-                    "stride_xk": "constexpr",
-                    "stride_sm": "i32",
-                    "stride_sk": "constexpr",
-                    "TILES_K": "i32",
-                    **{c: "constexpr" for c in cx},
-                },
-                # Scales are allocated contiguous: stride_sk == 1, specialized at run time as Triton does for 1.
-                constexprs={"stride_xk": 1, "stride_sk": 1, **cx},
-                name=plan.cast_name(xdt, qdt),
-                num_warps=plan.cast.num_warps,
-                num_stages=1,
-                description=f"quantize {plan.scaling}, {'static' if static else plan.source} scale, "
-                f"{plan.cast.block_m} rows x {plan.groups} groups per program",
-                min_arch=89,
-                options={"maxnreg": plan.maxnreg} if plan.maxnreg else {},
-                divisible=("x_ptr", "q_ptr", "s_ptr", "M", "K", "stride_xm", "stride_sm"),
-            )
-            continue
-        specs[key] = CodegenSpec(
-            fn=quantize_kernel,
-            signature={
-                "x_ptr": f"*{triton_sig(xdt)}",
-                "q_ptr": f"*{triton_sig(qdt)}",
-                "s_ptr": "*fp32",
-                "part_ptr": "*i32" if plan.source == "absmax" else "*fp32",
-                "M": "i32",
-                "K": "i32",
-                "stride_xm": "i32",
-                "stride_xk": "constexpr",
-                "stride_sm": "i32",
-                "stride_sk": "i32",
-                "TILES_K": "i32",
-                "NPART": "i32",
-                **{c: "constexpr" for c in cx},
-            },
-            constexprs={"stride_xk": 1, **cx},
-            name=plan.cast_name(xdt, qdt),
-            num_warps=plan.cast.num_warps,
-            num_stages=1,
-            description=f"quantize {plan.scaling}, {'static' if static else plan.source} scale",
-            min_arch=89,
-            divisible=("x_ptr", "q_ptr", "s_ptr", "part_ptr", "M", "K", "stride_xm"),
-        )
+            sig = {"x_desc": f"tensordesc<{triton_sig(xdt)}{box}>",
+                   "q": f"tensordesc<{triton_sig(qdt)}{box}>" if plan.tma_store else q_sig,
+                   "s_ptr": "*fp32", "M": "i32", "K": "i32", "stride_sm": "i32", "TILES_K": "i32"}  # fmt: skip
+            specs[key] = cast_spec(plan, quantize_tma_kernel, sig, ("stride_sk",),
+                                   f", TMA loads pipelined {plan.tma_stages} stages, {plan.persist} programs per SM",
+                                   90, ("q", "s_ptr", "M", "K", "stride_sm"))  # fmt: skip
+        elif plan.kernel == "strip":
+            sig = {"x_ptr": x_sig, "q_ptr": q_sig, "s_ptr": "*fp32", "amax_ptr": part_sig, "M": "i32", "K": "i32",
+                   "stride_xm": "i32", "STRIPS": "i32", "SPLITS": "i32"}  # fmt: skip
+            specs[key] = cast_spec(plan, quantize_col_strip_kernel, sig, ("stride_xk", "stride_sk"),
+                                   f", column strips of {plan.cast.block_k}, {plan.splits} programs per strip, "
+                                   f"{plan.cast.block_m} rows per step",
+                                   89, ("x_ptr", "q_ptr", "s_ptr", "amax_ptr", "M", "K", "stride_xm"))  # fmt: skip
+        elif plan.kernel == "groups":
+            # Scales are allocated contiguous: stride_sk == 1, specialized at run time as Triton does for 1.
+            sig = {"x_ptr": x_sig, "q_ptr": q_sig, "s_ptr": "*fp32", "M": "i32", "K": "i32", "stride_xm": "i32",
+                   "stride_sm": "i32", "TILES_K": "i32"}  # fmt: skip
+            specs[key] = cast_spec(plan, quantize_groups_kernel, sig, ("stride_xk", "stride_sk"),
+                                   f", {plan.cast.block_m} rows x {plan.groups} groups per program",
+                                   89, ("x_ptr", "q_ptr", "s_ptr", "M", "K", "stride_xm", "stride_sm"))  # fmt: skip
+        else:
+            sig = {"x_ptr": x_sig, "q_ptr": q_sig, "s_ptr": "*fp32", "part_ptr": part_sig, "M": "i32", "K": "i32",
+                   "stride_xm": "i32", "stride_sm": "i32", "stride_sk": "i32", "TILES_K": "i32", "NPART": "i32"}
+            specs[key] = cast_spec(plan, quantize_kernel, sig, ("stride_xk",), "", 89,
+                                   ("x_ptr", "q_ptr", "s_ptr", "part_ptr", "M", "K", "stride_xm"))  # fmt: skip
     amax_cases = {
         "quant_amax_tensor_bf16": ("tensor", bf16, None),
         "quant_amax_col_bf16": ("col", bf16, None),
