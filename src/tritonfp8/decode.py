@@ -118,6 +118,7 @@ def num_sms(device: torch.device) -> int:
 TMA_MIN_LEN = 8192
 TMA_MIN_PROGRAMS = 256  # batch x KV heads
 TMA_SPLITS_FACTOR = 4
+TMA_BLOCK_N = 64  # tokens per step of that kernel: one page box
 
 
 def decode_config(
@@ -157,7 +158,7 @@ def decode_config(
         if long_tma:
             num_splits = max(1, min(num_splits * TMA_SPLITS_FACTOR, max_len // 256, MAX_SPLITS))
     if long_tma:
-        return DecodeConfig(block_n=64, block_m=block_m, num_warps=1, num_stages=4, num_splits=num_splits,
+        return DecodeConfig(block_n=TMA_BLOCK_N, block_m=block_m, num_warps=1, num_stages=4, num_splits=num_splits,
                             kv_load="tma")
     return DecodeConfig(block_n=block_n, block_m=block_m, num_warps=warps, num_stages=3, num_splits=num_splits)
 
@@ -559,7 +560,7 @@ def _plan(key) -> _Plan:
     group = hq // hkv
     rows = group * sq
     if cfg is None:
-        tma_ok = _tma_geometry((nblocks, page, hkv, d), kstr, vstr, c_dtype.itemsize, 64, aligned) is not None
+        tma_ok = _tma_geometry((nblocks, page, hkv, d), kstr, vstr, c_dtype.itemsize, TMA_BLOCK_N, aligned) is not None
         cfg = decode_config(bsz, hkv, rows, int(bound), num_sms(device), num_splits, page if tma_ok else None)
     elif num_splits is not None:
         cfg = dataclasses.replace(cfg, num_splits=num_splits)

@@ -523,12 +523,18 @@ def _parse_tiling(name: str) -> _TilingSpec:
     )
 
 
-def _set_tiling(name: str) -> str:
-    """Select the (1, G) / (G, G) tiling (see _TILING); returns the previous one. For benchmarks and tests."""
-    global _TILING
-    _parse_tiling(name)
-    prev, _TILING = _TILING, name
+def _set_knob(var: str, parse, name: str) -> str:
+    """Set the module setting ``var`` (e.g. "_TILING") to ``name`` once ``parse`` accepts it (ValueError
+    otherwise); returns the previous value. The setters below are for benchmarks and tests."""
+    parse(name)
+    prev = globals()[var]
+    globals()[var] = name
     return prev
+
+
+def _set_tiling(name: str) -> str:
+    """Select the (1, G) / (G, G) tiling (see _TILING); returns the previous one."""
+    return _set_knob("_TILING", _parse_tiling, name)
 
 
 # Two-pass (tensor, col) scheme, selectable like the tiling (``bench quant --variants``, TRITONFP8_QUANT_TWO_PASS):
@@ -580,11 +586,8 @@ def _parse_two_pass(name: str) -> tuple[str, int, bool, bool, bool]:
 
 
 def _set_two_pass(name: str) -> str:
-    """Select the tensor/col two-pass scheme (see _TWO_PASS); returns the previous one. For benchmarks and tests."""
-    global _TWO_PASS
-    _parse_two_pass(name)
-    prev, _TWO_PASS = _TWO_PASS, name
-    return prev
+    """Select the tensor/col two-pass scheme (see _TWO_PASS); returns the previous one."""
+    return _set_knob("_TWO_PASS", _parse_two_pass, name)
 
 
 def _scheme(kind: str) -> str:
@@ -660,11 +663,8 @@ def _parse_col_cast(name: str) -> tuple[int, int] | _ColStrip | None:
 
 
 def _set_col_cast(name: str) -> str:
-    """Select the col cast tile (see _COL_CAST); returns the previous one. For benchmarks and tests."""
-    global _COL_CAST
-    _parse_col_cast(name)
-    prev, _COL_CAST = _COL_CAST, name
-    return prev
+    """Select the col cast tile (see _COL_CAST); returns the previous one."""
+    return _set_knob("_COL_CAST", _parse_col_cast, name)
 
 
 def _col_cast_tile(m: int, k: int, default: _Tile) -> _Tile:
