@@ -429,8 +429,9 @@ def decode_attention(
     scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)
     bound = max_blocks * page if max_seqlen is None else max_seqlen
     kstr, vstr = k_cache.stride(), v_cache.stride()
-    # TMA needs 16-byte aligned bases: part of the key only where a config asks for TMA (cheap otherwise).
-    aligned = ((config is None or config.kv_load != "gather") and k_cache.dtype == torch.float8_e4m3fn
+    # TMA needs 16-byte aligned bases: part of the key where TMA may run (a config asking for it, or the heuristic's
+    # long-context rule); the rest of what TMA needs is in the key already (see _tma_geometry).
+    aligned = ((config is None or config.kv_load != "gather")
                and (k_cache.data_ptr() | v_cache.data_ptr()) % 16 == 0)
     key = (device, q.dtype, k_cache.dtype, out_dtype, bsz, sq, hq, hkv, d, page, max_blocks, nblocks, kstr, vstr,
            kd.numel() > 1, vd.numel() > 1, bound, num_splits, config, naming.naming_mode(), aligned)
