@@ -682,6 +682,11 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         "decode_e4m3_gqa4_page64_tma": _decode_spec(4, 1, 64, 4, 3, 64, False, tail_mask=True, kv_tma=1),
         "decode_e4m3_gqa4_page64_tma_w2": _decode_spec(4, 1, 64, 2, 3, 64, False, tail_mask=True, kv_tma=1),
         "decode_e4m3_gqa4_page64_tma_bn32w1": _decode_spec(4, 1, 32, 1, 4, 64, False, tail_mask=True, kv_tma=1),
+        # decode_config's long-context pick (one warp, 64-token page boxes, 4 stages, split) and its 3-stage twin
+        "decode_e4m3_gqa4_page64_tma_bn64w1s4_splitkv": _decode_spec(4, 1, 64, 1, 4, 64, True, tail_mask=True,
+                                                                     kv_tma=1),
+        "decode_e4m3_gqa4_page64_tma_bn64w1s3_splitkv": _decode_spec(4, 1, 64, 1, 3, 64, True, tail_mask=True,
+                                                                     kv_tma=1),
         "decode_e4m3_gqa8_page64_tma_splitkv": _decode_spec(8, 1, 64, 4, 3, 64, True, tail_mask=True, kv_tma=1),
         "decode_e4m3_gqa4_page16_tma_bn32w1": _decode_spec(4, 1, 32, 1, 4, 16, False, tail_mask=True, kv_tma=1),
         "decode_e4m3_gqa8_page16_tma_bn64": _decode_spec(8, 1, 64, 4, 3, 16, False, tail_mask=True, kv_tma=1),

@@ -1205,6 +1205,9 @@ PRECISE_CONFIG_LAG = BLOCK_CONFIG_LAG = dataclasses.replace(BLOCK_CONFIG, promot
 # The split promotion (GemmConfig.promote = "split"): each block is promoted while the next one's second half runs.
 # Two K blocks per pipeline stage: 3 stages hold the 6 blocks of 6 unsplit stages.
 PRECISE_CONFIG_SPLIT = BLOCK_CONFIG_SPLIT = dataclasses.replace(BLOCK_CONFIG, promote="split", num_stages=3)
+# Warp specialization on the precise / block tile (Triton 3.6's Hopper pass takes 4-warp kernels: one producer
+# warp group + two consumer warp groups of 64 rows each, which drift apart so one promotes while the other's wgmma runs).
+PRECISE_CONFIG_WS = GemmConfig(128, 128, 128, num_warps=4, num_stages=5, schedule="tmaws")
 
 
 def _specs() -> dict:
@@ -1234,6 +1237,11 @@ def _specs() -> dict:
         "gemm_fast_ws": codegen_spec(
             GemmConfig(128, 256, 128, num_warps=4, num_stages=4, schedule="tmaws"),
             description="Hopper warp specialization (1 producer + 2 consumer warp groups)"),
+        "gemm_precise_ws": codegen_spec(
+            PRECISE_CONFIG_WS, precise=True,
+            description="precise, warp-specialized: 2 consumer warp groups promote while the other's wgmma runs"),
+        "gemm_block_ws": codegen_spec(
+            PRECISE_CONFIG_WS, b_block_rows=128, description="block scales 1x128 / 128x128, warp-specialized"),
         "gemm_fast_wspersistent": codegen_spec(
             GemmConfig(128, 256, 128, num_warps=4, num_stages=4, schedule="tmawspersistent"),
             description="persistent + warp specialization"),

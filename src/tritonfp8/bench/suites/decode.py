@@ -123,6 +123,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "tmaw1bn32s4": {"kv_load": "tma", "block_n": 32, "num_warps": 1, "num_stages": 4},
     "tmaw1bn64s4splitsx2": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 2.0},
     "tmaw1bn64s4splitsx8": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 8.0},
+    # Split counts between the powers of two (session 5, ctx 4096): the one-warp TMA kernel holds 255 registers
+    # (8 programs per SM by registers; offline its K/V boxes are single-buffered: 20.3 KB of shared memory at 3 or 4
+    # stages), so x3 / x6 give 768 / 1536 programs at B32 (0.73 / 1.45 of 1056 slots) against x4's 1024.
+    "tmaw1bn64s4splitsx3": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 3.0},
+    "tmaw1bn64s4splitsx6": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 6.0},
+    "tmaw1bn32s4splitsx3": {"kv_load": "tma", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 3.0},
+    "tmaw1bn32s4splitsx6": {"kv_load": "tma", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 6.0},
     # kv_load="tmat": P.V as O^T = V^T.P^T (wgmma with 4 warps): 2 pages x 4 warps 26.9 per token, 246 registers,
     # no spills; 1 page 33.4, 148 registers.
     "tmat": {"kv_load": "tmat", "block_n": 128, "num_warps": 4},
