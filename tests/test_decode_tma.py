@@ -11,11 +11,14 @@ fall back to the gather path. The GPU test compares with the default path at the
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
 from conftest import requires_gpu
 from test_decode import Case, _make, assert_decode_close
+from test_direct import fake_cuda  # noqa: F401 (the fixture)
 from tritonfp8 import decode as dec
 
 # (case, block_n, splits): page 16 / 32 / 64 with sub-boxes (block_n < page), one page and several pages per step
@@ -118,6 +121,128 @@ def test_tma_falls_back_to_gather_where_tma_cannot_address(device):
     vh = (vc.float() * vs.reshape(1, 1, -1, 1)).half()
     assert torch.isfinite(dec.decode_attention(q.half(), kh, vh, bt, sl, config=cfg)).all()
     assert not _tma_plan_used()
+
+
+def test_tma_repeat_calls_and_a_new_cache_allocation(device):
+    """The serving case: repeat calls on the same caches (new q, seq_lens, block table contents) reuse the plan and
+    give the same bits; caches newly allocated with the same shape run the same plan and read the new memory (the
+    reference and the gather path on them; then the first caches again). On the GPU the repeat calls take the
+    direct launcher and encode no descriptor."""
+    from tritonfp8 import _direct
+
+    case = Case((17, 40), 4, 2, page=16)
+    q, kc, vc, bt, sl, ks, vs = _make(case, device, seed=26)
+    cfg = dec.DecodeConfig(block_n=32, kv_load="tma", loop="tail")
+
+    def run(q, kc, vc, bt, sl, ks, vs, config=cfg):
+        return dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=config,
+                                    out_dtype=torch.float32)
+
+    first = run(q, kc, vc, bt, sl, ks, vs)
+    plan = next(iter(dec._PLANS.values()))
+    assert plan.tma is not None
+    encoded = _direct.stats["encoded"]
+    again = run(q, kc, vc, bt, sl, ks, vs)
+    assert torch.equal(first, again) and next(iter(dec._PLANS.values())) is plan
+    if device == "cuda" and _direct.enabled():  # the second call encoded (Triton's dispatch ran the first)
+        encoded, reused = _direct.stats["encoded"], _direct.stats["reused"]
+        run(q, kc, vc, bt, sl, ks, vs)
+        assert (_direct.stats["encoded"], _direct.stats["reused"]) == (encoded, reused + 2)
+    # Other q, lengths and block table contents on the same caches: the pages of sequence 0 and 1 swapped.
+    q2 = torch.randn(q.shape, generator=torch.Generator().manual_seed(1)).to(q)
+    swapped = dec.decode_attention_torch(q2, kc, vc, bt.flip(0), sl.flip(0), k_descale=ks, v_descale=vs)
+    out = run(q2, kc, vc, bt.flip(0).contiguous(), sl.flip(0).contiguous(), ks, vs)
+    pt = dec.decode_attention_torch(q2, kc, vc, bt.flip(0), sl.flip(0), k_descale=ks, v_descale=vs,
+                                    p_dtype=torch.float16)
+    assert_decode_close(out, swapped, pt, max(case.lens), torch.float32)
+    # New caches of the same shape (other contents, other addresses; the first ones stay alive).
+    _, kc2, vc2, bt2, sl2, ks2, vs2 = _make(case, device, seed=27)
+    assert kc2.shape == kc.shape and kc2.data_ptr() != kc.data_ptr()
+    out2 = run(q, kc2, vc2, bt2, sl2, ks2, vs2)
+    assert next(iter(dec._PLANS.values())) is plan
+    ref = dec.decode_attention_torch(q, kc2, vc2, bt2, sl2, k_descale=ks2, v_descale=vs2)
+    pt = dec.decode_attention_torch(q, kc2, vc2, bt2, sl2, k_descale=ks2, v_descale=vs2, p_dtype=torch.float16)
+    assert_decode_close(out2, ref, pt, max(case.lens), torch.float32)
+    assert torch.equal(run(q, kc, vc, bt, sl, ks, vs), first)
+    gather = run(q, kc2, vc2, bt2, sl2, ks2, vs2, config=dataclasses.replace(cfg, kv_load="gather"))
+    _assert_same(gather, out2, device)
+
+
+def _decode_params() -> dict:
+    """The decode kernel's parameters (name -> inspect.Parameter), from its Python function (a JITFunction on the
+    GPU, an InterpretedFunction here: both keep it as ``fn``)."""
+    import inspect
+
+    from tritonfp8._kernels import decode as kern
+
+    return dict(inspect.signature(kern._decode_kernel.fn).parameters)
+
+
+def _decode_signature(box: int, d: int) -> tuple[dict, list]:
+    """A compiled decode kernel's signature and TMA metadata as Triton 3.6 gives them to its launcher: K and V
+    (parameters 1 and 2) as [box, d] E4M3 descriptors, the rest plain values (their kinds do not matter here)."""
+    sig = {n: f"tensordesc<fp8e4nv[{box}, {d}]>" if i in (1, 2) else "i32" for i, n in enumerate(_decode_params())}
+    meta = dict(swizzle=3, elem_size=1, elem_type=11, block_size=[box, d], fp4_padded=False)
+    return sig, [meta, dict(meta)]
+
+
+def test_tma_descriptors_encoded_once_per_cache_address_and_geometry(fake_cuda, monkeypatch):
+    """CPU: decode's launches handed, as repeat launches are, to a compiled kernel whose launcher is Triton 3.6's
+    wrapper around a recording C entry point (test_direct's fake_cuda; no kernel runs). The first call encodes K's
+    and V's CUtensorMaps, repeat calls on the same caches encode none; a new allocation of the same shape gets its
+    own; the same address with another geometry (fewer blocks) another; what reaches the C launcher is what
+    Triton's own wrapper passes (the stock launch of the same call)."""
+    from tritonfp8 import _direct as D
+    from tritonfp8 import _launch as L
+    from tritonfp8._kernels import decode as kern
+
+    case = Case((17, 40), 4, 2, page=16)
+    q, kc, vc, bt, sl, ks, vs = _make(case, "cpu", seed=28)
+    kernels = {}
+
+    def launch(fn, grid, *args, **kwargs):  # what _launch.launch does once a specialization was compiled
+        assert fn is kern._decode_kernel  # one split: no combine launch
+        k = kernels.get(fn) or kernels.setdefault(fn, fake_cuda.make(*_decode_signature(16, case.d)))
+        tail = tuple(kwargs[n] if n in kwargs else p.default for n, p in list(_decode_params().items())[len(args):])
+        L.run_compiled(k, tuple(grid), args + tail)
+
+    monkeypatch.setattr(dec._launch, "launch", launch)
+    cfg = dec.DecodeConfig(block_n=32, kv_load="tma")
+
+    def run(q, kc, vc, bt, sl):
+        dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg)
+        return fake_cuda.calls[-1]
+
+    def maps(args):  # the expansions of K and V: (CUtensorMap, rows, cols, row stride, 1) each, after q
+        return args[14:19], args[19:24]
+
+    rows, cols = kc.shape[0] * case.page, case.hkv * case.d
+    k1, v1 = maps(run(q, kc, vc, bt, sl))
+    assert fake_cuda.fill.calls == 2
+    assert k1 == (fake_cuda.fill(kc.data_ptr(), 3, 1, 11, [16, case.d], (rows, cols), (cols, 1), 0), rows, cols,
+                  cols, 1)
+    assert v1[0][1] == vc.data_ptr() and v1[1:] == k1[1:]
+    fake_cuda.fill.calls -= 1  # (the expected map above)
+    k2, v2 = maps(run(torch.randn_like(q, dtype=torch.float32).to(q.dtype), kc, vc, bt.flip(0).contiguous(),
+                      sl.flip(0).contiguous()))
+    assert fake_cuda.fill.calls == 2 and (k2, v2) == (k1, v1)  # same caches, other q / table / lengths
+    kc_new = kc.clone()  # a new allocation of the same shape: K re-encoded at its address, V's map reused
+    k3, v3 = maps(run(q, kc_new, vc, bt, sl))
+    assert fake_cuda.fill.calls == 3 and k3[0][1] == kc_new.data_ptr() and k3[1:] == k1[1:] and v3 == v1
+    fewer = kc.shape[0] - 1  # the same addresses, another geometry: both re-encoded with it
+    k4, v4 = maps(run(q, kc[:fewer], vc[:fewer], bt, sl))
+    assert fake_cuda.fill.calls == 5 and k4[0][1] == kc.data_ptr() and k4[1] == fewer * case.page
+    assert k4[0][6] == (fewer * case.page, cols) and v4[0][6] == k4[0][6]
+    direct = fake_cuda.calls[-1]
+    prev = D.set_enabled(False)
+    try:
+        stock = run(q, kc[:fewer], vc[:fewer], bt, sl)
+    finally:
+        D.set_enabled(prev)
+    plain = lambda args: tuple(a for a in args if not isinstance(a, torch.Tensor))  # noqa: E731 (out is new)
+    assert direct[10:13] == (None, None, None) and direct[:10] == stock[:10]
+    assert plain(direct[13:]) == plain(stock[13:]) and maps(direct) == maps(stock)
+    assert fake_cuda.fill.calls == 7  # the stock wrapper encodes on every call
 
 
 def test_kv_load_option_is_validated():

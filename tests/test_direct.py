@@ -134,6 +134,24 @@ def test_descriptor_encoded_once_per_address_and_geometry(fake_cuda):
     assert fake_cuda.fill.calls == n and fake_cuda.calls[-1][13][6:8] == ((256, 256), (256, 1))
 
 
+def test_unchecked_descriptors_on_tensors_or_addresses_launch_alike(fake_cuda):
+    """_direct.descriptor (no constructor checks; shape and strides as given) on the tensor or on its Address: the
+    same C-launcher arguments as TensorDescriptor.from_tensor, one encoding for all three (the fast key finds the
+    tuples), the same launch key on the tensor (an Address goes to compiled launches only), and an Address keeps no
+    reference to the tensor."""
+    k = fake_cuda.make()
+    x, c = torch.zeros(256, 512, dtype=torch.uint8), torch.zeros(256, 128, dtype=torch.bfloat16)
+    cd = TensorDescriptor.from_tensor(c, [64, 64])
+    made = [TensorDescriptor.from_tensor(x, [64, 128]), D.descriptor(x, (256, 512), (512, 1), [64, 128]),
+            D.descriptor(D.Address(x.data_ptr(), x.dtype), (256, 512), (512, 1), [64, 128])]
+    assert L.arg_spec(made[0]) == L.arg_spec(made[1])
+    for d in made:
+        _launch(k, (d, 7, _P, cd, 4), direct=True)
+    assert fake_cuda.fill.calls == 2 and D.stats["reused"] == 4
+    assert fake_cuda.calls[0][13:18] == fake_cuda.calls[1][13:18] == fake_cuda.calls[2][13:18]
+    assert not any(isinstance(getattr(made[2].base, s), torch.Tensor) for s in D.Address.__slots__)
+
+
 @pytest.mark.parametrize("case", ["version", "scratch", "wrapper", "disabled", "hook"])
 def test_unknown_structure_or_hooks_take_the_stock_path(fake_cuda, monkeypatch, case):
     k = fake_cuda.make(scratch=128 if case == "scratch" else 0)

@@ -47,6 +47,33 @@ _RUNNERS_SIZE = 1024
 stats = {"encoded": 0, "reused": 0}  # descriptor expansions computed / served from the cache (tests, diagnostics)
 
 
+class Address:
+    """A descriptor base that holds an address, not a tensor: what the launch key and Triton's launcher read from a
+    descriptor's ``base`` (``data_ptr()``, ``dtype``). A descriptor kept in a cache with this base keeps no tensor
+    alive; one cached for an address serves any tensor of the same geometry that lives there. Compiled launches
+    only: the interpreter and Triton's own dispatch need the tensor."""
+
+    __slots__ = ("ptr", "dtype")
+
+    def __init__(self, ptr: int, dtype):
+        self.ptr, self.dtype = ptr, dtype
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+
+def descriptor(base, shape: tuple, strides: tuple, block: list, padding: str = "zero"):
+    """A host ``TensorDescriptor`` of ``base`` (a tensor or an :class:`Address`) built without its constructor's
+    checks (callers validated the geometry once per launch plan). Give ``shape`` and ``strides`` as tuples: the
+    runners' encoding cache then finds the descriptor under its fast key (lists take the slower tuple-converting
+    path, with the same result)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    d = object.__new__(TensorDescriptor)
+    d.base, d.shape, d.strides, d.block_shape, d.padding = base, shape, strides, block, padding
+    return d
+
+
 def cache_clear() -> None:
     _RUNNERS.clear()
     stats["encoded"] = stats["reused"] = 0

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import torch
 import triton
 
-from tritonfp8 import _backend, naming
+from tritonfp8 import _backend, _direct, _launch, naming
 from tritonfp8._formats import E4M3, short_name
 
 PAGE_SIZES = (16, 32, 64, 128)
@@ -536,19 +536,22 @@ class _Plan:
             counters = seq_lens  # unused
         qs, ks, vs, bs = q.stride(), k_cache.stride(), v_cache.stride(), block_table.stride()
         if self.tma is not None:  # the kernel reads K/V through descriptors (its stride arguments go unused)
-            from triton.tools.tensor_descriptor import TensorDescriptor
-
-            rows, cols, row_stride, box = self.tma
-            k_cache = TensorDescriptor(k_cache, [rows, cols], [row_stride, 1], [box, self.d])
-            v_cache = TensorDescriptor(v_cache, [rows, cols], [row_stride, 1], [box, self.d])
-        self.kernel[self.grid](
+            # Geometry checked by _tma_geometry; tuples: the direct launcher finds the encoded CUtensorMaps of
+            # these caches (same address and geometry) and encodes nothing on repeat calls (_direct.descriptor).
+            shape, strides, block = self.tma
+            k_cache = _direct.descriptor(k_cache, shape, strides, block)
+            v_cache = _direct.descriptor(v_cache, shape, strides, block)
+        # Compiled launches skip Triton's dispatch after the first call of a specialization (_launch); the
+        # interpreter and TRITONFP8_FAST_LAUNCH=0 take kernel[grid](...).
+        _launch.launch(
+            self.kernel, self.grid,
             q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, part_o, part_lse, counters,
             sm_scale_log2, self.nblocks, self.max_blocks, splits,
             qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], vs[0], vs[1], vs[2], bs[0], bs[1],
             **self.consts,
         )
         if splits > 1 and not self.inline:
-            self.combine[self.combine_grid](part_o, part_lse, out, splits, **self.combine_consts)
+            _launch.launch(self.combine, self.combine_grid, part_o, part_lse, out, splits, **self.combine_consts)
 
 
 def _plan(key) -> _Plan:
@@ -585,7 +588,8 @@ def _plan(key) -> _Plan:
         cfg.num_warps, cfg.num_stages, page, splits > 1, per_head, inline, tail, fp8t, kv_tma,
     ).build(mode)
     p = _Plan()
-    p.tma = tma
+    # The K/V descriptors' (shape, strides, block) over the [rows, cols] view (None: the gather path).
+    p.tma = None if tma is None else ((tma[0], tma[1]), (tma[2], 1), [tma[3], d])
     p.kernel = kern._decode_kernel
     p.grid = (row_blocks * splits, hkv, bsz)
     p.splits, p.inline, p.nblocks, p.max_blocks, p.d = splits, inline, nblocks, max_blocks, d

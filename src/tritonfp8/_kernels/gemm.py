@@ -48,6 +48,7 @@ import triton
 import triton.language as tl
 
 from tritonfp8._kernels.fp8cast import cast_to_fp8
+from tritonfp8 import _direct
 from tritonfp8 import _launch as _fast
 from tritonfp8.naming import named_jit
 
@@ -878,33 +879,16 @@ def _template_key(a, b, scale_a, scale_b, bias, activation, out, cfg, a_vec, b_v
     )
 
 
-class _Address:
-    """What Triton's launcher reads from a descriptor's ``base``: the address (and dtype). Holding the address, not
-    the tensor, lets a template cache descriptors without keeping tensors alive; a descriptor encodes only the
-    address, shape, strides and block, so one cached for an address serves any tensor of the template's geometry
-    that lives there."""
-
-    __slots__ = ("ptr", "dtype")
-
-    def __init__(self, ptr: int, dtype: torch.dtype):
-        self.ptr, self.dtype = ptr, dtype
-
-    def data_ptr(self) -> int:
-        return self.ptr
-
-
 def _desc(t: torch.Tensor, block: list, cache: dict | None = None):
-    """A host TMA descriptor of ``t`` (shapes and alignment already validated for this template); with ``cache``,
-    reused by address (weights keep their address from call to call; at most 8 entries are kept)."""
-    from triton.tools.tensor_descriptor import TensorDescriptor
-
+    """A host TMA descriptor of ``t`` (shapes and alignment already validated for this template) on its address
+    (``_direct.Address``: no tensor kept alive); with ``cache``, reused by address (weights keep their address from
+    call to call; at most 8 entries are kept)."""
     ptr = t.data_ptr()
     if cache is not None:
         d = cache.get(ptr)
         if d is not None:
             return d
-    d = object.__new__(TensorDescriptor)
-    d.base, d.shape, d.strides, d.block_shape, d.padding = _Address(ptr, t.dtype), t.shape, t.stride(), block, "zero"
+    d = _direct.descriptor(_direct.Address(ptr, t.dtype), t.shape, t.stride(), block)
     if cache is not None:
         if len(cache) >= 8:
             cache.pop(next(iter(cache)))
