@@ -18,6 +18,7 @@ Tolerance rule (the prefill issue's), stated once, used by every decode comparis
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import pytest
@@ -419,15 +420,25 @@ def test_heuristic_splits():
 
 
 def test_heuristic_long_context_tma_rule():
-    """Pages of 64 that TMA can load, B x Hkv >= 256, ctx >= 8192, 16 query rows: the one-warp TMA kernel with 4x
-    the gather splits; anything short of that keeps the gather config (what decode_config gave before the rule)."""
+    """Pages of 64 that TMA can load, 16 query rows: the one-warp TMA kernel with min(4x the gather splits,
+    length // 2048) splits when that leaves >= 2048 tokens per split and >= 1024 programs (B x Hkv x splits);
+    anything short of that keeps the gather config (what decode_config gives without a TMA page)."""
     tma = dec.decode_config(32, 8, 4, 8192, tma_page=64)
     gather = dec.decode_config(32, 8, 4, 8192)
     assert (tma.kv_load, tma.num_warps, tma.block_n, tma.num_stages) == ("tma", 1, 64, 4)
-    assert gather.kv_load == "gather" and tma.num_splits == 4 * gather.num_splits
-    assert dec.decode_config(32, 8, 4, 16384, num_splits=3, tma_page=64).num_splits == 3  # given splits kept
-    assert dec.TMA_MIN_LEN == 8192
-    for args, page in [((32, 8, 4, 8191), 64), ((31, 8, 4, 32768), 64), ((32, 8, 4, 32768), 32),
+    assert gather.kv_load == "gather" and tma.num_splits == 4 * gather.num_splits == 4
+    # B 128 ctx 4096: 4x would leave 1024 tokens per split; 2 splits keep 2048 (2048 programs)
+    assert dec.decode_config(128, 8, 4, 4096, tma_page=64) == dataclasses.replace(tma, num_splits=2)
+    # B 8 ctx 32768: 4 gather splits -> 16 (2048 tokens each, 1024 programs)
+    assert dec.decode_config(8, 8, 4, 32768, tma_page=64) == dataclasses.replace(tma, num_splits=16)
+    # a caller's splits are kept, and judged by the same bounds
+    assert dec.decode_config(32, 8, 4, 16384, num_splits=3, tma_page=64).num_splits == 3
+    assert dec.decode_config(32, 8, 4, 16384, num_splits=3, tma_page=64).kv_load == "gather"  # 768 programs
+    assert dec.decode_config(32, 8, 4, 16384, num_splits=8, tma_page=64) == dataclasses.replace(tma, num_splits=8)
+    assert (dec.TMA_MIN_SPLIT_LEN, dec.TMA_MIN_PROGRAMS) == (2048, 1024)
+    for args, page in [((32, 8, 4, 4096), 64),  # 2 splits of 2048: 512 programs
+                       ((8, 8, 4, 16384), 64),  # 8 splits of 2048: 512 programs
+                       ((1, 8, 4, 32768), 64), ((128, 8, 4, 2047), 64), ((32, 8, 4, 32768), 32),
                        ((32, 8, 32, 32768), 64), ((32, 8, 4, 32768), None)]:
         assert dec.decode_config(*args, tma_page=page) == dec.decode_config(*args), (args, page)
 

@@ -110,13 +110,16 @@ def num_sms(device: torch.device) -> int:
     return 132
 
 
-# Long-context rule of decode_config (measured on the H200, page 64, Hq 32 / Hkv 8, D 128, E4M3 cache): at B >= 32
-# and ctx >= 16384, one-warp programs loading 64-token page boxes by TMA with 4 stages and 4x the gather heuristic's
-# splits ran 1.07-1.25x the gather heuristic in two eager runs (decode-nvidia-h200-20261129-153949.json, -154146
-# .json; 87.8-90.6% of copy in the matrix run -155457.json); timed from CUDA graphs (-160332.json) 1.10x at ctx 8192
-# (B32 82.5%, B128 84.0% of copy), 1.01-1.03x at ctx 4096, 0.76-0.88x at B = 8. So: ctx >= 8192, B x Hkv >= 256.
-TMA_MIN_LEN = 8192
-TMA_MIN_PROGRAMS = 256  # batch x KV heads
+# Long-context rule of decode_config (measured on the H200, page 64, Hq 32 / Hkv 8, D 128, E4M3 cache): one-warp
+# programs loading 64-token page boxes by TMA (4 stages) with up to 4x the gather heuristic's splits beat the gather
+# kernel where every split keeps >= 2048 tokens and there are >= 1024 programs (about one wave: the kernel holds 255
+# registers, so 8 one-warp programs share an SM): eager 1.07-1.25x at B 32/128, ctx 16384/32768
+# (decode-nvidia-h200-20261129-153949.json, -154146.json; 87.8-90.6% of copy in -155457.json); CUDA graphs 1.10x at
+# B 32/128 ctx 8192 (-160332.json), 1.155x at B 8 ctx 32768 (16 splits; benchmarks/results/s5-call2-bench_decode_graph
+# .log) and 1.089x at B 128 ctx 4096 with 2 splits (-175241.json; 1.08x in -160332.json). Short of either bound it
+# loses: B 32 ctx 4096 with 2 splits (512 programs) 0.88x, B 8 ctx 16384 with 8 splits 0.95x (s5-call2 log).
+TMA_MIN_SPLIT_LEN = 2048  # tokens per split
+TMA_MIN_PROGRAMS = 1024  # batch x KV heads x splits
 TMA_SPLITS_FACTOR = 4
 TMA_BLOCK_N = 64  # tokens per step of that kernel: one page box
 
@@ -128,8 +131,9 @@ def decode_config(
     """Heuristic config from the batch, KV heads, query rows per KV head (GQA group x Sq) and the longest length.
 
     ``tma_page``: the page size when the cache can be loaded by TMA (FP8, dense heads, 16-byte aligned; see
-    ``_tma_geometry``), else None. Long contexts on pages of 64 then take the one-warp TMA kernel (see
-    :data:`TMA_MIN_LEN`).
+    ``_tma_geometry``), else None. Long contexts on pages of 64 then take the one-warp TMA kernel with
+    min(:data:`TMA_SPLITS_FACTOR` x the splits below, length // :data:`TMA_MIN_SPLIT_LEN`) splits when that gives
+    at least :data:`TMA_MIN_PROGRAMS` programs (a caller's ``num_splits`` is checked against the same bounds).
 
     Splits: as many (batch x KV head x split) programs as fit at once, :data:`RESIDENT_PER_SM` per SM (the issue's
     "B·Hkv·splits ≈ 2 x #SMs"), rounded down to whole splits, while every split keeps at least 256 tokens (16
@@ -146,19 +150,19 @@ def decode_config(
     # 32/64 rows are not measured yet and keep the offline-chosen sizes.
     block_n = 128 if block_m == 16 else (32 if block_m == 64 else 64)
     warps = 4 if block_m == 16 else 8
-    long_tma = (tma_page is not None and tma_page >= 64 and block_m == 16 and max_len >= TMA_MIN_LEN
-                and batch * kv_heads >= TMA_MIN_PROGRAMS)
-    if num_splits is None:
+    given = num_splits is not None
+    if not given:
         programs = max(1, batch * kv_heads * triton.cdiv(rows, block_m))
         # At most one full wave of RESIDENT_PER_SM programs per SM, rounded down: a wave and a fraction (e.g. 320
         # programs on 264 slots for B=8, Hkv=8 with 5 splits) would take two waves' time.
         by_occupancy = max(1, (RESIDENT_PER_SM * sms) // programs)
         by_length = max(1, max_len // 256)
         num_splits = max(1, min(by_occupancy, by_length, MAX_SPLITS))
-        if long_tma:
-            num_splits = max(1, min(num_splits * TMA_SPLITS_FACTOR, max_len // 256, MAX_SPLITS))
+    tma_splits = num_splits if given else min(num_splits * TMA_SPLITS_FACTOR, max_len // TMA_MIN_SPLIT_LEN, MAX_SPLITS)
+    long_tma = (tma_page is not None and tma_page >= 64 and block_m == 16 and tma_splits >= 1
+                and max_len // tma_splits >= TMA_MIN_SPLIT_LEN and batch * kv_heads * tma_splits >= TMA_MIN_PROGRAMS)
     if long_tma:
-        return DecodeConfig(block_n=TMA_BLOCK_N, block_m=block_m, num_warps=1, num_stages=4, num_splits=num_splits,
+        return DecodeConfig(block_n=TMA_BLOCK_N, block_m=block_m, num_warps=1, num_stages=4, num_splits=tma_splits,
                             kv_load="tma")
     return DecodeConfig(block_n=block_n, block_m=block_m, num_warps=warps, num_stages=3, num_splits=num_splits)
 
