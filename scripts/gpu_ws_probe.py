@@ -99,6 +99,14 @@ def child(label: str) -> None:
         print("PROBE " + json.dumps(rec), flush=True)
 
 
+def _write(path: str, status: dict, results: list) -> None:
+    from tritonfp8.bench import harness as H
+
+    with open(path, "w") as f:
+        json.dump({"suite": "gemm-ws-probe", "command": " ".join(sys.argv), "env": H.environment_info(),
+                   "status": status, "rows": results}, f, indent=1)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--child")
@@ -112,10 +120,10 @@ def main() -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from tritonfp8.bench import harness as H
-
     labels = [s for s in args.only.split(",") if s] or list(PROBES)
     results, status = [], {}
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, f"gemm-ws-probe-{time.strftime('%Y%m%d-%H%M%S')}.json")
     for label in labels:
         t0 = time.time()
         proc = subprocess.Popen([sys.executable, __file__, "--child", label], stdout=subprocess.PIPE,
@@ -133,6 +141,7 @@ def main() -> int:
             results += [json.loads(l[6:]) for l in out.splitlines() if l.startswith("PROBE ")]
             status[label] = f"TIMEOUT after {args.timeout:.0f} s (hang?)"
         print(f"{label}: {status[label]} ({time.time() - t0:.0f} s)", flush=True)
+        _write(path, status, results)  # after every config: an outer timeout keeps what was learnt
     t = Table(title="warp-specialized GEMM probe (x = time ratio, > 1: the variant is faster)")
     for c in ("probe", "shape", "variant TF", "default TF", "cuBLAS TF", "x default", "x cuBLAS", "default x cuBLAS",
               "err / cuBLAS err"):
@@ -144,12 +153,6 @@ def main() -> int:
         t.add_row(r["label"], r["shape"], f"{tf['variant']:.0f}", f"{tf['default']:.0f}", f"{tf['cublas']:.0f}",
                   f"{r['vs_default']:.3f}", f"{r['vs_cublas']:.3f}", f"{r['default_vs_cublas']:.3f}",
                   f"{r['err']['variant'] / r['err']['cublas']:.2f}")
-    env = H.environment_info()
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, f"gemm-ws-probe-{time.strftime('%Y%m%d-%H%M%S')}.json")
-    with open(path, "w") as f:
-        json.dump({"suite": "gemm-ws-probe", "command": " ".join(sys.argv), "env": env, "status": status,
-                   "rows": results}, f, indent=1)
     Console(width=160).print(t)
     print(json.dumps(status, indent=1))
     print("wrote", path)
