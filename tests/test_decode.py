@@ -26,6 +26,7 @@ import torch
 
 from conftest import HAS_CUDA
 from tritonfp8 import decode as dec
+from tritonfp8._kernels import decode as dec_kern
 from tritonfp8.attention import attention_torch
 
 E4M3 = torch.float8_e4m3fn
@@ -141,6 +142,20 @@ def test_split_and_unsplit_agree(merge, device):
     eps = (UNIT_ROUNDOFF[torch.float32] + 339 * UNIT_ROUNDOFF[torch.float32]) * ref.abs().max().item()
     assert (one - four).abs().max().item() <= 2 * (2 * pt_err + eps)
     assert not torch.equal(one, four)  # the split path really ran (partials + merge round differently)
+
+
+def test_inline_merge_chunk(device):
+    """The inline merge reads 1 or several splits' partials per step (DecodeConfig.merge_chunk; automatic: 64
+    registers per thread, so 1 at one warp where the 4-warp chunk of 4 spilled): the same result within fp32
+    summation order, with 6 splits (a last chunk only partly filled)."""
+    assert [dec_kern.merge_chunk(16, 128, w) for w in (1, 2, 4, 8)] == [1, 2, 4, 4]
+    case = Case((339, 100, 3), 4, 2, sq=3)
+    q, kc, vc, bt, sl, ks, vs = _make(case, device, seed=2)
+    kw = dict(k_descale=ks, v_descale=vs, out_dtype=torch.float32)
+    outs = [dec.decode_attention(q, kc, vc, bt, sl, config=dec.DecodeConfig(num_splits=6, merge_chunk=c), **kw)
+            for c in (1, 4, 16)]
+    for o in outs[1:]:
+        torch.testing.assert_close(o, outs[0], rtol=1e-6, atol=1e-6 * outs[0].abs().max().item())
 
 
 def test_reference_rounded_p_path_matches_attention_torch():
@@ -394,6 +409,8 @@ def test_decode_bad_options(device):
         dec.decode_attention(*args, max_seqlen=-1, **a)
     with pytest.raises(ValueError, match="merge"):
         dec.DecodeConfig(merge="atomic")
+    with pytest.raises(ValueError, match="merge_chunk"):
+        dec.DecodeConfig(merge_chunk=3)
     with pytest.raises(ValueError, match="block_n"):
         dec.DecodeConfig(block_n=48)
 

@@ -79,6 +79,9 @@ class DecodeConfig:
     # "tmat": "tma" with the P·V product as O^T = V^T·P^T (the same products and fp32 accumulation; with 4 or 8
     # warps Triton issues it as wgmma: offline 26.9 vs 29.9 warp-instructions per token, docs/decode.md).
     kv_load: str = "gather"
+    # Splits merged per step by the inline merge: 0 = kern.merge_chunk's choice (64 registers per thread for the
+    # [block_m, chunk, D] fp32 tile), else a power of two <= 16.
+    merge_chunk: int = 0
 
     def __post_init__(self):
         if self.merge not in ("inline", "kernel"):
@@ -89,6 +92,8 @@ class DecodeConfig:
             raise ValueError(f"dot: expected 'fp16' or 'fp8t', got {self.dot!r}")
         if self.kv_load not in ("gather", "tma", "tmat"):
             raise ValueError(f"kv_load: expected 'gather', 'tma' or 'tmat', got {self.kv_load!r}")
+        if self.merge_chunk not in (0, 1, 2, 4, 8, 16):
+            raise ValueError(f"merge_chunk: expected 0 (automatic) or a power of two <= 16, got {self.merge_chunk!r}")
         if self.kv_load != "gather" and self.dot != "fp16":
             raise ValueError(f"kv_load={self.kv_load!r}: only with dot='fp16', got dot={self.dot!r}")
         if self.dot == "fp8t" and (self.block_n < 64 or self.num_warps != 4):
@@ -607,7 +612,8 @@ def _plan(key) -> _Plan:
         KV_SAME_STRIDES=kstr == vstr,
         SQ=sq, GROUP=group, HEAD_DIM=d, BLOCK_D=block_d, BLOCK_M=block_m, BLOCK_N=cfg.block_n, PAGE=page,
         DOT_DTYPE=dot, Q_POW2_SCALE=q_dtype == torch.bfloat16 and dot == tl.float16, WRITE_PARTIAL=splits > 1,
-        INLINE_MERGE=inline, MERGE_CHUNK=kern.merge_chunk(block_m, block_d), TAIL_MASK=tail,
+        INLINE_MERGE=inline, MERGE_CHUNK=cfg.merge_chunk or kern.merge_chunk(block_m, block_d, cfg.num_warps),
+        TAIL_MASK=tail,
         TOKENS_M=fp8t, KV_TMA=kv_tma, EXACT_ROUND=fp8t and _backend.interpreting(), KERNEL_NAME=name,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )

@@ -130,6 +130,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "tmaw1bn64s4splitsx6": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 6.0},
     "tmaw1bn32s4splitsx3": {"kv_load": "tma", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 3.0},
     "tmaw1bn32s4splitsx6": {"kv_load": "tma", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 6.0},
+    # The long-context kernel with the inline merge's 4-warp chunk (4 splits per step: 198 spill stores offline,
+    # against 16 with the one-warp chunk of 1 that decode now picks).
+    "tmaw1bn64s4splitsx4mc4": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4,
+                               "splits_factor": 4.0, "merge_chunk": 4},
+    "tmaw1bn64s4splitsx2mc4": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4,
+                               "splits_factor": 2.0, "merge_chunk": 4},
     # Pages of 16: one 16-token box per step (no stacking through shared memory) against 2 (bn32) and 4 (bn64).
     "tmaw1bn16s4splitsx4": {"kv_load": "tma", "block_n": 16, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0},
     # kv_load="tmat": P.V as O^T = V^T.P^T (wgmma with 4 warps): 2 pages x 4 warps 26.9 per token, 246 registers,
