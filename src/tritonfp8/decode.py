@@ -78,6 +78,10 @@ class DecodeConfig:
     # rows or more, a 16-bit cache) the gather path runs instead. fp16 products only (not with dot="fp8t").
     # "tmat": "tma" with the P·V product as O^T = V^T·P^T (the same products and fp32 accumulation; with 4 or 8
     # warps Triton issues it as wgmma: offline 26.9 vs 29.9 warp-instructions per token, docs/decode.md).
+    # "tmab": "tma" where a step of several pages (block_n > page) keeps their boxes apart: one score tile and one
+    # P·V product per page box, one softmax update per step (no stacking of the boxes into one tile; the same
+    # products and roundings, only the fp32 summation order of the row sums and the accumulator differs). With
+    # block_n <= page it is "tma". Not chosen by decode_config.
     kv_load: str = "gather"
     # Splits merged per step by the inline merge: 0 = kern.merge_chunk's choice (64 registers per thread for the
     # [block_m, chunk, D] fp32 tile), else a power of two <= 16.
@@ -90,8 +94,8 @@ class DecodeConfig:
             raise ValueError(f"loop: expected 'single' or 'tail', got {self.loop!r}")
         if self.dot not in ("fp16", "fp8t"):
             raise ValueError(f"dot: expected 'fp16' or 'fp8t', got {self.dot!r}")
-        if self.kv_load not in ("gather", "tma", "tmat"):
-            raise ValueError(f"kv_load: expected 'gather', 'tma' or 'tmat', got {self.kv_load!r}")
+        if self.kv_load not in ("gather", "tma", "tmat", "tmab"):
+            raise ValueError(f"kv_load: expected 'gather', 'tma', 'tmat' or 'tmab', got {self.kv_load!r}")
         if self.merge_chunk not in (0, 1, 2, 4, 8, 16):
             raise ValueError(f"merge_chunk: expected 0 (automatic) or a power of two <= 16, got {self.merge_chunk!r}")
         if self.kv_load != "gather" and self.dot != "fp16":
@@ -588,7 +592,8 @@ def _plan(key) -> _Plan:
     tma = None
     if cfg.kv_load != "gather":
         tma = _tma_geometry(shape, kstr, vstr, c_dtype.itemsize, cfg.block_n, aligned)
-    kv_tma = 0 if tma is None else (2 if cfg.kv_load == "tmat" else 1)
+    # KV_TMA: 1 stacked page boxes, 2 the same with O^T = V^T.P^T, 3 unstacked boxes (one page a step: 1's kernel)
+    kv_tma = 0 if tma is None else {"tmat": 2, "tmab": 3 if cfg.block_n > page else 1}.get(cfg.kv_load, 1)
     tail = cfg.loop == "tail" or fp8t or tma is not None
     arch = _backend.arch_of(device)
     per_head = k_head or v_head

@@ -16,7 +16,9 @@ Kernels:
   KV_TMA (``DecodeConfig(kv_load="tma")``): ``k_cache_ptr``/``v_cache_ptr`` are host TMA descriptors of the caches
   viewed as [num_blocks * PAGE, Hkv * D] (row stride Hkv * D bytes); each page's [PAGE, D] tile of a KV head (or a
   [BLOCK_N, D] sub-box when BLOCK_N < PAGE) is one TMA box at (page * PAGE + slot, kvh * D), 1-8 boxes per step
-  stacked in token order (:func:`_decode_step_tma`), in a loop the pipeliner runs num_stages deep.
+  stacked in token order (:func:`_decode_step_tma`), in a loop the pipeliner runs num_stages deep. KV_TMA=3
+  (``kv_load="tmab"``): the 2-8 page boxes of a step are not stacked; one score tile and one P.V product per box,
+  one softmax update per step (:func:`_decode_step_tma_boxes`).
 - :func:`_combine_kernel`: log-sum-exp merge of the splits' partials into the output as a second launch (the
   alternative to the inline merge).
 
@@ -116,18 +118,32 @@ def _softmax_step(s, m_i, l_i, n, n_ok, score_scale, last_visible, MASKED: tl.co
     """Online-softmax update of a step's raw scores ``s`` [BLOCK_M, BLOCK_N] (query rows x cache tokens ``n``):
     scaled to log2 units, masked (tokens not ``n_ok``; with MASKED also the causal rule), new row max, P, the
     rescale factor alpha and the running row sum. Returns (p, alpha, m_new, l_i)."""
+    s = _scaled_scores(s, n, n_ok, score_scale, last_visible, MASKED)
+    m_new, m_use, alpha = _new_max(m_i, tl.max(s, axis=1))
+    p = tl.exp2(s - m_use[:, None])
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    return p, alpha, m_new, l_i
+
+
+@triton.jit
+def _scaled_scores(s, n, n_ok, score_scale, last_visible, MASKED: tl.constexpr):
+    """Raw scores ``s`` [BLOCK_M, tokens] scaled to log2 units, -inf where token ``n`` is not ``n_ok`` (with
+    MASKED also where the causal rule hides it from a row)."""
     s = s * score_scale[:, None]
     if MASKED:
         visible = n_ok[None, :] & (n[None, :] <= last_visible[:, None])
     else:
         visible = n_ok[None, :]
-    s = tl.where(visible, s, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+    return tl.where(visible, s, float("-inf"))
+
+
+@triton.jit
+def _new_max(m_i, row_max):
+    """(m_new, m_use, alpha): the running row max after a step whose scores peak at ``row_max``, the max used to
+    shift the exponents (0 for rows with nothing visible yet) and the old sums' rescale factor."""
+    m_new = tl.maximum(m_i, row_max)
     m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows with nothing visible yet stay at 0
-    alpha = tl.exp2(m_i - m_use)
-    p = tl.exp2(s - m_use[:, None])
-    l_i = l_i * alpha + tl.sum(p, axis=1)
-    return p, alpha, m_new, l_i
+    return m_new, m_use, tl.exp2(m_i - m_use)
 
 
 @triton.jit
@@ -217,11 +233,18 @@ def _tma_box(desc, bt_row, n0, j, end, stride_btn, num_blocks, col, PAGE: tl.con
     TMA load at row ``page * PAGE + n0 % PAGE`` of the [num_blocks * PAGE, Hkv * D] view. A page outside
     [0, num_blocks), or one past ``end`` (its table entry is not read), is loaded from row num_blocks * PAGE, past
     the view's end: the copy engine fills the box with zeros and reads nothing."""
-    nj = n0 + j * PAGE
+    row, ok = _tma_row(bt_row, n0 + j * PAGE, end, stride_btn, num_blocks, PAGE)
+    return desc.load([row, col])
+
+
+@triton.jit
+def _tma_row(bt_row, nj, end, stride_btn, num_blocks, PAGE: tl.constexpr):
+    """(row, ok) of the box that starts at token ``nj``: its row in the [num_blocks * PAGE, Hkv * D] view (row
+    num_blocks * PAGE, past the end: zeros, for a page outside [0, num_blocks) or ``nj >= end``) and whether its
+    page is in range."""
     page = tl.load(bt_row + (nj // PAGE) * stride_btn, mask=nj < end, other=-1)
     ok = page.to(tl.uint32) < num_blocks.to(tl.uint32)
-    row = tl.where(ok, page * PAGE + nj % PAGE, num_blocks * PAGE)
-    return desc.load([row, col])
+    return tl.where(ok, page * PAGE + nj % PAGE, num_blocks * PAGE), ok
 
 
 @triton.jit
@@ -258,12 +281,19 @@ def _tma_tile(desc, bt_row, n0, end, stride_btn, num_blocks, col, PAGE: tl.const
 @triton.jit
 def _decode_step_tma(q, acc, m_i, l_i, n0, offs_n, bt_row, stride_btn, k_desc, v_desc, col, end, num_blocks,
                      score_scale, last_visible, PAGE: tl.constexpr, BLOCK_N: tl.constexpr,
-                     DOT_DTYPE: tl.constexpr, PV_T: tl.constexpr, MASKED: tl.constexpr):
+                     DOT_DTYPE: tl.constexpr, PV_T: tl.constexpr, MASKED: tl.constexpr,
+                     BOXES: tl.constexpr = False):
     """:func:`_decode_step` with K and V read by TMA (``DecodeConfig(kv_load="tma")``): the same products,
     roundings and masks, only the loads differ. Tokens on a page outside [0, num_blocks) arrive as zeros and are
     masked out of the scores; in the masked (tail) steps the V rows past ``end`` (in-range page, unwritten slots:
     any bytes, NaN included) are zeroed before P.V. PV_T: the accumulator is O^T and P.V runs as O^T += V^T.P^T
-    (the same products and fp32 accumulation; with a warpgroup Triton issues it as wgmma, V^T as M)."""
+    (the same products and fp32 accumulation; with a warpgroup Triton issues it as wgmma, V^T as M).
+    BOXES (``kv_load="tmab"``) with BLOCK_N > PAGE: :func:`_decode_step_tma_boxes` (no stacked tiles)."""
+    if BOXES:
+        if BLOCK_N > PAGE:
+            return _decode_step_tma_boxes(q, acc, m_i, l_i, n0, bt_row, stride_btn, k_desc, v_desc, col, end,
+                                          num_blocks, score_scale, last_visible, PAGE, BLOCK_N // PAGE, DOT_DTYPE,
+                                          MASKED)
     n = n0 + offs_n
     page = tl.load(bt_row + (n // PAGE) * stride_btn, mask=n < end, other=-1)
     n_ok = page.to(tl.uint32) < num_blocks.to(tl.uint32)
@@ -277,6 +307,48 @@ def _decode_step_tma(q, acc, m_i, l_i, n0, offs_n, bt_row, stride_btn, k_desc, v
         acc = acc * alpha[None, :] + tl.dot(tl.trans(v), tl.trans(p.to(DOT_DTYPE)))
     else:
         acc = acc * alpha[:, None] + tl.dot(p.to(DOT_DTYPE), v)
+    return acc, m_new, l_i
+
+
+@triton.jit
+def _decode_step_tma_boxes(q, acc, m_i, l_i, n0, bt_row, stride_btn, k_desc, v_desc, col, end, num_blocks,
+                           score_scale, last_visible, PAGE: tl.constexpr, NP: tl.constexpr, DOT_DTYPE: tl.constexpr,
+                           MASKED: tl.constexpr):
+    """:func:`_decode_step_tma` over NP = BLOCK_N / PAGE pages without stacking their boxes into one tile
+    (``DecodeConfig(kv_load="tmab")``): a [BLOCK_M, PAGE] score tile per K box, one online-softmax update over all
+    NP tiles (one row max, one rescale), then acc = acc * alpha + sum_j P_j.V_j with each V box its own product
+    (accumulated in place). The same products, masks and roundings as the stacked step; only the fp32 summation
+    order of l and acc differs."""
+    offs = tl.arange(0, PAGE)
+    # Per box: its table row and range flag, the masked log2-unit scores, and the tokens it holds.
+    rows = ()
+    oks = ()
+    ss = ()
+    for j in tl.static_range(NP):
+        row, ok = _tma_row(bt_row, n0 + j * PAGE, end, stride_btn, num_blocks, PAGE)
+        n = n0 + j * PAGE + offs
+        if MASKED:
+            n_ok = (n < end) & ok
+        else:
+            n_ok = tl.broadcast_to(ok, [PAGE])
+        k = k_desc.load([row, col]).to(DOT_DTYPE)
+        s = _scaled_scores(tl.dot(q, tl.trans(k)), n, n_ok, score_scale, last_visible, MASKED)
+        rows = rows + (row,)
+        oks = oks + (n_ok,)
+        ss = ss + (s,)
+    row_max = tl.max(ss[0], axis=1)
+    for j in tl.static_range(1, NP):
+        row_max = tl.maximum(row_max, tl.max(ss[j], axis=1))
+    m_new, m_use, alpha = _new_max(m_i, row_max)
+    l_i = l_i * alpha
+    acc = acc * alpha[:, None]
+    for j in tl.static_range(NP):
+        p = tl.exp2(ss[j] - m_use[:, None])
+        l_i += tl.sum(p, axis=1)
+        v = v_desc.load([rows[j], col]).to(DOT_DTYPE)
+        if MASKED:  # unwritten slots past end may hold any bytes (NaN included)
+            v = tl.where(oks[j][:, None], v, 0.0)
+        acc = tl.dot(p.to(DOT_DTYPE), v, acc)
     return acc, m_new, l_i
 
 
@@ -343,7 +415,8 @@ def _decode_kernel(
     MERGE_CHUNK: tl.constexpr,  # splits merged per step of the inline merge (power of two)
     TAIL_MASK: tl.constexpr,  # unmasked full steps, then the masked tail (see the loop)
     TOKENS_M: tl.constexpr,  # FP8 tensor-core form, cache tokens as the MMA M dimension (_decode_step_t)
-    KV_TMA: tl.constexpr,  # 1, 2: k_cache_ptr / v_cache_ptr are TMA descriptors (_decode_step_tma); 2: O^T = V^T.P^T
+    KV_TMA: tl.constexpr,  # 1-3: k_cache_ptr / v_cache_ptr are TMA descriptors (_decode_step_tma); 2: O^T = V^T.P^T;
+    # 3: several pages per step without stacking their boxes (_decode_step_tma_boxes)
     EXACT_ROUND: tl.constexpr,  # interpreter: round fp32 -> fp8 explicitly (its casts truncate)
     KERNEL_NAME: tl.constexpr,
 ):
@@ -433,11 +506,11 @@ def _decode_kernel(
         for n0 in tl.range(start, full_end, BLOCK_N):
             acc, m_i, l_i = _decode_step_tma(q, acc, m_i, l_i, n0, offs_n, bt_row, stride_btn, k_cache_ptr,
                                              v_cache_ptr, kv_col, end, num_blocks, score_scale, last_visible, PAGE,
-                                             BLOCK_N, DOT_DTYPE, KV_TMA == 2, False)
+                                             BLOCK_N, DOT_DTYPE, KV_TMA == 2, False, KV_TMA == 3)
         for n0 in tl.range(full_end, end, BLOCK_N, num_stages=1):  # <= 2 steps: not pipelined
             acc, m_i, l_i = _decode_step_tma(q, acc, m_i, l_i, n0, offs_n, bt_row, stride_btn, k_cache_ptr,
                                              v_cache_ptr, kv_col, end, num_blocks, score_scale, last_visible, PAGE,
-                                             BLOCK_N, DOT_DTYPE, KV_TMA == 2, True)
+                                             BLOCK_N, DOT_DTYPE, KV_TMA == 2, True, KV_TMA == 3)
     else:
         k_base = k_cache_ptr + kvh * stride_kh
         v_base = v_cache_ptr + kvh * stride_vh
@@ -571,7 +644,8 @@ def decode_kernel_name(
     kv_tma: int = 0,
 ) -> KernelName:
     """Types: cache element, q element, accumulator, output. Tile: query rows x cache tokens x head dim.
-    ``kv_tma``: 0 gathered K/V, 1 TMA page loads, 2 TMA page loads with O^T = V^T.P^T (the kernel's KV_TMA).
+    ``kv_tma``: 0 gathered K/V, 1 TMA page loads, 2 TMA page loads with O^T = V^T.P^T, 3 TMA page boxes not
+    stacked (the kernel's KV_TMA).
     Schedule: ``paged`` (one split), ``pagedsplitkv`` (partials merged in-kernel by the last split) or
     ``pagedsplitkvcombine`` (partials merged by :func:`_combine_kernel`)."""
     return KernelName(
@@ -584,7 +658,7 @@ def decode_kernel_name(
         schedule="paged" + (("splitkv" if inline else "splitkvcombine") if split else ""),
         scaling="headwise" if per_head else "tensorwise",
         extras=(f"page{page}",) + (("tailmask",) if tail else ()) + (("fp8t",) if tokens_m else ())
-        + ((("tmakv", "tmakvt")[kv_tma - 1],) if kv_tma else ()),
+        + ((("tmakv", "tmakvt", "tmakvb")[kv_tma - 1],) if kv_tma else ()),
     )
 
 
@@ -692,6 +766,16 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         "decode_e4m3_gqa8_page64_tma_splitkv": _decode_spec(8, 1, 64, 4, 3, 64, True, tail_mask=True, kv_tma=1),
         "decode_e4m3_gqa4_page16_tma_bn32w1": _decode_spec(4, 1, 32, 1, 4, 16, False, tail_mask=True, kv_tma=1),
         "decode_e4m3_gqa8_page16_tma_bn64": _decode_spec(8, 1, 64, 4, 3, 16, False, tail_mask=True, kv_tma=1),
+        # DecodeConfig(kv_load="tmab"): pages of 16, one warp, 2 / 4 boxes per step not stacked, split
+        "decode_e4m3_gqa4_page16_tmab_bn32w1s4_splitkv": _decode_spec(4, 1, 32, 1, 4, 16, True, tail_mask=True,
+                                                                      kv_tma=3),
+        "decode_e4m3_gqa4_page16_tmab_bn64w1s4_splitkv": _decode_spec(4, 1, 64, 1, 4, 16, True, tail_mask=True,
+                                                                      kv_tma=3),
+        # their stacked twins (kv_load="tma") for comparison
+        "decode_e4m3_gqa4_page16_tma_bn32w1s4_splitkv": _decode_spec(4, 1, 32, 1, 4, 16, True, tail_mask=True,
+                                                                     kv_tma=1),
+        "decode_e4m3_gqa4_page16_tma_bn64w1s4_splitkv": _decode_spec(4, 1, 64, 1, 4, 16, True, tail_mask=True,
+                                                                     kv_tma=1),
         # DecodeConfig(kv_load="tmat"): the same with O^T = V^T.P^T (wgmma for P.V)
         "decode_e4m3_gqa4_page64_tmat_bn128": _decode_spec(4, 1, 128, 4, 3, 64, False, tail_mask=True, kv_tma=2),
         "decode_e4m3_gqa4_page64_tmat": _decode_spec(4, 1, 64, 4, 3, 64, False, tail_mask=True, kv_tma=2),

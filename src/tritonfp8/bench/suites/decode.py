@@ -138,6 +138,18 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                "splits_factor": 2.0, "merge_chunk": 4},
     # Pages of 16: one 16-token box per step (no stacking through shared memory) against 2 (bn32) and 4 (bn64).
     "tmaw1bn16s4splitsx4": {"kv_load": "tma", "block_n": 16, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0},
+    # kv_load="tmab": 2 / 4 page boxes per step kept apart (one score tile and one P.V per box, one softmax update
+    # per step). Offline sm_90, page 16, GQA 4, split, one warp: full-step loop 27.2 (bn32) / 26.4 (bn64)
+    # instructions per token, no shared-memory stores in it, against the stacked boxes' 36.6 / 38.5. Both 255
+    # registers (8 one-warp programs per SM by registers), but the boxes are multi-buffered: shared memory per
+    # program bn64 s2/s3/s4 20.6/37.0/53.5 KB (s4: 4 programs per SM), bn32 s3/s4 20.5/28.8 KB.
+    "tmabw1bn64s4splitsx4": {"kv_load": "tmab", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0},
+    "tmabw1bn32s4splitsx4": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0},
+    "tmabw1bn64s4splitsx2": {"kv_load": "tmab", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 2.0},
+    "tmabw2bn64s4splitsx4": {"kv_load": "tmab", "block_n": 64, "num_warps": 2, "num_stages": 4, "splits_factor": 4.0},
+    "tmabw1bn64s3splitsx4": {"kv_load": "tmab", "block_n": 64, "num_warps": 1, "num_stages": 3, "splits_factor": 4.0},
+    "tmabw1bn64s2splitsx4": {"kv_load": "tmab", "block_n": 64, "num_warps": 1, "num_stages": 2, "splits_factor": 4.0},
+    "tmabw1bn32s3splitsx4": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 3, "splits_factor": 4.0},
     # kv_load="tmat": P.V as O^T = V^T.P^T (wgmma with 4 warps): 2 pages x 4 warps 26.9 per token, 246 registers,
     # no spills; 1 page 33.4, 148 registers.
     "tmat": {"kv_load": "tmat", "block_n": 128, "num_warps": 4},
