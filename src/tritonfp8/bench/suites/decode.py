@@ -122,6 +122,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "tmaw2bn32s4splitsx4": {"kv_load": "tma", "block_n": 32, "num_warps": 2, "num_stages": 4, "splits_factor": 4.0},
     "tmaw1bn32s4": {"kv_load": "tma", "block_n": 32, "num_warps": 1, "num_stages": 4},
     "tmaw1bn64s4splitsx2": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 2.0},
+    "tmaw1bn64s4splitsx1": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 1.0},
     "tmaw1bn64s4splitsx8": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 8.0},
     # Split counts between the powers of two (session 5, ctx 4096): the one-warp TMA kernel holds 255 registers
     # (8 programs per SM by registers; offline its K/V boxes are single-buffered: 20.3 KB of shared memory at 3 or 4
@@ -145,6 +146,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # program bn64 s2/s3/s4 20.6/37.0/53.5 KB (s4: 4 programs per SM), bn32 s3/s4 20.5/28.8 KB.
     "tmabw1bn64s4splitsx4": {"kv_load": "tmab", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0},
     "tmabw1bn32s4splitsx4": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0},
+    "tmabw1bn32s4splitsx2": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 2.0},
     "tmabw1bn64s4splitsx2": {"kv_load": "tmab", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 2.0},
     "tmabw2bn64s4splitsx4": {"kv_load": "tmab", "block_n": 64, "num_warps": 2, "num_stages": 4, "splits_factor": 4.0},
     "tmabw1bn64s3splitsx4": {"kv_load": "tmab", "block_n": 64, "num_warps": 1, "num_stages": 3, "splits_factor": 4.0},
