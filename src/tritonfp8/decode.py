@@ -119,17 +119,24 @@ def num_sms(device: torch.device) -> int:
     return 132
 
 
-# Long-context rule of decode_config (measured on the H200, page 64, Hq 32 / Hkv 8, D 128, E4M3 cache): one-warp
-# programs loading 64-token page boxes by TMA (4 stages) with up to 4x the gather heuristic's splits beat the gather
-# kernel where every split keeps >= 2048 tokens and there are >= 1024 programs (about one wave: the kernel holds 255
-# registers, so 8 one-warp programs share an SM): eager 1.07-1.25x at B 32/128, ctx 16384/32768
-# (decode-nvidia-h200-20261129-153949.json, -154146.json; 87.8-90.6% of copy in -155457.json); CUDA graphs 1.10x at
-# B 32/128 ctx 8192 (-160332.json), 1.155x at B 8 ctx 32768 (16 splits; benchmarks/results/s5-call2-bench_decode_graph
-# .log) and 1.089x at B 128 ctx 4096 with 2 splits (-175241.json; 1.08x in -160332.json). Short of either bound it
-# loses: B 32 ctx 4096 with 2 splits (512 programs) 0.88x, B 8 ctx 16384 with 8 splits 0.95x (s5-call2 log).
-TMA_MIN_SPLIT_LEN = 2048  # tokens per split
+# TMA rules of decode_config (measured on the H200, Hq 32 / Hkv 8, D 128, E4M3 cache, 16 query rows).
+# Pages of 64: one-warp programs loading 64-token page boxes by TMA (4 stages) beat the gather kernel once there are
+# >= 1024 programs (about one wave: the kernel holds 255 registers, so 8 one-warp programs share an SM), with the
+# fewest splits that reach them, each split keeping >= 1024 tokens. CUDA graphs, session 5
+# (decode-nvidia-h200-20261129-181942.json, -182155.json): B 128 (1024 programs unsplit) at ctx 4096 / 8192 93.2 /
+# 93.6% of copy, 1.086 / 1.070x the 2 / 4 splits before (ctx 32768: 0.985x, noise); B 32 ctx 4096 with 4 splits of
+# 1024 tokens 74.9%, 1.065x the gather kernel (2 splits: 0.94x); B 8 ctx 32768 with 16 splits 78.6% (1.155x the
+# gather kernel in s5-call2-bench_decode_graph.log); B 32 ctx 8192-32768 with 4 splits 83-95% (eager 1.07-1.25x
+# the gather kernel in -153949.json, -154146.json). Fewer programs lose: B 32 ctx 4096 unsplit 0.60x, B 8 ctx 8192
+# with 4 splits 0.88x (-160332.json).
+TMA_MIN_SPLIT_LEN = 1024  # tokens per split
 TMA_MIN_PROGRAMS = 1024  # batch x KV heads x splits
-TMA_SPLITS_FACTOR = 4
+# Pages of 16: kv_load="tmab" (one box and product per page, 32-token steps, one warp, 4 splits) at B x Hkv >= 512
+# with >= 4096 tokens per split: 1.14-1.22x the gather kernel at B 64 ctx 32768, B 128 ctx 16384 and 32768 (Hq 32
+# and 64; -181917.json, -182155.json); 0.83-1.03x at B 32 and B 8 ctx 32768, 1.00x at B 128 ctx 4096.
+TMAB_MIN_PAIRS = 512
+TMAB_SPLITS = 4
+TMAB_MIN_SPLIT_LEN = 4096
 TMA_BLOCK_N = 64  # tokens per step of that kernel: one page box
 
 
@@ -140,9 +147,10 @@ def decode_config(
     """Heuristic config from the batch, KV heads, query rows per KV head (GQA group x Sq) and the longest length.
 
     ``tma_page``: the page size when the cache can be loaded by TMA (FP8, dense heads, 16-byte aligned; see
-    ``_tma_geometry``), else None. Long contexts on pages of 64 then take the one-warp TMA kernel with
-    min(:data:`TMA_SPLITS_FACTOR` x the splits below, length // :data:`TMA_MIN_SPLIT_LEN`) splits when that gives
-    at least :data:`TMA_MIN_PROGRAMS` programs (a caller's ``num_splits`` is checked against the same bounds).
+    ``_tma_geometry``), else None. With 16 query rows, pages of 64 then take the one-warp TMA kernel with the
+    fewest splits that give :data:`TMA_MIN_PROGRAMS` programs, if each keeps :data:`TMA_MIN_SPLIT_LEN` tokens;
+    pages of 16 take ``kv_load="tmab"`` with :data:`TMAB_SPLITS` splits at B x Hkv >= :data:`TMAB_MIN_PAIRS` and
+    :data:`TMAB_MIN_SPLIT_LEN` tokens per split. A caller's ``num_splits`` is kept and judged by the same bounds.
 
     Splits: as many (batch x KV head x split) programs as fit at once, :data:`RESIDENT_PER_SM` per SM (the issue's
     "B·Hkv·splits ≈ 2 x #SMs"), rounded down to whole splits, while every split keeps at least 256 tokens (16
@@ -167,12 +175,17 @@ def decode_config(
         by_occupancy = max(1, (RESIDENT_PER_SM * sms) // programs)
         by_length = max(1, max_len // 256)
         num_splits = max(1, min(by_occupancy, by_length, MAX_SPLITS))
-    tma_splits = num_splits if given else min(num_splits * TMA_SPLITS_FACTOR, max_len // TMA_MIN_SPLIT_LEN, MAX_SPLITS)
-    long_tma = (tma_page is not None and tma_page >= 64 and block_m == 16 and tma_splits >= 1
-                and max_len // tma_splits >= TMA_MIN_SPLIT_LEN and batch * kv_heads * tma_splits >= TMA_MIN_PROGRAMS)
-    if long_tma:
-        return DecodeConfig(block_n=TMA_BLOCK_N, block_m=block_m, num_warps=1, num_stages=4, num_splits=tma_splits,
-                            kv_load="tma")
+    pairs = batch * kv_heads
+    if tma_page is not None and block_m == 16 and tma_page >= 64:
+        s = num_splits if given else min(triton.cdiv(TMA_MIN_PROGRAMS, pairs), MAX_SPLITS)
+        if pairs * s >= TMA_MIN_PROGRAMS and max_len // s >= TMA_MIN_SPLIT_LEN:
+            return DecodeConfig(block_n=TMA_BLOCK_N, block_m=block_m, num_warps=1, num_stages=4, num_splits=s,
+                                kv_load="tma")
+    if tma_page == 16 and block_m == 16:
+        s = num_splits if given else TMAB_SPLITS
+        if pairs >= TMAB_MIN_PAIRS and max_len // s >= TMAB_MIN_SPLIT_LEN:
+            return DecodeConfig(block_n=32, block_m=block_m, num_warps=1, num_stages=4, num_splits=s,
+                                kv_load="tmab")
     return DecodeConfig(block_n=block_n, block_m=block_m, num_warps=warps, num_stages=3, num_splits=num_splits)
 
 
