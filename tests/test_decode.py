@@ -438,29 +438,29 @@ def test_heuristic_splits():
 
 def test_heuristic_tma_rules():
     """16 query rows, pages TMA can load. Pages of 64: the one-warp TMA kernel with the fewest splits giving >= 1024
-    programs (B x Hkv x splits), each split >= 1024 tokens. Pages of 16: kv_load="tmab" (32-token steps, one warp,
+    programs (B x Hkv x splits), each split >= 2048 tokens. Pages of 16: kv_load="tmab" (32-token steps, one warp,
     4 splits) at B x Hkv >= 512 with >= 4096 tokens per split. Anything else keeps the gather config (what
     decode_config gives without a TMA page); a caller's num_splits is kept and judged by the same bounds."""
     tma = dec.decode_config(32, 8, 4, 8192, tma_page=64)
     assert (tma.kv_load, tma.num_warps, tma.block_n, tma.num_stages, tma.num_splits) == ("tma", 1, 64, 4, 4)
     assert dec.decode_config(32, 8, 4, 8192).kv_load == "gather"
-    assert dec.decode_config(32, 8, 4, 4096, tma_page=64) == tma  # 4 splits of 1024 tokens
     assert dec.decode_config(128, 8, 4, 4096, tma_page=64) == dataclasses.replace(tma, num_splits=1)
-    assert dec.decode_config(128, 8, 4, 1024, tma_page=64) == dataclasses.replace(tma, num_splits=1)
+    assert dec.decode_config(128, 8, 4, 2048, tma_page=64) == dataclasses.replace(tma, num_splits=1)
+    assert dec.decode_config(64, 8, 4, 4096, tma_page=64) == dataclasses.replace(tma, num_splits=2)
     assert dec.decode_config(8, 8, 4, 32768, tma_page=64) == dataclasses.replace(tma, num_splits=16)
-    assert dec.decode_config(8, 8, 4, 16384, tma_page=64) == dataclasses.replace(tma, num_splits=16)
     assert dec.decode_config(32, 8, 4, 16384, num_splits=3, tma_page=64).num_splits == 3
     assert dec.decode_config(32, 8, 4, 16384, num_splits=3, tma_page=64).kv_load == "gather"  # 768 programs
     assert dec.decode_config(32, 8, 4, 16384, num_splits=8, tma_page=64) == dataclasses.replace(tma, num_splits=8)
     tmab = dec.decode_config(64, 8, 4, 32768, tma_page=16)
     assert (tmab.kv_load, tmab.num_warps, tmab.block_n, tmab.num_stages, tmab.num_splits) == ("tmab", 1, 32, 4, 4)
     assert dec.decode_config(128, 8, 4, 16384, tma_page=16) == tmab
-    assert (dec.TMA_MIN_SPLIT_LEN, dec.TMA_MIN_PROGRAMS) == (1024, 1024)
+    assert (dec.TMA_MIN_SPLIT_LEN, dec.TMA_MIN_PROGRAMS) == (2048, 1024)
     assert (dec.TMAB_MIN_PAIRS, dec.TMAB_SPLITS, dec.TMAB_MIN_SPLIT_LEN) == (512, 4, 4096)
-    for args, page in [((32, 8, 4, 2048), 64),  # 4 splits of 512 tokens
-                       ((8, 8, 4, 8192), 64),  # 16 splits of 512
+    for args, page in [((32, 8, 4, 4096), 64),  # 4 splits of 1024 tokens
+                       ((8, 8, 4, 16384), 64),  # 16 splits of 1024
+                       ((128, 8, 4, 2047), 64),
                        ((1, 8, 4, 32768), 64),  # 128 splits needed: over MAX_SPLITS
-                       ((128, 8, 4, 1023), 64), ((32, 8, 4, 32768), 32),
+                       ((32, 8, 4, 32768), 32),
                        ((32, 8, 4, 32768), 16), ((128, 8, 4, 8192), 16),  # tmab: 256 pairs / 2048 tokens per split
                        ((32, 8, 32, 32768), 64), ((128, 8, 32, 32768), 16), ((32, 8, 4, 32768), None)]:
         assert dec.decode_config(*args, tma_page=page) == dec.decode_config(*args), (args, page)
