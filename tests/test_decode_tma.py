@@ -332,40 +332,21 @@ def test_tma_gpu_matches_default(hq, hkv, page, block_n, warps, load):
 
 
 @requires_gpu
-def test_heuristic_long_context_takes_tma_on_gpu():
-    """H200: the heuristic's TMA rule for pages of 64 (here B x Hkv = 256: 4 splits of >= 1024 tokens) runs the TMA
-    kernel; against the reference and against the gather heuristic forced by an explicit config. Shuffled pages,
-    ragged lengths up to 16384, some of them short."""
-    b, hkv, hq = 32, 8, 32
-    g = torch.Generator().manual_seed(25)
+@pytest.mark.parametrize("b,page,load,seed", [(32, 64, "tma", 25), (64, 16, "tmab", 26)])
+def test_heuristic_tma_rules_on_gpu(b, page, load, seed):
+    """H200: the heuristic's TMA rules run their kernels: pages of 64 at B x Hkv = 256 (4 splits of >= 2048
+    tokens: kv_load="tma"), pages of 16 at B x Hkv = 512 (kv_load="tmab", 4 splits); each against the reference and
+    against the gather heuristic forced by an explicit config. Shuffled pages, ragged lengths up to 16384, some
+    of them short."""
+    hkv, hq = 8, 32
+    g = torch.Generator().manual_seed(seed)
     lens = [16384, 1, 17, 339, 16383] + torch.randint(1, 16385, (b - 5,), generator=g).tolist()
-    kc, vc, bt, sl, ks, vs = dec.random_paged_cache(lens, hkv, 128, 64, device="cuda", generator=g)
+    kc, vc, bt, sl, ks, vs = dec.random_paged_cache(lens, hkv, 128, page, device="cuda", generator=g)
     q = torch.randn(b, 1, hq, 128, generator=g).to(device="cuda", dtype=torch.bfloat16)
+    assert dec.decode_config(b, hkv, hq // hkv, bt.shape[1] * page, tma_page=page).kv_load == load
     out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, out_dtype=torch.float32)
     assert _tma_plan_used()
-    gather_cfg = dec.decode_config(b, hkv, hq // hkv, bt.shape[1] * 64)
-    gather = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=gather_cfg,
-                                  out_dtype=torch.float32)
-    assert not _tma_plan_used()
-    ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
-    pt = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, p_dtype=torch.float16)
-    assert_decode_close(out, ref, pt, max(lens), torch.float32)
-    assert_decode_close(out, ref, gather, max(lens), torch.float32)
-
-
-@requires_gpu
-def test_heuristic_pages_of_16_take_tmab_on_gpu():
-    """H200: the heuristic's rule for pages of 16 (B x Hkv >= 512, >= 4096 tokens per split) runs kv_load="tmab";
-    against the reference and against the gather heuristic. Shuffled pages, ragged lengths up to 16384."""
-    b, hkv, hq = 64, 8, 32
-    g = torch.Generator().manual_seed(26)
-    lens = [16384, 1, 17, 339, 16383] + torch.randint(1, 16385, (b - 5,), generator=g).tolist()
-    kc, vc, bt, sl, ks, vs = dec.random_paged_cache(lens, hkv, 128, 16, device="cuda", generator=g)
-    q = torch.randn(b, 1, hq, 128, generator=g).to(device="cuda", dtype=torch.bfloat16)
-    assert dec.decode_config(b, hkv, hq // hkv, bt.shape[1] * 16, tma_page=16).kv_load == "tmab"
-    out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, out_dtype=torch.float32)
-    assert _tma_plan_used()
-    gather_cfg = dec.decode_config(b, hkv, hq // hkv, bt.shape[1] * 16)
+    gather_cfg = dec.decode_config(b, hkv, hq // hkv, bt.shape[1] * page)
     gather = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=gather_cfg,
                                   out_dtype=torch.float32)
     assert not _tma_plan_used()
