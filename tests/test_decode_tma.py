@@ -104,16 +104,26 @@ def test_tmab_matches_gather_and_reference(case, block_n, splits, device):
     _assert_near(tmab, gather, device)
 
 
-def test_tmab_one_box_per_step_is_the_tma_kernel(device):
-    """block_n <= page: nothing to keep apart, "tmab" runs kv_load="tma"'s kernel (KV_TMA 1), bit for bit."""
+def test_tmab_one_box_per_step(device):
+    """block_n == page: "tmab" runs the per-box step with one box (KV_TMA 3; the pipeliner then multi-buffers the
+    boxes: offline 53 KB of shared memory at 4 stages against the tma kernel's 21 KB); block_n < page (sub-boxes of a
+    page) runs kv_load="tma"'s kernel (KV_TMA 1), bit for bit. Both against "tma" and the reference."""
     case = Case((17, 70), 4, 1, page=32)
     q, kc, vc, bt, sl, ks, vs = _make(case, device, seed=27)
-    outs = []
-    for load in ("tma", "tmab"):
-        cfg = dec.DecodeConfig(block_n=32, kv_load=load, num_splits=2)
-        outs.append(dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg))
-        assert next(iter(dec._PLANS.values())).consts["KV_TMA"] == 1
-    assert torch.equal(outs[0], outs[1])
+    ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
+    pt = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, p_dtype=torch.float16)
+    for block_n, kv_tma in ((32, 3), (16, 1)):
+        outs = []
+        for load in ("tma", "tmab"):
+            cfg = dec.DecodeConfig(block_n=block_n, kv_load=load, num_splits=2)
+            outs.append(dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg,
+                                             out_dtype=torch.float32))
+            assert next(iter(dec._PLANS.values())).consts["KV_TMA"] == (kv_tma if load == "tmab" else 1)
+        if kv_tma == 1:
+            assert torch.equal(outs[0], outs[1])
+        else:  # the same products; acc * alpha is summed into the product instead of added after it
+            _assert_same(outs[0], outs[1], "cuda")
+        assert_decode_close(outs[1], ref, pt, max(case.lens), torch.float32)
 
 
 def test_tma_bad_pages_and_nan_garbage_are_not_read(device):

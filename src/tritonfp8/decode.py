@@ -78,10 +78,12 @@ class DecodeConfig:
     # rows or more, a 16-bit cache) the gather path runs instead. fp16 products only (not with dot="fp8t").
     # "tmat": "tma" with the P·V product as O^T = V^T·P^T (the same products and fp32 accumulation; with 4 or 8
     # warps Triton issues it as wgmma: offline 26.9 vs 29.9 warp-instructions per token, docs/decode.md).
-    # "tmab": "tma" where a step of several pages (block_n > page) keeps their boxes apart: one score tile and one
-    # P·V product per page box, one softmax update per step (no stacking of the boxes into one tile; the same
-    # products and roundings, only the fp32 summation order of the row sums and the accumulator differs). With
-    # block_n <= page it is "tma". Not chosen by decode_config.
+    # "tmab": "tma" with one score tile and one P·V product per page box (block_n >= page), one softmax update per
+    # step (no stacking of the boxes into one tile; the same products and roundings, only the fp32 summation order
+    # of the row sums and the accumulator differs). Its loads need no per-token block-table gather, and Triton's
+    # pipeliner then keeps several steps of boxes in flight (offline, pages of 64, one box per step, 4 stages:
+    # 53 KB of shared memory against "tma"'s single 21 KB buffer). With block_n < page it is "tma".
+    # decode_config takes it for pages of 16 (see TMAB_MIN_PAIRS).
     kv_load: str = "gather"
     # Splits merged per step by the inline merge: 0 = kern.merge_chunk's choice (64 registers per thread for the
     # [block_m, chunk, D] fp32 tile), else a power of two <= 16.
@@ -608,7 +610,7 @@ def _plan(key) -> _Plan:
     if cfg.kv_load != "gather":
         tma = _tma_geometry(shape, kstr, vstr, c_dtype.itemsize, cfg.block_n, aligned)
     # KV_TMA: 1 stacked page boxes, 2 the same with O^T = V^T.P^T, 3 unstacked boxes (one page a step: 1's kernel)
-    kv_tma = 0 if tma is None else {"tmat": 2, "tmab": 3 if cfg.block_n > page else 1}.get(cfg.kv_load, 1)
+    kv_tma = 0 if tma is None else {"tmat": 2, "tmab": 3 if cfg.block_n >= page else 1}.get(cfg.kv_load, 1)
     tail = cfg.loop == "tail" or fp8t or tma is not None
     arch = _backend.arch_of(device)
     per_head = k_head or v_head

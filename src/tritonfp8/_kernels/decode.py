@@ -290,7 +290,7 @@ def _decode_step_tma(q, acc, m_i, l_i, n0, offs_n, bt_row, stride_btn, k_desc, v
     (the same products and fp32 accumulation; with a warpgroup Triton issues it as wgmma, V^T as M).
     BOXES (``kv_load="tmab"``) with BLOCK_N > PAGE: :func:`_decode_step_tma_boxes` (no stacked tiles)."""
     if BOXES:
-        if BLOCK_N > PAGE:
+        if BLOCK_N >= PAGE:
             return _decode_step_tma_boxes(q, acc, m_i, l_i, n0, bt_row, stride_btn, k_desc, v_desc, col, end,
                                           num_blocks, score_scale, last_visible, PAGE, BLOCK_N // PAGE, DOT_DTYPE,
                                           MASKED)
@@ -761,6 +761,9 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         # decode_config's long-context pick (one warp, 64-token page boxes, 4 stages, split) and its 3-stage twin
         "decode_e4m3_gqa4_page64_tma_bn64w1s4_splitkv": _decode_spec(4, 1, 64, 1, 4, 64, True, tail_mask=True,
                                                                      kv_tma=1),
+        # the same through the per-box step (kv_load="tmab", one box per step): multi-buffered boxes
+        "decode_e4m3_gqa4_page64_tmab_bn64w1s4_splitkv": _decode_spec(4, 1, 64, 1, 4, 64, True, tail_mask=True,
+                                                                      kv_tma=3),
         "decode_e4m3_gqa4_page64_tma_bn64w1s3_splitkv": _decode_spec(4, 1, 64, 1, 3, 64, True, tail_mask=True,
                                                                      kv_tma=1),
         "decode_e4m3_gqa8_page64_tma_splitkv": _decode_spec(8, 1, 64, 4, 3, 64, True, tail_mask=True, kv_tma=1),
