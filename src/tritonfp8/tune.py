@@ -311,8 +311,9 @@ WS_ENV = "TRITONFP8_TRY_WS"
 
 def ws_opted_in() -> bool:
     """Warp-specialized schedules are opt-in (``TRITONFP8_TRY_WS=1``): on the H200 with triton 3.6.0 the canary
-    below hung (no result within its 240 s timeout; tune and bench were stopped waiting for it, 2026-11-29), so by
-    default they are neither tuned nor benchmarked."""
+    below hung (no result within its 240 s timeout; tune and bench were stopped waiting for it, 2026-11-29), and
+    run one config per process (``scripts/gpu_ws_probe.py``, session 5) the precise and block-scaled 128x128
+    configs hung each, so by default they are neither tuned nor benchmarked."""
     return os.environ.get(WS_ENV, "0") not in ("", "0")
 
 
