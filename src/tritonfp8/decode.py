@@ -180,12 +180,12 @@ def decode_config(
         by_length = max(1, max_len // 256)
         num_splits = max(1, min(by_occupancy, by_length, MAX_SPLITS))
     pairs = batch * kv_heads
-    if tma_page is not None and block_m == 16 and tma_page >= 64:
+    if tma_page is not None and block_m == 16 and tma_page >= 64 and pairs > 0 and num_splits > 0:
         s = num_splits if given else min(triton.cdiv(TMA_MIN_PROGRAMS, pairs), MAX_SPLITS)
         if pairs * s >= TMA_MIN_PROGRAMS and max_len // s >= TMA_MIN_SPLIT_LEN:
             return DecodeConfig(block_n=TMA_BLOCK_N, block_m=block_m, num_warps=1, num_stages=4, num_splits=s,
                                 kv_load="tma")
-    if tma_page == 16 and block_m == 16:
+    if tma_page == 16 and block_m == 16 and num_splits > 0:
         s = num_splits if given else TMAB_SPLITS
         if pairs >= TMAB_MIN_PAIRS and max_len // s >= TMAB_MIN_SPLIT_LEN:
             return DecodeConfig(block_n=32, block_m=block_m, num_warps=1, num_stages=4, num_splits=s,
