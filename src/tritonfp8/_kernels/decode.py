@@ -288,12 +288,11 @@ def _decode_step_tma(q, acc, m_i, l_i, n0, offs_n, bt_row, stride_btn, k_desc, v
     masked out of the scores; in the masked (tail) steps the V rows past ``end`` (in-range page, unwritten slots:
     any bytes, NaN included) are zeroed before P.V. PV_T: the accumulator is O^T and P.V runs as O^T += V^T.P^T
     (the same products and fp32 accumulation; with a warpgroup Triton issues it as wgmma, V^T as M).
-    BOXES (``kv_load="tmab"``) with BLOCK_N > PAGE: :func:`_decode_step_tma_boxes` (no stacked tiles)."""
+    BOXES (``kv_load="tmab"``, BLOCK_N >= PAGE): :func:`_decode_step_tma_boxes` (no stacked tiles)."""
     if BOXES:
-        if BLOCK_N >= PAGE:
-            return _decode_step_tma_boxes(q, acc, m_i, l_i, n0, bt_row, stride_btn, k_desc, v_desc, col, end,
-                                          num_blocks, score_scale, last_visible, PAGE, BLOCK_N // PAGE, DOT_DTYPE,
-                                          MASKED)
+        tl.static_assert(BLOCK_N >= PAGE, "the per-box step takes whole pages")
+        return _decode_step_tma_boxes(q, acc, m_i, l_i, n0, bt_row, stride_btn, k_desc, v_desc, col, end, num_blocks,
+                                      score_scale, last_visible, PAGE, BLOCK_N // PAGE, DOT_DTYPE, MASKED)
     n = n0 + offs_n
     page = tl.load(bt_row + (n // PAGE) * stride_btn, mask=n < end, other=-1)
     n_ok = page.to(tl.uint32) < num_blocks.to(tl.uint32)
@@ -758,27 +757,9 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         "decode_e4m3_gqa4_page64_tma": _decode_spec(4, 1, 64, 4, 3, 64, False, tail_mask=True, kv_tma=1),
         "decode_e4m3_gqa4_page64_tma_w2": _decode_spec(4, 1, 64, 2, 3, 64, False, tail_mask=True, kv_tma=1),
         "decode_e4m3_gqa4_page64_tma_bn32w1": _decode_spec(4, 1, 32, 1, 4, 64, False, tail_mask=True, kv_tma=1),
-        # decode_config's long-context pick (one warp, 64-token page boxes, 4 stages, split) and its 3-stage twin
-        "decode_e4m3_gqa4_page64_tma_bn64w1s4_splitkv": _decode_spec(4, 1, 64, 1, 4, 64, True, tail_mask=True,
-                                                                     kv_tma=1),
-        # the same through the per-box step (kv_load="tmab", one box per step): multi-buffered boxes
-        "decode_e4m3_gqa4_page64_tmab_bn64w1s4_splitkv": _decode_spec(4, 1, 64, 1, 4, 64, True, tail_mask=True,
-                                                                      kv_tma=3),
-        "decode_e4m3_gqa4_page64_tma_bn64w1s3_splitkv": _decode_spec(4, 1, 64, 1, 3, 64, True, tail_mask=True,
-                                                                     kv_tma=1),
         "decode_e4m3_gqa8_page64_tma_splitkv": _decode_spec(8, 1, 64, 4, 3, 64, True, tail_mask=True, kv_tma=1),
         "decode_e4m3_gqa4_page16_tma_bn32w1": _decode_spec(4, 1, 32, 1, 4, 16, False, tail_mask=True, kv_tma=1),
         "decode_e4m3_gqa8_page16_tma_bn64": _decode_spec(8, 1, 64, 4, 3, 16, False, tail_mask=True, kv_tma=1),
-        # DecodeConfig(kv_load="tmab"): pages of 16, one warp, 2 / 4 boxes per step not stacked, split
-        "decode_e4m3_gqa4_page16_tmab_bn32w1s4_splitkv": _decode_spec(4, 1, 32, 1, 4, 16, True, tail_mask=True,
-                                                                      kv_tma=3),
-        "decode_e4m3_gqa4_page16_tmab_bn64w1s4_splitkv": _decode_spec(4, 1, 64, 1, 4, 16, True, tail_mask=True,
-                                                                      kv_tma=3),
-        # their stacked twins (kv_load="tma") for comparison
-        "decode_e4m3_gqa4_page16_tma_bn32w1s4_splitkv": _decode_spec(4, 1, 32, 1, 4, 16, True, tail_mask=True,
-                                                                     kv_tma=1),
-        "decode_e4m3_gqa4_page16_tma_bn64w1s4_splitkv": _decode_spec(4, 1, 64, 1, 4, 16, True, tail_mask=True,
-                                                                     kv_tma=1),
         # DecodeConfig(kv_load="tmat"): the same with O^T = V^T.P^T (wgmma for P.V)
         "decode_e4m3_gqa4_page64_tmat_bn128": _decode_spec(4, 1, 128, 4, 3, 64, False, tail_mask=True, kv_tma=2),
         "decode_e4m3_gqa4_page64_tmat": _decode_spec(4, 1, 64, 4, 3, 64, False, tail_mask=True, kv_tma=2),
@@ -789,6 +770,21 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         "decode_f16q_e4m3_gqa8_page16": _decode_spec(8, 1, 64, 4, 3, 16, False, q_sig="fp16"),
         "decode_bf16cache_gqa8_page16": _decode_spec(8, 1, 64, 4, 3, 16, False, cache_sig="bf16"),
     }
+    # One warp, split-KV, GQA 4, TMA (KV_TMA 1 "tma", 3 "tmab"): decode_config's picks and their neighbours.
+    # name part -> (page, block_n, stages, KV_TMA)
+    one_warp_split = {
+        "page64_tma_bn64w1s4": (64, 64, 4, 1),  # decode_config's pick on pages of 64
+        "page64_tma_bn64w1s3": (64, 64, 3, 1),
+        "page64_tmab_bn64w1s4": (64, 64, 4, 3),  # the per-box step with one box: multi-buffered boxes
+        "page16_tmab_bn32w1s4": (16, 32, 4, 3),  # decode_config's pick on pages of 16 (2 boxes per step)
+        "page16_tmab_bn64w1s4": (16, 64, 4, 3),
+        "page16_tma_bn32w1s4": (16, 32, 4, 1),  # the stacked twins, for comparison
+        "page16_tma_bn64w1s4": (16, 64, 4, 1),
+    }
+    specs.update({
+        f"decode_e4m3_gqa4_{part}_splitkv": _decode_spec(4, 1, bn, 1, st, page, True, tail_mask=True, kv_tma=kv)
+        for part, (page, bn, st, kv) in one_warp_split.items()
+    })
     specs["kvcache_write_bf16_e4m3"] = CodegenSpec(
         fn=_write_kv_kernel,
         signature={
