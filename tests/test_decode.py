@@ -158,6 +158,25 @@ def test_inline_merge_chunk(device):
         torch.testing.assert_close(o, outs[0], rtol=1e-6, atol=1e-6 * outs[0].abs().max().item())
 
 
+@pytest.mark.parametrize("group,sq", [(4, 1), (1, 1), (2, 3), (8, 3)])
+def test_inline_merge_rows(device, group, sq):
+    """The inline merge runs on the row block's real rows rounded up to a power of two (kern.merge_rows: GQA 4 with
+    one new token merges 4 rows, not the MMA tile's 16), with a chunk sized for those rows: the same result as the
+    merge over the full tile (DecodeConfig(merge_rows=16)) within fp32 summation order, the rows past the real ones
+    untouched, and with more rows than one block (GQA 8 x Sq 3 = 24 rows in blocks of 16)."""
+    assert [dec_kern.merge_rows(16, r) for r in (1, 3, 4, 5, 16, 24)] == [1, 4, 4, 8, 16, 16]
+    assert dec_kern.merge_chunk(dec_kern.merge_rows(16, 4), 128, 1) == 4
+    case = Case((339, 100, 3), group * 2, 2, sq=sq)
+    q, kc, vc, bt, sl, ks, vs = _make(case, device, seed=5)
+    kw = dict(k_descale=ks, v_descale=vs, out_dtype=torch.float32)
+    cfgs = [dec.DecodeConfig(num_splits=6, num_warps=1, block_m=16, merge_rows=r) for r in (0, 16)]
+    compact, full = (dec.decode_attention(q, kc, vc, bt, sl, config=c, **kw) for c in cfgs)
+    ref = dec.decode_attention(q, kc, vc, bt, sl, config=dec.DecodeConfig(num_splits=6, merge="kernel"), **kw)
+    assert torch.isfinite(compact).all()
+    torch.testing.assert_close(compact, full, rtol=1e-6, atol=1e-6 * full.abs().max().item())
+    torch.testing.assert_close(compact, ref, rtol=1e-6, atol=1e-6 * ref.abs().max().item())
+
+
 def test_reference_rounded_p_path_matches_attention_torch():
     """decode_attention_torch's own dense math (p_dtype) equals attention_torch when P is kept in fp32."""
     case = Case((1, 17, 40), 4, 2, sq=3)
@@ -411,6 +430,8 @@ def test_decode_bad_options(device):
         dec.DecodeConfig(merge="atomic")
     with pytest.raises(ValueError, match="merge_chunk"):
         dec.DecodeConfig(merge_chunk=3)
+    with pytest.raises(ValueError, match="merge_rows"):
+        dec.DecodeConfig(merge_rows=12)
     with pytest.raises(ValueError, match="block_n"):
         dec.DecodeConfig(block_n=48)
 

@@ -88,6 +88,10 @@ class DecodeConfig:
     # Splits merged per step by the inline merge: 0 = kern.merge_chunk's choice (64 registers per thread for the
     # [block_m, chunk, D] fp32 tile), else a power of two <= 16.
     merge_chunk: int = 0
+    # Rows of the inline merge: 0 = the row block's real rows rounded up to a power of two (kern.merge_rows: 4 for
+    # GQA 4 and one new token), else a power of two (capped at block_m; 16 = the MMA tile, the form before
+    # session 6), for A/B runs.
+    merge_rows: int = 0
 
     def __post_init__(self):
         if self.merge not in ("inline", "kernel"):
@@ -100,6 +104,8 @@ class DecodeConfig:
             raise ValueError(f"kv_load: expected 'gather', 'tma', 'tmat' or 'tmab', got {self.kv_load!r}")
         if self.merge_chunk not in (0, 1, 2, 4, 8, 16):
             raise ValueError(f"merge_chunk: expected 0 (automatic) or a power of two <= 16, got {self.merge_chunk!r}")
+        if self.merge_rows not in (0, 1, 2, 4, 8, 16, 32, 64):
+            raise ValueError(f"merge_rows: expected 0 (automatic) or a power of two <= 64, got {self.merge_rows!r}")
         if self.kv_load != "gather" and self.dot != "fp16":
             raise ValueError(f"kv_load={self.kv_load!r}: only with dot='fp16', got dot={self.dot!r}")
         if self.dot == "fp8t" and (self.block_n < 64 or self.num_warps != 4):
@@ -626,6 +632,7 @@ def _plan(key) -> _Plan:
     p.splits, p.inline, p.nblocks, p.max_blocks, p.d = splits, inline, nblocks, max_blocks, d
     p.part_rows = bsz * sq * hq * splits
     p.counters_n = bsz * hkv * row_blocks
+    mrows = min(block_m, cfg.merge_rows) if cfg.merge_rows else kern.merge_rows(block_m, rows)
     p.consts = dict(
         K_DESCALE_STRIDE=int(k_head), V_DESCALE_STRIDE=int(v_head),
         # int32 page/slot offsets when every element of both caches is addressable in 31 bits (a cache over 2 GiB
@@ -634,7 +641,8 @@ def _plan(key) -> _Plan:
         KV_SAME_STRIDES=kstr == vstr,
         SQ=sq, GROUP=group, HEAD_DIM=d, BLOCK_D=block_d, BLOCK_M=block_m, BLOCK_N=cfg.block_n, PAGE=page,
         DOT_DTYPE=dot, Q_POW2_SCALE=q_dtype == torch.bfloat16 and dot == tl.float16, WRITE_PARTIAL=splits > 1,
-        INLINE_MERGE=inline, MERGE_CHUNK=cfg.merge_chunk or kern.merge_chunk(block_m, block_d, cfg.num_warps),
+        INLINE_MERGE=inline, MERGE_ROWS=mrows,
+        MERGE_CHUNK=cfg.merge_chunk or kern.merge_chunk(mrows, block_d, cfg.num_warps),
         TAIL_MASK=tail,
         TOKENS_M=fp8t, KV_TMA=kv_tma, EXACT_ROUND=fp8t and _backend.interpreting(), KERNEL_NAME=name,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages,

@@ -411,6 +411,7 @@ def _decode_kernel(
     Q_POW2_SCALE: tl.constexpr,  # bf16 q into an fp16 dot: per-row power-of-two scaling (see module docstring)
     WRITE_PARTIAL: tl.constexpr,  # several splits: write fp32 partials (o, lse) instead of the output
     INLINE_MERGE: tl.constexpr,  # with WRITE_PARTIAL: the last split to finish merges (else _combine_kernel does)
+    MERGE_ROWS: tl.constexpr,  # rows of the inline merge: the row block's real rows, a power of two <= BLOCK_M
     MERGE_CHUNK: tl.constexpr,  # splits merged per step of the inline merge (power of two)
     TAIL_MASK: tl.constexpr,  # unmasked full steps, then the masked tail (see the loop)
     TOKENS_M: tl.constexpr,  # FP8 tensor-core form, cache tokens as the MMA M dimension (_decode_step_t)
@@ -563,16 +564,22 @@ def _decode_kernel(
             ticket = tl.atomic_add(c_ptr, 1, sem="acq_rel")
             if ticket == num_splits - 1:
                 tl.atomic_xchg(c_ptr, 0)
-                # MERGE_CHUNK splits per step as one [rows, chunk, D] load: each step's latency covers
-                # MERGE_CHUNK partials of every row (a loop over single splits waits once per split).
-                m_all = tl.full([BLOCK_M], float("-inf"), tl.float32)
-                den = tl.zeros([BLOCK_M], tl.float32)
-                res = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+                # The merge runs on MERGE_ROWS rows, the row block's real rows rounded up to a power of two
+                # (GQA 4, Sq 1: 4 of the 16 MMA rows), so a step's [rows, MERGE_CHUNK, D] tile covers more splits.
+                # MERGE_CHUNK splits per step as one load: each step's latency covers MERGE_CHUNK partials of every
+                # row (a loop over single splits waits once per split).
+                mrows = row_block * BLOCK_M + tl.arange(0, MERGE_ROWS)
+                mrow_ok = mrows < SQ * GROUP
+                m_orow = (b * SQ + mrows // GROUP) * hq + kvh * GROUP + mrows % GROUP
+                m_base = m_orow * num_splits
+                m_all = tl.full([MERGE_ROWS], float("-inf"), tl.float32)
+                den = tl.zeros([MERGE_ROWS], tl.float32)
+                res = tl.zeros([MERGE_ROWS, BLOCK_D], tl.float32)
                 sc = tl.arange(0, MERGE_CHUNK)
                 for s0 in range(0, num_splits, MERGE_CHUNK):
                     s_idx = s0 + sc
-                    ls_mask = row_ok[:, None] & (s_idx < num_splits)[None, :]
-                    ls_off = p_base[:, None] + s_idx[None, :]  # [BLOCK_M, MERGE_CHUNK]
+                    ls_mask = mrow_ok[:, None] & (s_idx < num_splits)[None, :]
+                    ls_off = m_base[:, None] + s_idx[None, :]  # [MERGE_ROWS, MERGE_CHUNK]
                     lse_c = tl.load(part_lse_ptr + ls_off, mask=ls_mask, other=float("-inf"), cache_modifier=".cg")
                     o_c = tl.load(part_o_ptr + ls_off[:, :, None] * HEAD_DIM + d[None, None, :],
                                   mask=ls_mask[:, :, None] & d_ok[None, None, :], other=0.0, cache_modifier=".cg")
@@ -584,7 +591,8 @@ def _decode_kernel(
                     res = res * a[:, None] + tl.sum(o_c * w[:, :, None], axis=1)
                     m_all = m_new
                 res = res / tl.where(den > 0.0, den, 1.0)[:, None]
-                tl.store(o_ptrs, _to_out_dtype(res, out_ptr.dtype.element_ty), mask=o_mask)
+                tl.store(out_ptr + m_orow[:, None] * HEAD_DIM + d[None, :],
+                         _to_out_dtype(res, out_ptr.dtype.element_ty), mask=mrow_ok[:, None] & d_ok[None, :])
     else:
         tl.store(o_ptrs, _to_out_dtype(o, out_ptr.dtype.element_ty), mask=o_mask)
 
@@ -629,11 +637,17 @@ def _combine_kernel(
 # Kernel names and offline codegen specs.
 
 
+def merge_rows(block_m: int, rows: int) -> int:
+    """Rows of the inline merge: a row block's real query rows (GQA group x Sq), rounded up to a power of two, at
+    most ``block_m`` (the MMA tile pads them to >= 16; GQA 4 with one new token merges 4 rows, not 16)."""
+    return min(block_m, 1 << max(0, rows - 1).bit_length())
+
+
 def merge_chunk(block_m: int, block_d: int, num_warps: int = 4) -> int:
-    """Splits per step of the inline merge: a [block_m, chunk, block_d] fp32 tile of at most 64 registers per
-    thread (8192 elements at 4 warps, 2048 at one warp; more warps keep the 4-warp size), at least 1. One-warp
-    programs with the 4-warp chunk spilled (offline sm_90, 16 rows, D 128, 64 tokens: 198 spill stores, 16 with
-    this chunk, 8 without a merge)."""
+    """Splits per step of the inline merge over ``block_m`` rows (:func:`merge_rows`): a [block_m, chunk, block_d]
+    fp32 tile of at most 64 registers per thread (8192 elements at 4 warps, 2048 at one warp; more warps keep the
+    4-warp size), at least 1. One-warp programs with the 4-warp chunk spilled (offline sm_90, 16 rows, D 128,
+    64 tokens: 198 spill stores, 16 with this chunk, 8 without a merge)."""
     return max(1, min(16, 2048 * min(num_warps, 4) // (block_m * block_d)))
 
 
@@ -705,7 +719,7 @@ def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, pag
     sig["stride_btn"] = "constexpr"
     for c in ("K_DESCALE_STRIDE", "V_DESCALE_STRIDE", "OFFS_I32", "KV_SAME_STRIDES", "SQ", "GROUP", "HEAD_DIM",
               "BLOCK_D", "BLOCK_M", "BLOCK_N", "PAGE", "DOT_DTYPE", "Q_POW2_SCALE", "WRITE_PARTIAL", "INLINE_MERGE",
-              "MERGE_CHUNK", "TAIL_MASK", "TOKENS_M", "KV_TMA", "EXACT_ROUND"):
+              "MERGE_ROWS", "MERGE_CHUNK", "TAIL_MASK", "TOKENS_M", "KV_TMA", "EXACT_ROUND"):
         sig[c] = "constexpr"
     constexprs = {
         "stride_btn": 1, "K_DESCALE_STRIDE": 1, "V_DESCALE_STRIDE": 1, "OFFS_I32": offs_i32,
@@ -713,7 +727,8 @@ def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, pag
         "BLOCK_M": block_m, "BLOCK_N": block_n, "PAGE": page,
         "DOT_DTYPE": tl.float16 if dot == "fp16" else tl.bfloat16,
         "Q_POW2_SCALE": q_sig == "bf16" and dot == "fp16", "WRITE_PARTIAL": split,
-        "INLINE_MERGE": split and inline, "MERGE_CHUNK": merge_chunk(block_m, head_dim, warps), "TAIL_MASK": tail_mask,
+        "INLINE_MERGE": split and inline, "MERGE_ROWS": merge_rows(block_m, group * sq),
+        "MERGE_CHUNK": merge_chunk(merge_rows(block_m, group * sq), head_dim, warps), "TAIL_MASK": tail_mask,
         "TOKENS_M": tokens_m, "KV_TMA": kv_tma, "EXACT_ROUND": False,
     }
     short = {"fp8e4nv": "e4m3", "bf16": "bf16", "fp16": "f16"}

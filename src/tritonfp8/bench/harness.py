@@ -188,14 +188,21 @@ def capture_graph(fn: Callable[[], Any], warmup: int = 3) -> "torch.cuda.CUDAGra
     return g
 
 
-def time_graph(fn: Callable[[], Any], n_calls: int = 20, replays: int = 10, flush_l2: bool = True) -> float:
+def time_graph(fn: Callable[[], Any], n_calls: int = 20, replays: int = 10, flush_l2: bool = True,
+               flush_mode: str = "write") -> float:
     """Median milliseconds of one call of ``fn`` with the host out of the picture: ``n_calls`` calls (each after an
     L2 flush when ``flush_l2``) are captured in one CUDA graph, and a second graph holds the flushes alone; each
     is replayed ``replays`` times between CUDA events, and a call's time is the difference of the two medians
     divided by ``n_calls``. This is the kernel time a user sees under CUDA graphs (as serving engines run
     decode); eager calls add the host's launch overhead when the GPU is faster than the Python that feeds it.
-    ``fn`` must be capturable (no host syncs, no allocations that differ per call)."""
+    ``fn`` must be capturable (no host syncs, no allocations that differ per call).
+
+    ``flush_mode``: ``"write"`` zeroes a 256 MB buffer (as ``do_bench`` does): the L2 is left full of dirty lines
+    that the timed call then writes back to memory as it evicts them; ``"read"`` reduces the buffer instead, so
+    the L2 holds clean lines (a decode step after the previous layer's reads); both evict ``fn``'s data."""
     _require_cuda("time_graph")
+    if flush_mode not in ("write", "read"):
+        raise ValueError(f"flush_mode: expected 'write' or 'read', got {flush_mode!r}")
     buf = _flush_buffer() if flush_l2 else None
     warm_up_for_capture(fn)
 
@@ -204,7 +211,10 @@ def time_graph(fn: Callable[[], Any], n_calls: int = 20, replays: int = 10, flus
         with torch.cuda.graph(g):
             for _ in range(n_calls):
                 if buf is not None:
-                    buf.zero_()
+                    if flush_mode == "write":
+                        buf.zero_()
+                    else:
+                        buf.sum()
                 if with_fn:
                     fn()
         return g
