@@ -475,14 +475,17 @@ def test_heuristic_tma_rules():
     tmab = dec.decode_config(64, 8, 4, 32768, tma_page=16)
     assert (tmab.kv_load, tmab.num_warps, tmab.block_n, tmab.num_stages, tmab.num_splits) == ("tmab", 1, 32, 4, 4)
     assert dec.decode_config(128, 8, 4, 16384, tma_page=16) == tmab
-    assert (dec.TMA_MIN_SPLIT_LEN, dec.TMA_MIN_PROGRAMS) == (2048, 1024)
+    assert (dec.TMA_MIN_SPLIT_LEN, dec.TMA_MIN_PROGRAMS) == (256, 1024)
+    assert dec.decode_config(32, 8, 4, 4096, tma_page=64) == dataclasses.replace(tma, num_splits=4)  # 1024 tokens
+    assert dec.decode_config(8, 8, 4, 4096, tma_page=64) == dataclasses.replace(tma, num_splits=16)  # 256 tokens
+    assert dec.decode_config(128, 8, 4, 1024, tma_page=64) == dataclasses.replace(tma, num_splits=1)
     for page in (16, 64):  # degenerate sizes plan like the gather config (no division by zero)
         for args in ((0, 8, 4, 4096), (4, 0, 4, 4096)):
             assert dec.decode_config(*args, tma_page=page) == dec.decode_config(*args)
     assert (dec.TMAB_MIN_PAIRS, dec.TMAB_SPLITS, dec.TMAB_MIN_SPLIT_LEN) == (512, 4, 4096)
-    for args, page in [((32, 8, 4, 4096), 64),  # 4 splits of 1024 tokens
-                       ((8, 8, 4, 16384), 64),  # 16 splits of 1024
-                       ((128, 8, 4, 2047), 64),
+    for args, page in [((8, 8, 4, 1024), 64),  # 16 splits of 64 tokens
+                       ((8, 8, 4, 4095), 64),  # 16 splits of 255
+                       ((128, 8, 4, 255), 64),
                        ((1, 8, 4, 32768), 64),  # 128 splits needed: over MAX_SPLITS
                        ((32, 8, 4, 32768), 32),
                        ((32, 8, 4, 32768), 16), ((128, 8, 4, 8192), 16),  # tmab: 256 pairs / 2048 tokens per split

@@ -342,15 +342,16 @@ def test_tma_gpu_matches_default(hq, hkv, page, block_n, warps, load):
 
 
 @requires_gpu
-@pytest.mark.parametrize("b,page,load,seed", [(32, 64, "tma", 25), (64, 16, "tmab", 26)])
-def test_heuristic_tma_rules_on_gpu(b, page, load, seed):
-    """H200: the heuristic's TMA rules run their kernels: pages of 64 at B x Hkv = 256 (4 splits of >= 2048
-    tokens: kv_load="tma"), pages of 16 at B x Hkv = 512 (kv_load="tmab", 4 splits); each against the reference and
-    against the gather heuristic forced by an explicit config. Shuffled pages, ragged lengths up to 16384, some
-    of them short."""
+@pytest.mark.parametrize("b,page,load,seed,max_len", [(32, 64, "tma", 25, 16384), (64, 16, "tmab", 26, 16384),
+                                                       (8, 64, "tma", 27, 4096)])
+def test_heuristic_tma_rules_on_gpu(b, page, load, seed, max_len):
+    """H200: the heuristic's TMA rules run their kernels: pages of 64 at B x Hkv = 256 (4 splits of >= 256
+    tokens: kv_load="tma") and at B x Hkv = 64 with lengths up to 4096 (16 splits of 256 tokens, merged inline),
+    pages of 16 at B x Hkv = 512 (kv_load="tmab", 4 splits); each against the reference and against the gather
+    heuristic forced by an explicit config. Shuffled pages, ragged lengths up to max_len, some of them short."""
     hkv, hq = 8, 32
     g = torch.Generator().manual_seed(seed)
-    lens = [16384, 1, 17, 339, 16383] + torch.randint(1, 16385, (b - 5,), generator=g).tolist()
+    lens = [max_len, 1, 17, 339, max_len - 1] + torch.randint(1, max_len + 1, (b - 5,), generator=g).tolist()
     kc, vc, bt, sl, ks, vs = dec.random_paged_cache(lens, hkv, 128, page, device="cuda", generator=g)
     q = torch.randn(b, 1, hq, 128, generator=g).to(device="cuda", dtype=torch.bfloat16)
     assert dec.decode_config(b, hkv, hq // hkv, bt.shape[1] * page, tma_page=page).kv_load == load

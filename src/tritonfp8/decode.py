@@ -130,15 +130,17 @@ def num_sms(device: torch.device) -> int:
 # TMA rules of decode_config (measured on the H200, Hq 32 / Hkv 8, D 128, E4M3 cache, 16 query rows).
 # Pages of 64: one-warp programs loading 64-token page boxes by TMA (4 stages) beat the gather kernel once there are
 # >= 1024 programs (about one wave: the kernel holds 255 registers, so 8 one-warp programs share an SM), with the
-# fewest splits that reach them, each split keeping >= 2048 tokens. CUDA graphs, session 5
+# fewest splits that reach them, each split keeping >= 256 tokens. CUDA graphs, session 5
 # (decode-nvidia-h200-20261129-181942.json, -182155.json): B 128 (1024 programs unsplit) at ctx 4096 / 8192 93.2 /
-# 93.6% of copy, 1.086 / 1.070x the 2 / 4 splits before (ctx 32768: 0.985x, noise); B 8 ctx 32768 with 16 splits
-# 78.6% (1.155x the gather kernel in s5-call2-bench_decode_graph.log); B 32 ctx 8192-32768 with 4 splits 83-95%
-# (eager 1.07-1.25x the gather kernel in -153949.json, -154146.json); eager matrix -182722.json: 84.9-93.5% at
-# B 64/128. Splits of 1024 tokens (B 32 ctx 4096, 4 splits): 1.065x the gather kernel from graphs, but eager rounds
-# bimodal (51-75% of copy, median 56%, -182722.json; also session 4), so they keep the gather kernel (71%). Fewer
-# programs lose: B 32 ctx 4096 unsplit 0.60x, B 8 ctx 8192 with 4 splits 0.88x (-160332.json).
-TMA_MIN_SPLIT_LEN = 2048  # tokens per split
+# 93.6% of copy, 1.086 / 1.070x the 2 / 4 splits before; B 8 ctx 32768 with 16 splits 1.155x the gather kernel
+# (s5-call2-bench_decode_graph.log); eager matrix -182722.json: 84.9-93.5% at B 64/128. Session 6: with the inline
+# merge on the compact rows (s6-call3-decode_merge.json: 1.09x at B 8 ctx 32768 / 16 splits, 1.37x at B 8 ctx 4096
+# / 16 splits) short splits pay off too (graphs, decode-nvidia-h200-20261129-195054.json): B 32 ctx 4096 with 4
+# splits of 1024 tokens 1.11x the gather kernel, B 8 ctx 4096 with 16 of 256 1.08x, B 128 ctx 1024 unsplit 1.26x,
+# B 32 ctx 1024 with 4 of 256 1.02x (until session 5 the rule kept >= 2048 tokens, for eager rounds that were
+# bimodal at B 32 ctx 4096: host-bound launches). Splits of 64 tokens (B 8 ctx 1024, 16 splits) 0.98x: gather.
+# Fewer programs lose: B 32 ctx 4096 unsplit 0.60x, B 8 ctx 8192 with 4 splits 0.88x (-160332.json).
+TMA_MIN_SPLIT_LEN = 256  # tokens per split
 TMA_MIN_PROGRAMS = 1024  # batch x KV heads x splits
 # Pages of 16: kv_load="tmab" (one box and product per page, 32-token steps, one warp, 4 splits) at B x Hkv >= 512
 # with >= 4096 tokens per split: 1.14-1.22x the gather kernel at B 64 ctx 32768, B 128 ctx 16384 and 32768 (Hq 32

@@ -147,6 +147,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "tmabw1bn64s4splitsx4": {"kv_load": "tmab", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0},
     "tmabw1bn32s4splitsx4": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0},
     "tmabw1bn32s4splitsx2": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 2.0},
+    "tmabw1bn32s4splitsx1": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 1.0},
     # Pages of 64 through the per-box step (one box per step): the pipeliner multi-buffers the boxes (offline 53 KB
     # at 4 stages, 37 KB at 3, against the tma kernel's single 21 KB buffer): deeper prefetch for short programs.
     "tmabw1bn64s4splitsx1": {"kv_load": "tmab", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 1.0},
