@@ -427,6 +427,9 @@ def _run_write(args, H, console) -> list[dict]:
              "torch": lambda: dec.write_kv_cache_torch(k, v, kc, vc, slots, s, s),
              "copy": copy_fn},
             repeats=args.repeats,
+            # Always timed eager (do_bench), also under --graph: the torch reference's boolean indexing syncs with
+            # the host and cannot be captured into a CUDA graph.
+            timer=H.time_events if H.timer_mode() == "graph" else None,
         )
         t = {n: H.summarize(x) for n, x in times.items()}
         g = H.gbps(nbytes, t["ours"].median)
