@@ -177,6 +177,20 @@ def test_inline_merge_rows(device, group, sq):
     torch.testing.assert_close(compact, ref, rtol=1e-6, atol=1e-6 * ref.abs().max().item())
 
 
+def test_maxnreg_option_same_result_and_named(device):
+    """DecodeConfig(maxnreg=N) caps the registers of the launch (a ptxas option: the same code, so the same bits)
+    and shows as r<N> in the kernel name."""
+    case = Case((339, 100), 8, 2)
+    q, kc, vc, bt, sl, ks, vs = _make(case, device, seed=6)
+    kw = dict(k_descale=ks, v_descale=vs, out_dtype=torch.float32)
+    base = dec.DecodeConfig(num_splits=3, num_warps=1, block_n=32)
+    a = dec.decode_attention(q, kc, vc, bt, sl, config=base, **kw)
+    b = dec.decode_attention(q, kc, vc, bt, sl, config=dataclasses.replace(base, maxnreg=168), **kw)
+    assert torch.equal(a, b)
+    name = dec_kern.decode_kernel_name(90, "e4m3", "bf16", "bf16", 16, 32, 128, 1, 4, 16, True, True, maxnreg=168)
+    assert name.build("cutlass").endswith("_r168")
+
+
 def test_reference_rounded_p_path_matches_attention_torch():
     """decode_attention_torch's own dense math (p_dtype) equals attention_torch when P is kept in fp32."""
     case = Case((1, 17, 40), 4, 2, sq=3)
@@ -432,6 +446,8 @@ def test_decode_bad_options(device):
         dec.DecodeConfig(merge_chunk=3)
     with pytest.raises(ValueError, match="merge_rows"):
         dec.DecodeConfig(merge_rows=12)
+    with pytest.raises(ValueError, match="maxnreg"):
+        dec.DecodeConfig(maxnreg=300)
     with pytest.raises(ValueError, match="block_n"):
         dec.DecodeConfig(block_n=48)
 

@@ -92,6 +92,10 @@ class DecodeConfig:
     # GQA 4 and one new token), else a power of two (capped at block_m; 16 = the MMA tile, the form before
     # session 6), for A/B runs.
     merge_rows: int = 0
+    # Registers per thread (ptxas --maxrregcount through Triton's maxnreg), None = the compiler's choice. The
+    # one-warp kernels use up to 255, so 8 programs share an SM; 168 lets 12 (offline sm_90: the pages-of-16 tmab
+    # kernel 219 -> 168 registers with 7 spill stores; the pages-of-64 tma kernel at block_n 64 spills 177).
+    maxnreg: int | None = None
 
     def __post_init__(self):
         if self.merge not in ("inline", "kernel"):
@@ -104,6 +108,8 @@ class DecodeConfig:
             raise ValueError(f"kv_load: expected 'gather', 'tma', 'tmat' or 'tmab', got {self.kv_load!r}")
         if self.merge_chunk not in (0, 1, 2, 4, 8, 16):
             raise ValueError(f"merge_chunk: expected 0 (automatic) or a power of two <= 16, got {self.merge_chunk!r}")
+        if self.maxnreg is not None and not (isinstance(self.maxnreg, int) and 24 <= self.maxnreg <= 255):
+            raise ValueError(f"maxnreg: expected None or an int in [24, 255], got {self.maxnreg!r}")
         if self.merge_rows not in (0, 1, 2, 4, 8, 16, 32, 64):
             raise ValueError(f"merge_rows: expected 0 (automatic) or a power of two <= 64, got {self.merge_rows!r}")
         if self.kv_load != "gather" and self.dot != "fp16":
@@ -624,7 +630,7 @@ def _plan(key) -> _Plan:
     per_head = k_head or v_head
     name = kern.decode_kernel_name(
         arch, short_name(c_dtype), short_name(q_dtype), short_name(out_dtype), block_m, cfg.block_n, d,
-        cfg.num_warps, cfg.num_stages, page, splits > 1, per_head, inline, tail, fp8t, kv_tma,
+        cfg.num_warps, cfg.num_stages, page, splits > 1, per_head, inline, tail, fp8t, kv_tma, cfg.maxnreg,
     ).build(mode)
     p = _Plan()
     # The K/V descriptors' (shape, strides, block) over the [rows, cols] view (None: the gather path).
@@ -647,7 +653,7 @@ def _plan(key) -> _Plan:
         MERGE_CHUNK=cfg.merge_chunk or kern.merge_chunk(mrows, block_d, cfg.num_warps),
         TAIL_MASK=tail,
         TOKENS_M=fp8t, KV_TMA=kv_tma, EXACT_ROUND=fp8t and _backend.interpreting(), KERNEL_NAME=name,
-        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}),
     )
     p.combine = p.combine_grid = p.combine_consts = p.ws = None
     if splits > 1 and not inline:

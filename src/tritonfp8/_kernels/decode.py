@@ -654,11 +654,11 @@ def merge_chunk(block_m: int, block_d: int, num_warps: int = 4) -> int:
 def decode_kernel_name(
     arch: int, cache: str, q: str, out: str, block_m: int, block_n: int, head_dim: int, warps: int, stages: int,
     page: int, split: bool, per_head: bool, inline: bool = True, tail: bool = False, tokens_m: bool = False,
-    kv_tma: int = 0,
+    kv_tma: int = 0, maxnreg: int | None = None,
 ) -> KernelName:
     """Types: cache element, q element, accumulator, output. Tile: query rows x cache tokens x head dim.
     ``kv_tma``: 0 gathered K/V, 1 TMA page loads, 2 TMA page loads with O^T = V^T.P^T, 3 TMA page boxes not
-    stacked (the kernel's KV_TMA).
+    stacked (the kernel's KV_TMA). ``maxnreg``: the register cap per thread, shown as ``r<N>``.
     Schedule: ``paged`` (one split), ``pagedsplitkv`` (partials merged in-kernel by the last split) or
     ``pagedsplitkvcombine`` (partials merged by :func:`_combine_kernel`)."""
     return KernelName(
@@ -671,7 +671,7 @@ def decode_kernel_name(
         schedule="paged" + (("splitkv" if inline else "splitkvcombine") if split else ""),
         scaling="headwise" if per_head else "tensorwise",
         extras=(f"page{page}",) + (("tailmask",) if tail else ()) + (("fp8t",) if tokens_m else ())
-        + ((("tmakv", "tmakvt", "tmakvb")[kv_tma - 1],) if kv_tma else ()),
+        + ((("tmakv", "tmakvt", "tmakvb")[kv_tma - 1],) if kv_tma else ()) + ((f"r{maxnreg}",) if maxnreg else ()),
     )
 
 

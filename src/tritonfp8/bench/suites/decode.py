@@ -148,6 +148,22 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "tmabw1bn32s4splitsx4": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0},
     "tmabw1bn32s4splitsx2": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 2.0},
     "tmabw1bn32s4splitsx1": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 1.0},
+    # Session 6: the one-warp kernels with registers capped at 168 (12 programs per SM instead of 8-9; offline
+    # sm_90 spill stores: tmab pages of 16 bn32 7, tma bn32 44, tma bn16 9, tma bn64 177).
+    "tmabw1bn32s4splitsx1r168": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4,
+                                 "splits_factor": 1.0, "maxnreg": 168},
+    "tmabw1bn32s4splitsx2r168": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4,
+                                 "splits_factor": 2.0, "maxnreg": 168},
+    "tmabw1bn32s4splitsx4r168": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4,
+                                 "splits_factor": 4.0, "maxnreg": 168},
+    "tmaw1bn64s4splitsx4r168": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4,
+                                "splits_factor": 4.0, "maxnreg": 168},
+    "tmaw1bn64s4splitsx1r168": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4,
+                                "splits_factor": 1.0, "maxnreg": 168},
+    "tmaw1bn32s4splitsx4r168": {"kv_load": "tma", "block_n": 32, "num_warps": 1, "num_stages": 4,
+                                "splits_factor": 4.0, "maxnreg": 168},
+    "tmaw1bn16s4splitsx4r168": {"kv_load": "tma", "block_n": 16, "num_warps": 1, "num_stages": 4,
+                                "splits_factor": 4.0, "maxnreg": 168},
     # Pages of 64 through the per-box step (one box per step): the pipeliner multi-buffers the boxes (offline 53 KB
     # at 4 stages, 37 KB at 3, against the tma kernel's single 21 KB buffer): deeper prefetch for short programs.
     "tmabw1bn64s4splitsx1": {"kv_load": "tmab", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 1.0},
