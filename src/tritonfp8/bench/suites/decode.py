@@ -82,6 +82,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # wave). 2 warps x 64 tokens spills (9 stores); 2 warps x 32 tokens: 49 per token, no gain.
     "w1bn32s4": {"block_n": 32, "num_warps": 1, "num_stages": 4},
     "w1bn32s4splitsx4": {"block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0},
+    # Session 6: the one-warp gather kernel with more splits, now that the inline merge is cheap (pages of 16)
+    "w1bn32s4splitsx2": {"block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 2.0},
+    "w1bn64s4splitsx2": {"block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 2.0},
+    "w1bn64s4splitsx4": {"block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0},
     # Split loop (issue 6): unmasked full steps, then the masked tail; same bits. Offline SASS (sm_90, 16 rows,
     # D 128, 4 warps x 128 tokens): 1139 -> 1066 instructions per step of the main loop (35.6 -> 33.3
     # warp-instructions per cache token); 255 registers and 11 spill stores under the cutlass_ name either way.
