@@ -311,8 +311,8 @@ def _e4m3_to_f16(x):
 def _stage_v(v, DOT_DTYPE: tl.constexpr, V_STAGE: tl.constexpr):
     """A V tile [tokens, D] as the P.V operand in DOT_DTYPE. V_STAGE 0: as is. 1 and 2
     (``DecodeConfig(v_stage=True)``): columns permuted by :func:`_perm_cols` (the accumulator's columns are then
-    permuted the same way; the kernel undoes it after the loop), so that each thread's operand columns are 16
-    adjacent bytes of a cache row: 16-byte shared-memory loads instead of one byte per element (offline sm_90,
+    permuted the same way; the kernel undoes it after the loop), so that each thread's operand columns are D/8
+    adjacent bytes of a cache row (16 at D = 128): wide shared-memory loads instead of one byte per element (offline sm_90,
     one warp, 64 tokens per step: 256 LDS.U8 -> 16 LDS.128). 2: E4M3 converted by :func:`_e4m3_to_f16` (the GPU);
     1: by a cast (the interpreter, which has no inline asm; the same values)."""
     if V_STAGE == 0:
