@@ -256,6 +256,25 @@ def _stack_rows(a, b):
 
 
 @triton.jit
+def _perm_cols(x, G: tl.constexpr):
+    """x [R, D] with its columns permuted: column (D // G) * g + j of x becomes column G * j + g. With G = 8, the
+    mma.sync B operand's columns g + 8j (j = 0 .. D/8 - 1, the n-tiles of lane group g = lane // 4) are the D/8
+    adjacent columns (D/8) * g + j of x: one contiguous run of a row. A column permutation of V permutes the
+    columns of P.V alike and changes no product or sum."""
+    R: tl.constexpr = x.shape[0]
+    D: tl.constexpr = x.shape[1]
+    return tl.permute(x.reshape([R, G, D // G]), (0, 2, 1)).reshape([R, D])
+
+
+@triton.jit
+def _unperm_cols(x, G: tl.constexpr):
+    """The inverse of :func:`_perm_cols`."""
+    R: tl.constexpr = x.shape[0]
+    D: tl.constexpr = x.shape[1]
+    return tl.permute(x.reshape([R, D // G, G]), (0, 2, 1)).reshape([R, D])
+
+
+@triton.jit
 def _tma_tile(desc, bt_row, n0, end, stride_btn, num_blocks, col, PAGE: tl.constexpr, BLOCK_N: tl.constexpr):
     """The [BLOCK_N, D] cache tile of tokens ``n0 + [0, BLOCK_N)``: one TMA box per page (BLOCK_N <= PAGE: one
     sub-box of a page), stacked in token order; 1, 2, 4 or 8 pages per tile."""
@@ -279,10 +298,36 @@ def _tma_tile(desc, bt_row, n0, end, stride_btn, num_blocks, col, PAGE: tl.const
 
 
 @triton.jit
+def _e4m3_to_f16(x):
+    """E4M3 -> fp16 (exact) as ``cvt.rn.f16x2.e4m3x2`` on four packed bytes: an inline asm, so Triton does not
+    pair the bytes itself (its own cast of the :func:`_stage_v` tile builds each 16-bit pair with a PRMT, a shift
+    and an OR per element)."""
+    return tl.inline_asm_elementwise(
+        "{ .reg .b16 lo, hi; mov.b32 {lo, hi}, $2; cvt.rn.f16x2.e4m3x2 $0, lo; cvt.rn.f16x2.e4m3x2 $1, hi; }",
+        "=r,=r,r", [x], dtype=tl.float16, is_pure=True, pack=4)
+
+
+@triton.jit
+def _stage_v(v, DOT_DTYPE: tl.constexpr, V_STAGE: tl.constexpr):
+    """A V tile [tokens, D] as the P.V operand in DOT_DTYPE. V_STAGE 0: as is. 1 and 2
+    (``DecodeConfig(v_stage=True)``): columns permuted by :func:`_perm_cols` (the accumulator's columns are then
+    permuted the same way; the kernel undoes it after the loop), so that each thread's operand columns are D/8
+    adjacent bytes of a cache row (16 at D = 128): wide shared-memory loads instead of one byte per element (offline sm_90,
+    one warp, 64 tokens per step: 256 LDS.U8 -> 16 LDS.128). 2: E4M3 converted by :func:`_e4m3_to_f16` (the GPU);
+    1: by a cast (the interpreter, which has no inline asm; the same values)."""
+    if V_STAGE == 0:
+        return v.to(DOT_DTYPE)
+    v = _perm_cols(v, 8)
+    if V_STAGE == 2 and v.dtype == tl.float8e4nv and DOT_DTYPE == tl.float16:
+        return _e4m3_to_f16(v)
+    return v.to(DOT_DTYPE)
+
+
+@triton.jit
 def _decode_step_tma(q, acc, m_i, l_i, n0, offs_n, bt_row, stride_btn, k_desc, v_desc, col, end, num_blocks,
                      score_scale, last_visible, PAGE: tl.constexpr, BLOCK_N: tl.constexpr,
                      DOT_DTYPE: tl.constexpr, PV_T: tl.constexpr, MASKED: tl.constexpr,
-                     BOXES: tl.constexpr = False):
+                     BOXES: tl.constexpr = False, V_STAGE: tl.constexpr = 0):
     """:func:`_decode_step` with K and V read by TMA (``DecodeConfig(kv_load="tma")``): the same products,
     roundings and masks, only the loads differ. Tokens on a page outside [0, num_blocks) arrive as zeros and are
     masked out of the scores; in the masked (tail) steps the V rows past ``end`` (in-range page, unwritten slots:
@@ -292,14 +337,15 @@ def _decode_step_tma(q, acc, m_i, l_i, n0, offs_n, bt_row, stride_btn, k_desc, v
     if BOXES:
         tl.static_assert(BLOCK_N >= PAGE, "the per-box step takes whole pages")
         return _decode_step_tma_boxes(q, acc, m_i, l_i, n0, bt_row, stride_btn, k_desc, v_desc, col, end, num_blocks,
-                                      score_scale, last_visible, PAGE, BLOCK_N // PAGE, DOT_DTYPE, MASKED)
+                                      score_scale, last_visible, PAGE, BLOCK_N // PAGE, DOT_DTYPE, MASKED, V_STAGE)
     n = n0 + offs_n
     page = tl.load(bt_row + (n // PAGE) * stride_btn, mask=n < end, other=-1)
     n_ok = page.to(tl.uint32) < num_blocks.to(tl.uint32)
     k = _tma_tile(k_desc, bt_row, n0, end, stride_btn, num_blocks, col, PAGE, BLOCK_N)
     p, alpha, m_new, l_i = _softmax_step(tl.dot(q, tl.trans(k.to(DOT_DTYPE))), m_i, l_i, n, n_ok, score_scale,
                                          last_visible, MASKED)
-    v = _tma_tile(v_desc, bt_row, n0, end, stride_btn, num_blocks, col, PAGE, BLOCK_N).to(DOT_DTYPE)
+    v = _tma_tile(v_desc, bt_row, n0, end, stride_btn, num_blocks, col, PAGE, BLOCK_N)
+    v = _stage_v(v, DOT_DTYPE, V_STAGE)
     if MASKED:
         v = tl.where(n_ok[:, None], v, 0.0)
     if PV_T:  # acc is O^T [BLOCK_D, BLOCK_M]: V^T as the MMA's M (wgmma with 4 or 8 warps)
@@ -312,7 +358,7 @@ def _decode_step_tma(q, acc, m_i, l_i, n0, offs_n, bt_row, stride_btn, k_desc, v
 @triton.jit
 def _decode_step_tma_boxes(q, acc, m_i, l_i, n0, bt_row, stride_btn, k_desc, v_desc, col, end, num_blocks,
                            score_scale, last_visible, PAGE: tl.constexpr, NP: tl.constexpr, DOT_DTYPE: tl.constexpr,
-                           MASKED: tl.constexpr):
+                           MASKED: tl.constexpr, V_STAGE: tl.constexpr = 0):
     """:func:`_decode_step_tma` over NP = BLOCK_N / PAGE pages without stacking their boxes into one tile
     (``DecodeConfig(kv_load="tmab")``): a [BLOCK_M, PAGE] score tile per K box, one online-softmax update over all
     NP tiles (one row max, one rescale), then acc = acc * alpha + sum_j P_j.V_j with each V box its own product
@@ -344,7 +390,7 @@ def _decode_step_tma_boxes(q, acc, m_i, l_i, n0, bt_row, stride_btn, k_desc, v_d
     for j in tl.static_range(NP):
         p = tl.exp2(ss[j] - m_use[:, None])
         l_i += tl.sum(p, axis=1)
-        v = v_desc.load([rows[j], col]).to(DOT_DTYPE)
+        v = _stage_v(v_desc.load([rows[j], col]), DOT_DTYPE, V_STAGE)
         if MASKED:  # unwritten slots past end may hold any bytes (NaN included)
             v = tl.where(oks[j][:, None], v, 0.0)
         acc = tl.dot(p.to(DOT_DTYPE), v, acc)
@@ -415,6 +461,9 @@ def _decode_kernel(
     MERGE_CHUNK: tl.constexpr,  # splits merged per step of the inline merge (power of two)
     TAIL_MASK: tl.constexpr,  # unmasked full steps, then the masked tail (see the loop)
     TOKENS_M: tl.constexpr,  # FP8 tensor-core form, cache tokens as the MMA M dimension (_decode_step_t)
+    # KV_TMA 1 / 3, DecodeConfig(v_stage=True): the P.V operand with permuted columns (_stage_v); 2 on the GPU
+    # (inline-asm E4M3 -> fp16), 1 in the interpreter (a cast); 0: off
+    V_STAGE: tl.constexpr,
     KV_TMA: tl.constexpr,  # 1-3: k_cache_ptr / v_cache_ptr are TMA descriptors (_decode_step_tma); 2: O^T = V^T.P^T;
     # 3: several pages per step without stacking their boxes (_decode_step_tma_boxes)
     EXACT_ROUND: tl.constexpr,  # interpreter: round fp32 -> fp8 explicitly (its casts truncate)
@@ -506,11 +555,13 @@ def _decode_kernel(
         for n0 in tl.range(start, full_end, BLOCK_N):
             acc, m_i, l_i = _decode_step_tma(q, acc, m_i, l_i, n0, offs_n, bt_row, stride_btn, k_cache_ptr,
                                              v_cache_ptr, kv_col, end, num_blocks, score_scale, last_visible, PAGE,
-                                             BLOCK_N, DOT_DTYPE, KV_TMA == 2, False, KV_TMA == 3)
+                                             BLOCK_N, DOT_DTYPE, KV_TMA == 2, False, KV_TMA == 3,
+                                             V_STAGE)
         for n0 in tl.range(full_end, end, BLOCK_N, num_stages=1):  # <= 2 steps: not pipelined
             acc, m_i, l_i = _decode_step_tma(q, acc, m_i, l_i, n0, offs_n, bt_row, stride_btn, k_cache_ptr,
                                              v_cache_ptr, kv_col, end, num_blocks, score_scale, last_visible, PAGE,
-                                             BLOCK_N, DOT_DTYPE, KV_TMA == 2, True, KV_TMA == 3)
+                                             BLOCK_N, DOT_DTYPE, KV_TMA == 2, True, KV_TMA == 3,
+                                             V_STAGE)
     else:
         k_base = k_cache_ptr + kvh * stride_kh
         v_base = v_cache_ptr + kvh * stride_vh
@@ -539,6 +590,8 @@ def _decode_kernel(
 
     if TOKENS_M or KV_TMA == 2:
         acc = tl.trans(acc)
+    if KV_TMA and V_STAGE:  # the loop accumulated O with _perm_cols's column order
+        acc = _unperm_cols(acc, 8)
     has = l_i > 0.0
     inv_l = tl.where(has, v_ds / tl.where(has, l_i, 1.0), 0.0)
     o = acc * inv_l[:, None]
@@ -654,11 +707,12 @@ def merge_chunk(block_m: int, block_d: int, num_warps: int = 4) -> int:
 def decode_kernel_name(
     arch: int, cache: str, q: str, out: str, block_m: int, block_n: int, head_dim: int, warps: int, stages: int,
     page: int, split: bool, per_head: bool, inline: bool = True, tail: bool = False, tokens_m: bool = False,
-    kv_tma: int = 0, maxnreg: int | None = None,
+    kv_tma: int = 0, v_stage: bool = False, maxnreg: int | None = None,
 ) -> KernelName:
     """Types: cache element, q element, accumulator, output. Tile: query rows x cache tokens x head dim.
     ``kv_tma``: 0 gathered K/V, 1 TMA page loads, 2 TMA page loads with O^T = V^T.P^T, 3 TMA page boxes not
-    stacked (the kernel's KV_TMA). ``maxnreg``: the register cap per thread, shown as ``r<N>``.
+    stacked (the kernel's KV_TMA). ``v_stage``: the P.V operand with permuted columns (the kernel's V_STAGE).
+    ``maxnreg``: the register cap per thread, shown as ``r<N>``.
     Schedule: ``paged`` (one split), ``pagedsplitkv`` (partials merged in-kernel by the last split) or
     ``pagedsplitkvcombine`` (partials merged by :func:`_combine_kernel`)."""
     return KernelName(
@@ -671,7 +725,8 @@ def decode_kernel_name(
         schedule="paged" + (("splitkv" if inline else "splitkvcombine") if split else ""),
         scaling="headwise" if per_head else "tensorwise",
         extras=(f"page{page}",) + (("tailmask",) if tail else ()) + (("fp8t",) if tokens_m else ())
-        + ((("tmakv", "tmakvt", "tmakvb")[kv_tma - 1],) if kv_tma else ()) + ((f"r{maxnreg}",) if maxnreg else ()),
+        + ((("tmakv", "tmakvt", "tmakvb")[kv_tma - 1],) if kv_tma else ()) + (("vstage",) if v_stage else ())
+        + ((f"r{maxnreg}",) if maxnreg else ()),
     )
 
 
@@ -698,7 +753,7 @@ def combine_kernel_name(arch: int, out: str, block_s: int, head_dim: int):
 def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, page: int, split: bool,
                  q_sig: str = "bf16", cache_sig: str = "fp8e4nv", head_dim: int = 128,
                  inline: bool = True, offs_i32: bool = True, tail_mask: bool = False,
-                 tokens_m: bool = False, kv_tma: int = 0) -> CodegenSpec:
+                 tokens_m: bool = False, kv_tma: int = 0, v_stage: bool = False) -> CodegenSpec:
     block_m = max(16, min(64, triton.next_power_of_2(group * sq)))
     dot = "fp16" if cache_sig in ("fp8e4nv", "fp16") else "bf16"
     # kv_tma: the caches as TMA descriptors of the [num_blocks * page, Hkv * D] view, one box per page (or sub-box)
@@ -719,7 +774,7 @@ def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, pag
     sig["stride_btn"] = "constexpr"
     for c in ("K_DESCALE_STRIDE", "V_DESCALE_STRIDE", "OFFS_I32", "KV_SAME_STRIDES", "SQ", "GROUP", "HEAD_DIM",
               "BLOCK_D", "BLOCK_M", "BLOCK_N", "PAGE", "DOT_DTYPE", "Q_POW2_SCALE", "WRITE_PARTIAL", "INLINE_MERGE",
-              "MERGE_ROWS", "MERGE_CHUNK", "TAIL_MASK", "TOKENS_M", "KV_TMA", "EXACT_ROUND"):
+              "MERGE_ROWS", "MERGE_CHUNK", "TAIL_MASK", "TOKENS_M", "KV_TMA", "EXACT_ROUND", "V_STAGE"):
         sig[c] = "constexpr"
     constexprs = {
         "stride_btn": 1, "K_DESCALE_STRIDE": 1, "V_DESCALE_STRIDE": 1, "OFFS_I32": offs_i32,
@@ -729,11 +784,11 @@ def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, pag
         "Q_POW2_SCALE": q_sig == "bf16" and dot == "fp16", "WRITE_PARTIAL": split,
         "INLINE_MERGE": split and inline, "MERGE_ROWS": merge_rows(block_m, group * sq),
         "MERGE_CHUNK": merge_chunk(merge_rows(block_m, group * sq), head_dim, warps), "TAIL_MASK": tail_mask,
-        "TOKENS_M": tokens_m, "KV_TMA": kv_tma, "EXACT_ROUND": False,
+        "TOKENS_M": tokens_m, "KV_TMA": kv_tma, "EXACT_ROUND": False, "V_STAGE": 2 if v_stage else 0,
     }
     short = {"fp8e4nv": "e4m3", "bf16": "bf16", "fp16": "f16"}
     name = decode_kernel_name(90, short[cache_sig], short[q_sig], "bf16", block_m, block_n, head_dim, warps, stages,
-                              page, split, True, inline, tail_mask, tokens_m, kv_tma)
+                              page, split, True, inline, tail_mask, tokens_m, kv_tma, v_stage)
     return CodegenSpec(
         fn=_decode_kernel, signature=sig, constexprs=constexprs, name=name, num_warps=warps, num_stages=stages,
         description=f"paged decode, {cache_sig} cache, GQA {group}, Sq {sq}, page {page}, "
@@ -799,6 +854,15 @@ def codegen_specs() -> dict[str, CodegenSpec]:
     specs.update({
         f"decode_e4m3_gqa4_{part}_splitkv": _decode_spec(4, 1, bn, 1, st, page, True, tail_mask=True, kv_tma=kv)
         for part, (page, bn, st, kv) in one_warp_split.items()
+    })
+    # DecodeConfig(v_stage=True) on the two picks: V's operand from 16-byte rows instead of byte loads (offline
+    # sm_90, main loop per step: pages of 64 1362 -> 1210 instructions, 13 -> 0 spill stores; pages of 16
+    # 866 -> 786)
+    specs.update({
+        f"decode_e4m3_gqa4_{part}_splitkv_vstage": _decode_spec(4, 1, bn, 1, st, page, True, tail_mask=True,
+                                                                kv_tma=kv, v_stage=True)
+        for part, (page, bn, st, kv) in one_warp_split.items()
+        if part in ("page64_tma_bn64w1s4", "page16_tmab_bn32w1s4")
     })
     specs["kvcache_write_bf16_e4m3"] = CodegenSpec(
         fn=_write_kv_kernel,

@@ -177,6 +177,18 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "tmabw1bn64s3splitsx4": {"kv_load": "tmab", "block_n": 64, "num_warps": 1, "num_stages": 3, "splits_factor": 4.0},
     "tmabw1bn64s2splitsx4": {"kv_load": "tmab", "block_n": 64, "num_warps": 1, "num_stages": 2, "splits_factor": 4.0},
     "tmabw1bn32s3splitsx4": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 3, "splits_factor": 4.0},
+    # DecodeConfig(v_stage=True): V's P.V operand from 16-byte rows of the page box (columns permuted, inline-asm
+    # E4M3 -> fp16) instead of one byte load per element. Offline sm_90, main loop per step: page 64 / 64 tokens
+    # 1362 -> 1210 instructions (256 LDS.U8 -> 16 LDS.128, 13 -> 0 spill stores in the kernel), page 16 "tmab" /
+    # 32 tokens 866 -> 786. Each next to its v_stage=False twin above.
+    "tmaw1bn64s4splitsx4vs": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0,
+                              "v_stage": True},
+    "tmaw1bn64s4splitsx1vs": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 1.0,
+                              "v_stage": True},
+    "tmabw1bn32s4splitsx4vs": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4,
+                               "splits_factor": 4.0, "v_stage": True},
+    "tmabw1bn32s4splitsx1vs": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4,
+                               "splits_factor": 1.0, "v_stage": True},
     # kv_load="tmat": P.V as O^T = V^T.P^T (wgmma with 4 warps): 2 pages x 4 warps 26.9 per token, 246 registers,
     # no spills; 1 page 33.4, 148 registers.
     "tmat": {"kv_load": "tmat", "block_n": 128, "num_warps": 4},
@@ -539,7 +551,7 @@ def _run_variants(args, H, console) -> list[dict]:
             rows.append({
                 "case": f"B{b} ctx{ctx} {hq}/{HKV} p{page}", "variant": name, "names": mode, "block_n": c.block_n,
                 "warps": c.num_warps, "stages": c.num_stages, "splits": c.num_splits, "merge": c.merge, "loop": c.loop,
-                "dot": c.dot, "kv_load": c.kv_load,
+                "dot": c.dot, "kv_load": c.kv_load, "v_stage": c.v_stage,
                 "ms": s.median, "gbps": H.gbps(nbytes, s.median), "pct_of_copy": H.pct(H.gbps(nbytes, s.median),
                                                                                          copy_gbps),
                 "vs_heuristic": H.compare(tt, times["heuristic"]).ratio, "spread": s.spread,
