@@ -479,7 +479,8 @@ def test_heuristic_tma_rules():
     4 splits) at B x Hkv >= 512 with >= 4096 tokens per split. Anything else keeps the gather config (what
     decode_config gives without a TMA page); a caller's num_splits is kept and judged by the same bounds."""
     tma = dec.decode_config(32, 8, 4, 8192, tma_page=64)
-    assert (tma.kv_load, tma.num_warps, tma.block_n, tma.num_stages, tma.num_splits) == ("tma", 1, 64, 4, 4)
+    assert (tma.kv_load, tma.num_warps, tma.block_n, tma.num_stages, tma.num_splits, tma.v_stage) == (
+        "tma", 1, 64, 4, 4, True)
     assert dec.decode_config(32, 8, 4, 8192).kv_load == "gather"
     assert dec.decode_config(128, 8, 4, 4096, tma_page=64) == dataclasses.replace(tma, num_splits=1)
     assert dec.decode_config(128, 8, 4, 2048, tma_page=64) == dataclasses.replace(tma, num_splits=1)
@@ -489,7 +490,8 @@ def test_heuristic_tma_rules():
     assert dec.decode_config(32, 8, 4, 16384, num_splits=3, tma_page=64).kv_load == "gather"  # 768 programs
     assert dec.decode_config(32, 8, 4, 16384, num_splits=8, tma_page=64) == dataclasses.replace(tma, num_splits=8)
     tmab = dec.decode_config(64, 8, 4, 32768, tma_page=16)
-    assert (tmab.kv_load, tmab.num_warps, tmab.block_n, tmab.num_stages, tmab.num_splits) == ("tmab", 1, 32, 4, 4)
+    assert (tmab.kv_load, tmab.num_warps, tmab.block_n, tmab.num_stages, tmab.num_splits, tmab.v_stage) == (
+        "tmab", 1, 32, 4, 4, True)
     assert dec.decode_config(128, 8, 4, 16384, tma_page=16) == tmab
     assert (dec.TMA_MIN_SPLIT_LEN, dec.TMA_MIN_PROGRAMS) == (256, 1024)
     assert dec.decode_config(32, 8, 4, 4096, tma_page=64) == dataclasses.replace(tma, num_splits=4)  # 1024 tokens

@@ -167,6 +167,11 @@ TMAB_MIN_PAIRS = 512
 TMAB_SPLITS = 4
 TMAB_MIN_SPLIT_LEN = 4096
 TMA_BLOCK_N = 64  # tokens per step of that kernel: one page box
+# Both TMA rules read V as whole rows with permuted columns (DecodeConfig.v_stage; offline 1362 -> 1210 instructions
+# per 64-token step, no spills). CUDA graphs, session 6 (decode-nvidia-h200-20261129-201705.json), against the same
+# configs without it: pages of 16, tmab, B 128 ctx 32768 **1.11x** (80.5 -> 89% of copy); pages of 64, tma, at the
+# heuristic's configs 1.014-1.03x (B 32 ctx 4096, B 128 ctx 4096, B 8 ctx 32768: within noise, never slower).
+TMA_V_STAGE = True
 
 
 def decode_config(
@@ -209,12 +214,12 @@ def decode_config(
         s = num_splits if given else min(triton.cdiv(TMA_MIN_PROGRAMS, pairs), MAX_SPLITS)
         if pairs * s >= TMA_MIN_PROGRAMS and max_len // s >= TMA_MIN_SPLIT_LEN:
             return DecodeConfig(block_n=TMA_BLOCK_N, block_m=block_m, num_warps=1, num_stages=4, num_splits=s,
-                                kv_load="tma")
+                                kv_load="tma", v_stage=TMA_V_STAGE)
     if tma_page == 16 and block_m == 16 and num_splits > 0:
         s = num_splits if given else TMAB_SPLITS
         if pairs >= TMAB_MIN_PAIRS and max_len // s >= TMAB_MIN_SPLIT_LEN:
             return DecodeConfig(block_n=32, block_m=block_m, num_warps=1, num_stages=4, num_splits=s,
-                                kv_load="tmab")
+                                kv_load="tmab", v_stage=TMA_V_STAGE)
     return DecodeConfig(block_n=block_n, block_m=block_m, num_warps=warps, num_stages=3, num_splits=num_splits)
 
 
