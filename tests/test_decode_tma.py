@@ -429,6 +429,7 @@ V_STAGE_CASES = [
     (Case((339, 17), 8, 1, page=64, sq=3), "tma", 32, None),  # GQA 8, half-page sub-boxes, causal tail
     (Case((1, 339, 65), 8, 2, page=16), "tmab", 32, 3),  # GQA 4, two boxes per step, splits
     (Case((17, 130), 2, 2, page=16), "tma", 32, None),  # GQA 1, two stacked pages per step
+    (Case((1, 17, 339), 8, 2, page=16), "gather", 64, 3),  # the gather kernel, splits
 ]
 
 
@@ -445,7 +446,7 @@ def test_v_stage_matches_default(case, load, block_n, splits, device):
         outs.append(dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg,
                                          out_dtype=torch.float32))
         plan = next(iter(dec._PLANS.values()))
-        assert plan.tma is not None
+        assert (plan.tma is not None) == (load != "gather")
         assert plan.consts["V_STAGE"] == (0 if not v_stage else 1 if device == "cpu" else 2)
         assert ("vstage" in plan.consts["KERNEL_NAME"]) == v_stage
     _assert_same(outs[0], outs[1], device)
@@ -455,9 +456,11 @@ def test_v_stage_matches_default(case, load, block_n, splits, device):
 
 
 def test_v_stage_option_is_validated():
-    for load in ("gather", "tmat"):
-        with pytest.raises(ValueError, match="v_stage"):
-            dec.DecodeConfig(kv_load=load, v_stage=True)
+    with pytest.raises(ValueError, match="v_stage"):
+        dec.DecodeConfig(kv_load="tmat", v_stage=True)
+    with pytest.raises(ValueError, match="v_stage"):
+        dec.DecodeConfig(dot="fp8t", block_n=128, v_stage=True)
+    assert dec.DecodeConfig(kv_load="gather", v_stage=True).v_stage
     with pytest.raises(TypeError, match="v_stage"):
         dec.DecodeConfig(kv_load="tma", v_stage=1)
     assert dec.DecodeConfig().v_stage is False

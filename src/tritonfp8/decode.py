@@ -90,7 +90,8 @@ class DecodeConfig:
     # the loop; the same products and sums), read by 16-byte shared-memory loads and converted by an inline-asm
     # cvt.rn.f16x2.e4m3x2, instead of one byte load per element. Offline sm_90, one warp, main loop per step:
     # pages of 64 (64 tokens) 1362 -> 1210 instructions (256 LDS.U8 -> 16 LDS.128), pages of 16 (32 tokens,
-    # "tmab") 866 -> 786. Ignored where the gather path runs.
+    # "tmab") 866 -> 786; the 4-warp gather kernel (128-token steps) 1156 -> 1063 and 255 -> 188 registers, no
+    # spills (its V still arrives byte by byte: 128 LDS.U8). Not with kv_load="tmat" or dot="fp8t".
     v_stage: bool = False
     # Splits merged per step by the inline merge: 0 = kern.merge_chunk's choice (64 registers per thread for the
     # [block_m, chunk, D] fp32 tile), else a power of two <= 16.
@@ -121,8 +122,9 @@ class DecodeConfig:
             raise ValueError(f"merge_rows: expected 0 (automatic) or a power of two <= 64, got {self.merge_rows!r}")
         if not isinstance(self.v_stage, bool):
             raise TypeError(f"v_stage: expected a bool, got {type(self.v_stage).__name__}")
-        if self.v_stage and self.kv_load not in ("tma", "tmab"):
-            raise ValueError(f"v_stage=True: only with kv_load='tma' or 'tmab', got kv_load={self.kv_load!r}")
+        if self.v_stage and (self.kv_load == "tmat" or self.dot == "fp8t"):
+            raise ValueError(f"v_stage=True: not with kv_load='tmat' or dot='fp8t' (their P.V takes V^T), got "
+                             f"kv_load={self.kv_load!r}, dot={self.dot!r}")
         if self.kv_load != "gather" and self.dot != "fp16":
             raise ValueError(f"kv_load={self.kv_load!r}: only with dot='fp16', got dot={self.dot!r}")
         if self.dot == "fp8t" and (self.block_n < 64 or self.num_warps != 4):
@@ -642,7 +644,7 @@ def _plan(key) -> _Plan:
     # KV_TMA: 1 stacked page boxes, 2 the same with O^T = V^T.P^T, 3 unstacked boxes (one page a step: 1's kernel)
     kv_tma = 0 if tma is None else {"tmat": 2, "tmab": 3 if cfg.block_n >= page else 1}.get(cfg.kv_load, 1)
     tail = cfg.loop == "tail" or fp8t or tma is not None
-    v_stage = cfg.v_stage and kv_tma in (1, 3)
+    v_stage = cfg.v_stage and kv_tma in (0, 1, 3) and not fp8t
     arch = _backend.arch_of(device)
     per_head = k_head or v_head
     name = kern.decode_kernel_name(

@@ -149,7 +149,7 @@ def _new_max(m_i, row_max):
 @triton.jit
 def _decode_step(q, acc, m_i, l_i, n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale, last_visible,
                  stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32: tl.constexpr, KV_SAME_STRIDES: tl.constexpr,
-                 PAGE: tl.constexpr, DOT_DTYPE: tl.constexpr, MASKED: tl.constexpr):
+                 PAGE: tl.constexpr, DOT_DTYPE: tl.constexpr, MASKED: tl.constexpr, V_STAGE: tl.constexpr = 0):
     """One loop step of :func:`_decode_kernel` over cache tokens ``n`` (BLOCK_N of them) whose page ids are ``page``.
 
     MASKED=False: the caller guarantees every token is < end and visible to every row; only the page range check
@@ -175,7 +175,7 @@ def _decode_step(q, acc, m_i, l_i, n, page, d, d_ok, k_base, v_base, end, num_bl
     else:
         v_off = (page * stride_vb + slot * stride_vs)[:, None] + d[None, :]
     v = tl.load(v_base + v_off, mask=kv_mask, other=0.0)
-    acc = acc * alpha[:, None] + tl.dot(p.to(DOT_DTYPE), v.to(DOT_DTYPE))
+    acc = acc * alpha[:, None] + tl.dot(p.to(DOT_DTYPE), _stage_v(v, DOT_DTYPE, V_STAGE))
     return acc, m_new, l_i
 
 
@@ -401,7 +401,8 @@ def _decode_step_tma_boxes(q, acc, m_i, l_i, n0, bt_row, stride_btn, k_desc, v_d
 def _decode_any_step(q, acc, m_i, l_i, offs, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
                      last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32: tl.constexpr,
                      KV_SAME_STRIDES: tl.constexpr, PAGE: tl.constexpr, DOT_DTYPE: tl.constexpr,
-                     EXACT_ROUND: tl.constexpr, TOKENS_M: tl.constexpr, MASKED: tl.constexpr):
+                     EXACT_ROUND: tl.constexpr, TOKENS_M: tl.constexpr, MASKED: tl.constexpr,
+                     V_STAGE: tl.constexpr = 0):
     """One step of either orientation: tokens as the MMA's M dimension (``dot="fp8t"``, :func:`_decode_step_t`)
     or query rows as M (:func:`_decode_step`). Inlined: the loops' SASS is what the two direct calls gave."""
     if TOKENS_M:
@@ -411,7 +412,7 @@ def _decode_any_step(q, acc, m_i, l_i, offs, page, d, d_ok, k_base, v_base, end,
     else:
         return _decode_step(q, acc, m_i, l_i, offs, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
                             last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, KV_SAME_STRIDES,
-                            PAGE, DOT_DTYPE, MASKED)
+                            PAGE, DOT_DTYPE, MASKED, V_STAGE)
 
 
 @named_jit
@@ -576,7 +577,7 @@ def _decode_kernel(
             acc, m_i, l_i = _decode_any_step(
                 q, acc, m_i, l_i, n0 + offs_n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
                 last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, KV_SAME_STRIDES, PAGE, DOT_DTYPE,
-                EXACT_ROUND, TOKENS_M, False,
+                EXACT_ROUND, TOKENS_M, False, V_STAGE,
             )
         for n0 in range(full_end, end, BLOCK_N):
             page = page_next
@@ -585,12 +586,12 @@ def _decode_kernel(
             acc, m_i, l_i = _decode_any_step(
                 q, acc, m_i, l_i, n0 + offs_n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale,
                 last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32, KV_SAME_STRIDES, PAGE, DOT_DTYPE,
-                EXACT_ROUND, TOKENS_M, True,
+                EXACT_ROUND, TOKENS_M, True, V_STAGE,
             )
 
     if TOKENS_M or KV_TMA == 2:
         acc = tl.trans(acc)
-    if KV_TMA and V_STAGE:  # the loop accumulated O with _perm_cols's column order
+    if V_STAGE and not TOKENS_M:  # the loop accumulated O with _perm_cols's column order
         acc = _unperm_cols(acc, 8)
     has = l_i > 0.0
     inv_l = tl.where(has, v_ds / tl.where(has, l_i, 1.0), 0.0)

@@ -82,6 +82,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # wave). 2 warps x 64 tokens spills (9 stores); 2 warps x 32 tokens: 49 per token, no gain.
     "w1bn32s4": {"block_n": 32, "num_warps": 1, "num_stages": 4},
     "w1bn32s4splitsx4": {"block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0},
+    # Session 6: the gather kernel with v_stage (offline 1156 -> 1063 instructions per 128-token step, 255 -> 188
+    # registers, no spills), and capped at 168 registers (3 CTAs per SM; 13 spill stores)
+    "vs": {"v_stage": True},
+    "vsr168": {"v_stage": True, "maxnreg": 168},
     # Session 6: the one-warp gather kernel with more splits, now that the inline merge is cheap (pages of 16)
     "w1bn32s4splitsx2": {"block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 2.0},
     "w1bn64s4splitsx2": {"block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 2.0},
