@@ -91,7 +91,9 @@ class DecodeConfig:
     # cvt.rn.f16x2.e4m3x2, instead of one byte load per element. Offline sm_90, one warp, main loop per step:
     # pages of 64 (64 tokens) 1362 -> 1210 instructions (256 LDS.U8 -> 16 LDS.128), pages of 16 (32 tokens,
     # "tmab") 866 -> 786; the 4-warp gather kernel (128-token steps) 1156 -> 1063 and 255 -> 188 registers, no
-    # spills (its V still arrives byte by byte: 128 LDS.U8). Not with kv_load="tmat" or dot="fp8t".
+    # spills (its V still arrives byte by byte: 128 LDS.U8), yet 0.70-0.86x as fast on the H200 (session 6,
+    # decode-nvidia-h200-20261129-202632.json): decode_config sets it on the TMA kernels only (TMA_V_STAGE).
+    # Not with kv_load="tmat" or dot="fp8t".
     v_stage: bool = False
     # Splits merged per step by the inline merge: 0 = kern.merge_chunk's choice (64 registers per thread for the
     # [block_m, chunk, D] fp32 tile), else a power of two <= 16.
