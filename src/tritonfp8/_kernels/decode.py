@@ -312,9 +312,9 @@ def _stage_v(v, DOT_DTYPE: tl.constexpr, V_STAGE: tl.constexpr):
     """A V tile [tokens, D] as the P.V operand in DOT_DTYPE. V_STAGE 0: as is. 1 and 2
     (``DecodeConfig(v_stage=True)``): columns permuted by :func:`_perm_cols` (the accumulator's columns are then
     permuted the same way; the kernel undoes it after the loop), so that each thread's operand columns are D/8
-    adjacent bytes of a cache row (16 at D = 128): wide shared-memory loads instead of one byte per element (offline sm_90,
-    one warp, 64 tokens per step: 256 LDS.U8 -> 16 LDS.128). 2: E4M3 converted by :func:`_e4m3_to_f16` (the GPU);
-    1: by a cast (the interpreter, which has no inline asm; the same values)."""
+    adjacent bytes of a cache row (16 at D = 128): wide shared-memory loads instead of one byte per element
+    (offline sm_90, one warp, 64 tokens per step: 256 LDS.U8 -> 16 LDS.128). 2: E4M3 converted by
+    :func:`_e4m3_to_f16` (the GPU); 1: by a cast (the interpreter, which has no inline asm; the same values)."""
     if V_STAGE == 0:
         return v.to(DOT_DTYPE)
     v = _perm_cols(v, 8)
@@ -462,8 +462,8 @@ def _decode_kernel(
     MERGE_CHUNK: tl.constexpr,  # splits merged per step of the inline merge (power of two)
     TAIL_MASK: tl.constexpr,  # unmasked full steps, then the masked tail (see the loop)
     TOKENS_M: tl.constexpr,  # FP8 tensor-core form, cache tokens as the MMA M dimension (_decode_step_t)
-    # KV_TMA 1 / 3, DecodeConfig(v_stage=True): the P.V operand with permuted columns (_stage_v); 2 on the GPU
-    # (inline-asm E4M3 -> fp16), 1 in the interpreter (a cast); 0: off
+    # DecodeConfig(v_stage=True) (not with TOKENS_M or KV_TMA 2): the P.V operand with permuted columns
+    # (_stage_v); 2 on the GPU (inline-asm E4M3 -> fp16), 1 in the interpreter (a cast); 0: off
     V_STAGE: tl.constexpr,
     KV_TMA: tl.constexpr,  # 1-3: k_cache_ptr / v_cache_ptr are TMA descriptors (_decode_step_tma); 2: O^T = V^T.P^T;
     # 3: several pages per step without stacking their boxes (_decode_step_tma_boxes)
