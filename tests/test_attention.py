@@ -224,22 +224,41 @@ def test_overlapped_loop_matches_the_plain_loop(overlap, causal, device):
     check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))
 
 
+@pytest.mark.parametrize("overlap", [0, 2], ids=["plain", "lookahead"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-def test_lazy_rescale_obeys_the_rule(causal, device):
-    """``AttnConfig(overlap=2, lazy_rescale=True)`` moves the reference max only when a row max grew by more than
-    0.75 (log2 units): exact in fp32 terms, P rounded against a slightly stale max (P <= 2^8.75 < 448). Keys whose
-    scale grows along the sequence force rescales in later blocks; flat ones leave the max alone after the first."""
+def test_lazy_rescale_obeys_the_rule(overlap, causal, device):
+    """``AttnConfig(lazy_rescale=True)`` (plain or overlapped key loop) moves the reference max only when a row
+    max grew by more than 0.75 (log2 units): exact in fp32 terms, P rounded against a slightly stale max
+    (P <= 2^8.75 < 448). Keys whose scale grows along the sequence force rescales in later blocks; flat ones leave
+    the max alone after the first. Against ``lazy_rescale=False``: the same lse (l and m describe the same sum),
+    and bit for bit the same output (interpreter) when the first key block holds every row's max, since then
+    neither loop moves the max again; with flat keys the stale max does change P's rounding somewhere."""
     gen = torch.Generator().manual_seed(41)
-    cfg = AttnConfig(block_m=32, block_n=32, num_warps=4, num_stages=1, overlap=2, lazy_rescale=True)
-    for sk, ramp in ((161, True), (128, False), (20, False)):
+    base = AttnConfig(block_m=32, block_n=32, num_warps=4, num_stages=1, overlap=overlap)
+    cfg = base.evolve(lazy_rescale=True)
+    exact = device == "cpu"
+    differs = False
+    for sk, keys in ((161, "ramp"), (128, "flat"), (128, "front"), (20, "flat")):
         (q8, k8, v8), (qd, kd, vd) = fp8_inputs((1, 48, 2, 64), (1, sk, 1, 64), 1, 1, False, gen, device)
-        if ramp:  # key j scaled by 1 + 3j/Sk (values stay exact E4M3 multiples of a power of two where possible)
+        if keys == "ramp":  # key j scaled by 1 + 3j/Sk
             k8 = (k8.float() * (1 + 3 * torch.arange(sk, device=k8.device) / sk)[None, :, None, None]).to(FP8)
+        elif keys == "front":  # the first 32 keys times 8 (exact in E4M3): every row's max lies in block 0
+            k8 = (k8.float() * torch.where(torch.arange(sk, device=k8.device) < 32, 8.0, 1.0)[None, :, None, None]
+                  ).to(FP8)
         kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
         out, lse = attention(q8, k8, v8, config=cfg, return_lse=True, **kw)
         ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
         check_out(out, ref, attention_torch(q8, k8, v8, p_fp8=True, **kw))
-        check_lse(lse, lse_ref, 64, sk, score_bound(q8, k8, qd, kd, 1 / math.sqrt(64)))
+        bound = score_bound(q8, k8, qd, kd, 1 / math.sqrt(64))
+        check_lse(lse, lse_ref, 64, sk, bound)
+        if sk == 128:  # several unmasked blocks: against the loop without lazy rescaling
+            out_plain, lse_plain = attention(q8, k8, v8, config=base, return_lse=True, **kw)
+            check_lse(lse, lse_plain, 64, sk, bound)
+            if exact and keys == "front":
+                assert torch.equal(out, out_plain) and torch.equal(lse, lse_plain)
+            differs |= not torch.equal(out, out_plain)
+    if exact:
+        assert differs, "lazy rescaling never changed P: the lazy path did not run"
 
 
 @pytest.mark.parametrize("poly", [2, 4], ids=["half", "quarter"])
@@ -261,8 +280,7 @@ def test_polynomial_exp2_obeys_the_rule(poly, device):
 def test_overlap_config_is_validated():
     with pytest.raises(ValueError, match="overlap"):
         AttnConfig(overlap=3)
-    with pytest.raises(ValueError, match="lazy_rescale"):
-        AttnConfig(lazy_rescale=True)
+    AttnConfig(lazy_rescale=True)  # the plain loop takes it too
     with pytest.raises(ValueError, match="poly_exp2"):
         AttnConfig(overlap=2, poly_exp2=3)
     with pytest.raises(ValueError, match="overlapped loop"):

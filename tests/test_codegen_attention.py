@@ -103,3 +103,41 @@ def test_overlapped_loop_other_head_dims(kernel, max_regs):
     assert r["registers"] <= max_regs and r["spill_stores"] == 0 and r["spill_loads"] == 0, r
     # hd64: chains of 2 QGMMA (K = 64 in steps of 32), one wait each; serialized would be one wait per QGMMA.
     assert r["gmma_waited"] < r["qgmma"] and r["mufu_in_flight"] >= 8, r
+
+
+_LAZY_SCRIPT = r"""
+import json, re, sys
+from tritonfp8 import codegen
+
+INSTR = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);", re.M)
+out = {}
+for key in sys.argv[1:]:
+    ck = codegen.compile_spec(codegen.registry()[key], 90, "cutlass")
+    sass, res = codegen.disassemble(ck.asm["cubin"])
+    ins = [(int(m.group(1), 16), m.group(2) or "", m.group(3), m.group(4)) for m in INSTR.finditer(sass)]
+    target = lambda rest: int(re.search(r"0x([0-9a-f]+)", rest).group(1), 16)
+    # The unmasked key loop: the first backward branch whose body holds a QGMMA.
+    body = next(b for b in ([x for x in ins if target(r) <= x[0] <= a] for a, _, o, r in ins
+                            if o == "BRA" and target(r) < a) if any(o.startswith("QGMMA") for _, _, o, _ in b))
+    skipped = [[o for a2, _, o, _ in body if a < a2 < target(r)] for a, p, o, r in body
+               if o == "BRA" and p and a < target(r) <= body[-1][0]]
+    out[key] = dict(codegen.sass_facts(sass, res), skipped=skipped)
+print(json.dumps(out))
+"""
+
+
+def test_lazy_rescale_in_the_plain_loop_branches_over_the_acc_rescale():
+    """Bench variants lazy / lazy256 (default tiles, ``lazy_rescale=True``, plain loop): same registers class as the
+    default (168 cap at hd128), no spills, and inside the unmasked key loop one predicated forward branch that
+    skips exactly the acc rescale: BLOCK_M·D / threads FMULs per thread (hd128 64 x 128 / 128 threads: 64;
+    hd256 128 x 256 / 256 threads: 128), nothing else."""
+    keys = {"attn_fwd_hd128_full_lazy": (64, 168), "attn_fwd_hd256_full_lazy": (128, 255)}
+    res = subprocess.run([sys.executable, "-c", _LAZY_SCRIPT, *keys], capture_output=True, text=True,
+                         env=codegen_env(), timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    facts = json.loads(res.stdout)
+    for key, (fmuls, max_regs) in keys.items():
+        r = facts[key]
+        assert r["registers"] <= max_regs and r["spill_stores"] == 0 and r["spill_loads"] == 0, (key, r)
+        assert r["qgmma"] > 0, (key, r)
+        assert r["skipped"] == [["FMUL"] * fmuls], (key, r["skipped"])

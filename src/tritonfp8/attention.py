@@ -173,10 +173,10 @@ class AttnConfig:
     restructure the unmasked key loop (``_kernels.attention._kv_loop_overlap``): 1 issues P_{j-1}·V_{j-1} before
     S_j = Q·K_jᵀ (P goes through shared memory), 2 also issues S_{j+1} before block j's softmax so that the tensor
     core computes it while the softmax runs (FlashAttention-3's intra-warpgroup overlap). 0: the plain loop.
-    ``lazy_rescale`` (with overlap only): in that loop, rescale acc only when some row max grew by more than 0.75
-    (log2 units) since the last rescale; exact, P stays <= 2^8.75 < 448. ``poly_exp2`` (0, 2, 4; with overlap
-    only): compute 1/poly_exp2 of the exp2s in that loop with a cubic on the FMA pipe instead of MUFU.EX2 (the
-    SFU's exp2 throughput equals the FP8 tensor core's work per block at hd128).
+    ``lazy_rescale``: in the unmasked key loop (plain or overlapped), rescale acc only when some row max grew by
+    more than 0.75 (log2 units) since the last rescale; exact, P stays <= 2^8.75 < 448. ``poly_exp2`` (0, 2, 4;
+    with overlap only): compute 1/poly_exp2 of the exp2s in that loop with a cubic on the FMA pipe instead of
+    MUFU.EX2 (the SFU's exp2 throughput equals the FP8 tensor core's work per block at hd128).
     """
 
     block_m: int = 128
@@ -196,9 +196,8 @@ class AttnConfig:
             raise ValueError(f"AttnConfig: overlap must be 0, 1 or 2, got {self.overlap!r}")
         if self.poly_exp2 not in (0, 2, 4):
             raise ValueError(f"AttnConfig: poly_exp2 must be 0, 2 or 4, got {self.poly_exp2!r}")
-        if (self.lazy_rescale or self.poly_exp2) and not self.overlap:
-            raise ValueError("AttnConfig: lazy_rescale and poly_exp2 are implemented in the overlapped loop only "
-                             "(overlap=1 or 2)")
+        if self.poly_exp2 and not self.overlap:
+            raise ValueError("AttnConfig: poly_exp2 is implemented in the overlapped loop only (overlap=1 or 2)")
 
     def evolve(self, **kw) -> "AttnConfig":
         return replace(self, **kw)

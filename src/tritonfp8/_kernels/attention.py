@@ -158,9 +158,12 @@ def _kv_loop(
     BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
     MASKED: tl.constexpr, CAUSAL: tl.constexpr, V_TRANSPOSED: tl.constexpr,
     LOG2_P_SCALE: tl.constexpr, EXACT_P_ROUND: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
-    PERMUTE_P: tl.constexpr,
+    PERMUTE_P: tl.constexpr, LAZY_RESCALE: tl.constexpr,
 ):
-    """Key blocks [lo, hi) (multiples of BLOCK_N) folded into (acc, l_i, m_i); masks applied iff MASKED."""
+    """Key blocks [lo, hi) (multiples of BLOCK_N) folded into (acc, l_i, m_i); masks applied iff MASKED.
+    LAZY_RESCALE (unmasked blocks only): :func:`_softmax_exponents_lazy`'s rule, the acc rescale skipped by a
+    program-uniform branch in the blocks where no row max grew by more than LAZY_TAU."""
+    tl.static_assert(not (LAZY_RESCALE and MASKED), "lazy rescaling is for the unmasked blocks")
     offs_n = tl.arange(0, BLOCK_N)
     for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
         start_n = tl.multiple_of(start_n, BLOCK_N)
@@ -172,9 +175,17 @@ def _kv_loop(
             keep = cols[None, :] < seqlen_k
             if CAUSAL:
                 keep = keep & (cols[None, :] <= offs_m[:, None] + (seqlen_k - seqlen_q))
-        x, m_new, m_use = _softmax_exponents(qk, m_i, qk_scale, keep, MASKED, LOG2_P_SCALE)
+        if LAZY_RESCALE:
+            x, m_new, grow = _softmax_exponents_lazy(qk, m_i, qk_scale, LOG2_P_SCALE)
+            m_use = m_new
+        else:
+            x, m_new, m_use = _softmax_exponents(qk, m_i, qk_scale, keep, MASKED, LOG2_P_SCALE)
         p, alpha, l_i = _softmax_sum(x, m_i, m_use, l_i, BLOCK_N, 0)
-        acc = acc * alpha[:, None]
+        if LAZY_RESCALE:
+            if grow:  # program-uniform: the 64 (hd128) FMULs per thread are branched over
+                acc = acc * alpha[:, None]
+        else:
+            acc = acc * alpha[:, None]
         p8 = _p_operand(p, EXACT_P_ROUND, PERMUTE_P, BLOCK_N)
         acc = _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, start_n, V_TRANSPOSED)
         m_i = m_new
@@ -334,11 +345,12 @@ def attn_fwd_kernel(
             acc, l_i, m_i, q, k_desc, v_desc, k_row0, kv_col, vt_row0, vt_col0, 0, n_full,
             offs_m, seqlen_q, seqlen_k, qk_scale,
             BLOCK_N, HEAD_DIM, False, CAUSAL, V_TRANSPOSED, LOG2_P_SCALE, EXACT_P_ROUND, WARP_SPECIALIZE, PERMUTE_P,
+            LAZY_RESCALE,
         )
     acc, l_i, m_i = _kv_loop(
         acc, l_i, m_i, q, k_desc, v_desc, k_row0, kv_col, vt_row0, vt_col0, n_full, n_end,
         offs_m, seqlen_q, seqlen_k, qk_scale,
-        BLOCK_N, HEAD_DIM, True, CAUSAL, V_TRANSPOSED, LOG2_P_SCALE, EXACT_P_ROUND, False, PERMUTE_P,
+        BLOCK_N, HEAD_DIM, True, CAUSAL, V_TRANSPOSED, LOG2_P_SCALE, EXACT_P_ROUND, False, PERMUTE_P, False,
     )
 
     # Epilogue. l = 0 exactly for rows that saw no key (every p was exp2(-inf) = 0): output 0, lse -inf.
@@ -552,6 +564,15 @@ def codegen_specs() -> dict:
     add("attn_fwd_hd128_full_ov2s1lazy", 128, False,
         cfg.evolve(overlap=2, num_stages=1, maxnreg=None, lazy_rescale=True),
         desc="D=128 non-causal, 64x128, overlapped loop, 1 stage, lazy rescaling of acc (bench variant ov2s1lazy)")
+    # Lazy rescaling in the plain loop (bench variants lazy, lazy64, lazy256): the acc rescale is branched over.
+    add("attn_fwd_hd128_full_lazy", 128, False, cfg.evolve(lazy_rescale=True),
+        desc="D=128 non-causal, default tiles, plain loop with lazy rescaling of acc (bench variant lazy)")
+    add("attn_fwd_hd128_causal_lazy", 128, True, cfg.evolve(lazy_rescale=True),
+        desc="D=128 causal, default tiles, plain loop with lazy rescaling of acc (bench variant lazy)")
+    add("attn_fwd_hd64_full_lazy", 64, False, default_config(64).evolve(lazy_rescale=True),
+        desc="D=64 non-causal, default tiles (r128), lazy rescaling (bench variant lazy64)")
+    add("attn_fwd_hd256_full_lazy", 256, False, default_config(256).evolve(lazy_rescale=True),
+        desc="D=256 non-causal, default 128x64 tiles, lazy rescaling (bench variant lazy256)")
     add("attn_fwd_hd128_full_nocap", 128, False, cfg.evolve(maxnreg=None),
         desc="D=128 non-causal, default tiles without the 168-register cap (bench variant nocap)")
     add("attn_fwd_hd64_full_ov2bn64", 64, False, default_config(64).evolve(overlap=2, block_n=64),

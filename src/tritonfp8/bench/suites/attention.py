@@ -91,6 +91,18 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "bm64w4bn32r168": (dict(block_m=64, num_warps=4, block_n=32, maxnreg=168), (256,)),
     "ov2": (dict(overlap=2), (256,)),
     "ov2s2": (dict(overlap=2, num_stages=2), (256,)),
+    # Lazy rescaling in the plain loop on the default tiles: acc *= alpha only in blocks where some row max grew by
+    # more than 0.75 (log2 units); the decision is a cross-warp max (2 BAR.SYNC, one more per block than the
+    # default) and a uniform branch over exactly the acc FMULs. Offline sm_90, unmasked loop per block and thread
+    # (rescale taken / skipped vs the default): hd128 r168: 517 / 453 vs 491 (64 FMUL skipped), 154 registers as
+    # the default, no spills, 16 QGMMA all waited as the default; hd64 r128: 479 / 447 vs 453 (32 FMUL), 122
+    # registers; hd256 (128 x 64, 8 warps): 432 / 304 vs 404 (128 FMUL), 221 registers, wgmmas still not
+    # serialized. Break-even skip fraction: hd128 41%, hd64 81%, hd256 22%. On the bench's N(0,1) data
+    # (simulated, non-causal) the rule skips 27% (S 2048), 59% (S 8192), 72% (S 16384) of the blocks after the
+    # first: hd128 expected -2.4% loop instructions at S 8192, +1.8% at S 2048; hd64 at best break-even.
+    "lazy": (dict(lazy_rescale=True), (128,)),
+    "lazy64": (dict(lazy_rescale=True), (64,)),
+    "lazy256": (dict(lazy_rescale=True), (256,)),
 }
 DEFAULT_VARIANTS = ("vonchip", "prev128", "prev64", "prev256", "s3")
 QUICK_VARIANTS = ("vonchip", "noperm")
