@@ -169,8 +169,9 @@ def test_inline_merge_rows(device, group, sq):
     case = Case((339, 100, 3), group * 2, 2, sq=sq)
     q, kc, vc, bt, sl, ks, vs = _make(case, device, seed=5)
     kw = dict(k_descale=ks, v_descale=vs, out_dtype=torch.float32)
-    cfgs = [dec.DecodeConfig(num_splits=6, num_warps=1, block_m=16, merge_rows=r) for r in (0, 16)]
-    compact, full = (dec.decode_attention(q, kc, vc, bt, sl, config=c, **kw) for c in cfgs)
+    cfgs = [dec.DecodeConfig(num_splits=6, num_warps=1, block_m=16, merge_rows=r) for r in (0, 16, 1)]
+    compact, full, narrow = (dec.decode_attention(q, kc, vc, bt, sl, config=c, **kw) for c in cfgs)
+    assert torch.equal(narrow, compact)  # merge_rows below the real rows is widened to them, no row left out
     ref = dec.decode_attention(q, kc, vc, bt, sl, config=dec.DecodeConfig(num_splits=6, merge="kernel"), **kw)
     assert torch.isfinite(compact).all()
     torch.testing.assert_close(compact, full, rtol=1e-6, atol=1e-6 * full.abs().max().item())

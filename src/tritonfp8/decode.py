@@ -99,8 +99,8 @@ class DecodeConfig:
     # [block_m, chunk, D] fp32 tile), else a power of two <= 16.
     merge_chunk: int = 0
     # Rows of the inline merge: 0 = the row block's real rows rounded up to a power of two (kern.merge_rows: 4 for
-    # GQA 4 and one new token), else a power of two (capped at block_m; 16 = the MMA tile, the form before
-    # session 6), for A/B runs.
+    # GQA 4 and one new token), else a power of two for A/B runs (16 = the MMA tile, the form before session 6),
+    # clamped to [the real rows' power of two, block_m].
     merge_rows: int = 0
     # Registers per thread (ptxas --maxrregcount through Triton's maxnreg), None = the compiler's choice. The
     # one-warp kernels use up to 255, so 8 programs share an SM; 168 lets 12 (offline sm_90: the pages-of-16 tmab
@@ -661,7 +661,8 @@ def _plan(key) -> _Plan:
     p.splits, p.inline, p.nblocks, p.max_blocks, p.d = splits, inline, nblocks, max_blocks, d
     p.part_rows = bsz * sq * hq * splits
     p.counters_n = bsz * hkv * row_blocks
-    mrows = min(block_m, cfg.merge_rows) if cfg.merge_rows else kern.merge_rows(block_m, rows)
+    # An override may widen the merge (up to the tile), never drop real rows.
+    mrows = max(kern.merge_rows(block_m, rows), min(block_m, cfg.merge_rows))
     p.consts = dict(
         K_DESCALE_STRIDE=int(k_head), V_DESCALE_STRIDE=int(v_head),
         # int32 page/slot offsets when every element of both caches is addressable in 31 bits (a cache over 2 GiB
