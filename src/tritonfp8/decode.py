@@ -188,7 +188,8 @@ def decode_config(
     ``_tma_geometry``), else None. With 16 query rows, pages of 64 then take the one-warp TMA kernel with the
     fewest splits that give :data:`TMA_MIN_PROGRAMS` programs, if each keeps :data:`TMA_MIN_SPLIT_LEN` tokens;
     pages of 16 take ``kv_load="tmab"`` with :data:`TMAB_SPLITS` splits at B x Hkv >= :data:`TMAB_MIN_PAIRS` and
-    :data:`TMAB_MIN_SPLIT_LEN` tokens per split. A caller's ``num_splits`` is kept and judged by the same bounds.
+    :data:`TMAB_MIN_SPLIT_LEN` tokens per split; both with ``v_stage`` (:data:`TMA_V_STAGE`). A caller's
+    ``num_splits`` is kept and judged by the same bounds.
 
     Splits: as many (batch x KV head x split) programs as fit at once, :data:`RESIDENT_PER_SM` per SM (the issue's
     "B·Hkv·splits ≈ 2 x #SMs"), rounded down to whole splits, while every split keeps at least 256 tokens (16
