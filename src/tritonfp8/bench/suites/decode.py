@@ -187,6 +187,16 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # 32 tokens 866 -> 786. Each next to its v_stage=False twin above.
     "tmaw1bn64s4splitsx4vs": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0,
                               "v_stage": True},
+    # Prepared in session 6 (not timed): larger inline-merge chunks on the heuristic's v_stage kernel (its loop no
+    # longer spills, so the merge tile may take 128 registers: offline sm_90, one warp, 16 splits, no spill stores at
+    # GQA 4 chunk 8 (automatic: 4) and GQA 8 chunk 4 (automatic: 2); 61 / 93 at GQA 4 chunk 16 / GQA 8 chunk 8),
+    # and the combine kernel (scripts/gpu_run41.sh).
+    "tmaw1bn64s4splitsx4vsmk": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4,
+                                "splits_factor": 4.0, "v_stage": True, "merge": "kernel"},
+    "tmaw1bn64s4splitsx4vsmc4": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4,
+                                 "splits_factor": 4.0, "v_stage": True, "merge_chunk": 4},
+    "tmaw1bn64s4splitsx4vsmc8": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4,
+                                 "splits_factor": 4.0, "v_stage": True, "merge_chunk": 8},
     "tmaw1bn64s4splitsx1vs": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 1.0,
                               "v_stage": True},
     "tmabw1bn32s4splitsx4vs": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4,
