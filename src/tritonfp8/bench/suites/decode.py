@@ -199,6 +199,16 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                  "splits_factor": 4.0, "v_stage": True, "merge_chunk": 8},
     "tmaw1bn64s4splitsx1vs": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 1.0,
                               "v_stage": True},
+    # Prepared in session 6 (not timed): one wave of per-box programs on pages of 16. Offline sm_90 the tmab kernel
+    # at 4 stages takes 28.8 KB of shared memory (7 programs per SM: 924 slots, so B 32 x 4 splits = 1024 programs
+    # run 1.1 waves, which may be why it lost to the gather kernel at B 8/32), 20.5 KB at 3 stages (8 per SM by its
+    # 242 registers: 1056 slots); or 3 splits (768 programs) at 4 stages (scripts/gpu_run42.sh).
+    "tmabw1bn32s3splitsx4vs": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 3,
+                               "splits_factor": 4.0, "v_stage": True},
+    "tmabw1bn32s3splitsx2vs": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 3,
+                               "splits_factor": 2.0, "v_stage": True},
+    "tmabw1bn32s4splitsx3vs": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4,
+                               "splits_factor": 3.0, "v_stage": True},
     "tmabw1bn32s4splitsx4vs": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4,
                                "splits_factor": 4.0, "v_stage": True},
     "tmabw1bn32s4splitsx1vs": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4,
