@@ -180,11 +180,9 @@ def _kv_loop(
             m_use = m_new
         else:
             x, m_new, m_use = _softmax_exponents(qk, m_i, qk_scale, keep, MASKED, LOG2_P_SCALE)
+            grow = True  # a constant: the rescale below is unconditional
         p, alpha, l_i = _softmax_sum(x, m_i, m_use, l_i, BLOCK_N, 0)
-        if LAZY_RESCALE:
-            if grow:  # program-uniform: the 64 (hd128) FMULs per thread are branched over
-                acc = acc * alpha[:, None]
-        else:
+        if grow:  # with LAZY_RESCALE program-uniform: the 64 (hd128) FMULs per thread are branched over
             acc = acc * alpha[:, None]
         p8 = _p_operand(p, EXACT_P_ROUND, PERMUTE_P, BLOCK_N)
         acc = _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, start_n, V_TRANSPOSED)
