@@ -647,12 +647,11 @@ def _plan(key) -> _Plan:
     # KV_TMA: 1 stacked page boxes, 2 the same with O^T = V^T.P^T, 3 unstacked boxes (one page a step: 1's kernel)
     kv_tma = 0 if tma is None else {"tmat": 2, "tmab": 3 if cfg.block_n >= page else 1}.get(cfg.kv_load, 1)
     tail = cfg.loop == "tail" or fp8t or tma is not None
-    v_stage = cfg.v_stage and kv_tma in (0, 1, 3) and not fp8t
     arch = _backend.arch_of(device)
     per_head = k_head or v_head
     name = kern.decode_kernel_name(
         arch, short_name(c_dtype), short_name(q_dtype), short_name(out_dtype), block_m, cfg.block_n, d,
-        cfg.num_warps, cfg.num_stages, page, splits > 1, per_head, inline, tail, fp8t, kv_tma, v_stage, cfg.maxnreg,
+        cfg.num_warps, cfg.num_stages, page, splits > 1, per_head, inline, tail, fp8t, kv_tma, cfg.v_stage, cfg.maxnreg,
     ).build(mode)
     p = _Plan()
     # The K/V descriptors' (shape, strides, block) over the [rows, cols] view (None: the gather path).
@@ -676,7 +675,8 @@ def _plan(key) -> _Plan:
         MERGE_CHUNK=cfg.merge_chunk or kern.merge_chunk(mrows, block_d, cfg.num_warps),
         TAIL_MASK=tail,
         TOKENS_M=fp8t, KV_TMA=kv_tma, EXACT_ROUND=fp8t and _backend.interpreting(), KERNEL_NAME=name,
-        V_STAGE=(1 if _backend.interpreting() else 2) if v_stage else 0,
+        # DecodeConfig rejects v_stage with "tmat" and "fp8t", the two forms whose P.V takes V^T.
+        V_STAGE=(1 if _backend.interpreting() else 2) if cfg.v_stage else 0,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}),
     )
     p.combine = p.combine_grid = p.combine_consts = p.ws = None
