@@ -53,6 +53,13 @@ FP8T_CHECK_TOL = 2.0**-3
 # Where the suite runs; the CPU test sets "cpu" (interpreter, stand-in timer) to check the bookkeeping.
 _DEVICE = "cuda"
 
+def _w1(kv_load: str, block_n: int, stages: int, splits_factor: float, warps: int = 1, **extra) -> dict[str, Any]:
+    """A VARIANTS entry of the one-warp (or ``warps``) TMA kernels: kv_load, tokens per step, stages, the split
+    factor over the gather heuristic's splits, and any other DecodeConfig fields."""
+    return {"kv_load": kv_load, "block_n": block_n, "num_warps": warps, "num_stages": stages,
+            "splits_factor": splits_factor, **extra}
+
+
 # Config variants for --variants (None fields: the heuristic's value).
 VARIANTS: dict[str, dict[str, Any]] = {
     "heuristic": {},
@@ -119,100 +126,81 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "tmabn64": {"kv_load": "tma", "block_n": 64, "num_warps": 4},
     "tmabn64splitsx1.5": {"kv_load": "tma", "block_n": 64, "num_warps": 4, "splits_factor": 1.5},
     "tmaw2splitsx2": {"kv_load": "tma", "block_n": 64, "num_warps": 2, "splits_factor": 2.0},
-    "tmaw1bn32s4splitsx4": {"kv_load": "tma", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0},
+    "tmaw1bn32s4splitsx4": _w1("tma", 32, 4, 4.0),
     # Around the one-warp TMA variant, the best at ctx 32768 in decode-nvidia-h200-20261129-153949.json (B32 1.09x,
     # B128 1.29x the heuristic, 82-84% of copy): splits, stages, token box, warps.
-    "tmaw1bn32s4splitsx2": {"kv_load": "tma", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 2.0},
-    "tmaw1bn32s4splitsx8": {"kv_load": "tma", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 8.0},
-    "tmaw1bn32s3splitsx4": {"kv_load": "tma", "block_n": 32, "num_warps": 1, "num_stages": 3, "splits_factor": 4.0},
-    "tmaw1bn32s6splitsx4": {"kv_load": "tma", "block_n": 32, "num_warps": 1, "num_stages": 6, "splits_factor": 4.0},
-    "tmaw1bn64s4splitsx4": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0},
-    "tmaw2bn32s4splitsx4": {"kv_load": "tma", "block_n": 32, "num_warps": 2, "num_stages": 4, "splits_factor": 4.0},
+    "tmaw1bn32s4splitsx2": _w1("tma", 32, 4, 2.0),
+    "tmaw1bn32s4splitsx8": _w1("tma", 32, 4, 8.0),
+    "tmaw1bn32s3splitsx4": _w1("tma", 32, 3, 4.0),
+    "tmaw1bn32s6splitsx4": _w1("tma", 32, 6, 4.0),
+    "tmaw1bn64s4splitsx4": _w1("tma", 64, 4, 4.0),
+    "tmaw2bn32s4splitsx4": _w1("tma", 32, 4, 4.0, warps=2),
     "tmaw1bn32s4": {"kv_load": "tma", "block_n": 32, "num_warps": 1, "num_stages": 4},
-    "tmaw1bn64s4splitsx2": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 2.0},
-    "tmaw1bn64s4splitsx1": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 1.0},
-    "tmaw1bn64s4splitsx8": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 8.0},
+    "tmaw1bn64s4splitsx2": _w1("tma", 64, 4, 2.0),
+    "tmaw1bn64s4splitsx1": _w1("tma", 64, 4, 1.0),
+    "tmaw1bn64s4splitsx8": _w1("tma", 64, 4, 8.0),
     # Split counts between the powers of two (session 5, ctx 4096): the one-warp TMA kernel holds 255 registers
     # (8 programs per SM by registers; offline its K/V boxes are single-buffered: 20.3 KB of shared memory at 3 or 4
     # stages), so x3 / x6 give 768 / 1536 programs at B32 (0.73 / 1.45 of 1056 slots) against x4's 1024.
-    "tmaw1bn64s4splitsx3": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 3.0},
-    "tmaw1bn64s4splitsx6": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 6.0},
-    "tmaw1bn32s4splitsx3": {"kv_load": "tma", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 3.0},
-    "tmaw1bn32s4splitsx6": {"kv_load": "tma", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 6.0},
+    "tmaw1bn64s4splitsx3": _w1("tma", 64, 4, 3.0),
+    "tmaw1bn64s4splitsx6": _w1("tma", 64, 4, 6.0),
+    "tmaw1bn32s4splitsx3": _w1("tma", 32, 4, 3.0),
+    "tmaw1bn32s4splitsx6": _w1("tma", 32, 4, 6.0),
     # The long-context kernel with the inline merge's 4-warp chunk (4 splits per step: 198 spill stores offline,
     # against 16 with the one-warp chunk of 1 that decode now picks).
-    "tmaw1bn64s4splitsx4mc4": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4,
-                               "splits_factor": 4.0, "merge_chunk": 4},
-    "tmaw1bn64s4splitsx2mc4": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4,
-                               "splits_factor": 2.0, "merge_chunk": 4},
+    "tmaw1bn64s4splitsx4mc4": _w1("tma", 64, 4, 4.0, merge_chunk=4),
+    "tmaw1bn64s4splitsx2mc4": _w1("tma", 64, 4, 2.0, merge_chunk=4),
     # Pages of 16: one 16-token box per step (no stacking through shared memory) against 2 (bn32) and 4 (bn64).
-    "tmaw1bn16s4splitsx4": {"kv_load": "tma", "block_n": 16, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0},
+    "tmaw1bn16s4splitsx4": _w1("tma", 16, 4, 4.0),
     # kv_load="tmab": 2 / 4 page boxes per step kept apart (one score tile and one P.V per box, one softmax update
     # per step). Offline sm_90, page 16, GQA 4, split, one warp: full-step loop 27.2 (bn32) / 26.4 (bn64)
     # instructions per token, no shared-memory stores in it, against the stacked boxes' 36.6 / 38.5. Both 255
     # registers (8 one-warp programs per SM by registers), but the boxes are multi-buffered: shared memory per
     # program bn64 s2/s3/s4 20.6/37.0/53.5 KB (s4: 4 programs per SM), bn32 s3/s4 20.5/28.8 KB.
-    "tmabw1bn64s4splitsx4": {"kv_load": "tmab", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0},
-    "tmabw1bn32s4splitsx4": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0},
-    "tmabw1bn32s4splitsx2": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 2.0},
-    "tmabw1bn32s4splitsx1": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4, "splits_factor": 1.0},
+    "tmabw1bn64s4splitsx4": _w1("tmab", 64, 4, 4.0),
+    "tmabw1bn32s4splitsx4": _w1("tmab", 32, 4, 4.0),
+    "tmabw1bn32s4splitsx2": _w1("tmab", 32, 4, 2.0),
+    "tmabw1bn32s4splitsx1": _w1("tmab", 32, 4, 1.0),
     # Session 6: the one-warp kernels with registers capped at 168 (12 programs per SM instead of 8-9; offline
     # sm_90 spill stores: tmab pages of 16 bn32 7, tma bn32 44, tma bn16 9, tma bn64 177).
-    "tmabw1bn32s4splitsx1r168": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4,
-                                 "splits_factor": 1.0, "maxnreg": 168},
-    "tmabw1bn32s4splitsx2r168": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4,
-                                 "splits_factor": 2.0, "maxnreg": 168},
-    "tmabw1bn32s4splitsx4r168": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4,
-                                 "splits_factor": 4.0, "maxnreg": 168},
-    "tmaw1bn64s4splitsx4r168": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4,
-                                "splits_factor": 4.0, "maxnreg": 168},
-    "tmaw1bn64s4splitsx1r168": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4,
-                                "splits_factor": 1.0, "maxnreg": 168},
-    "tmaw1bn32s4splitsx4r168": {"kv_load": "tma", "block_n": 32, "num_warps": 1, "num_stages": 4,
-                                "splits_factor": 4.0, "maxnreg": 168},
-    "tmaw1bn16s4splitsx4r168": {"kv_load": "tma", "block_n": 16, "num_warps": 1, "num_stages": 4,
-                                "splits_factor": 4.0, "maxnreg": 168},
+    "tmabw1bn32s4splitsx1r168": _w1("tmab", 32, 4, 1.0, maxnreg=168),
+    "tmabw1bn32s4splitsx2r168": _w1("tmab", 32, 4, 2.0, maxnreg=168),
+    "tmabw1bn32s4splitsx4r168": _w1("tmab", 32, 4, 4.0, maxnreg=168),
+    "tmaw1bn64s4splitsx4r168": _w1("tma", 64, 4, 4.0, maxnreg=168),
+    "tmaw1bn64s4splitsx1r168": _w1("tma", 64, 4, 1.0, maxnreg=168),
+    "tmaw1bn32s4splitsx4r168": _w1("tma", 32, 4, 4.0, maxnreg=168),
+    "tmaw1bn16s4splitsx4r168": _w1("tma", 16, 4, 4.0, maxnreg=168),
     # Pages of 64 through the per-box step (one box per step): the pipeliner multi-buffers the boxes (offline 53 KB
     # at 4 stages, 37 KB at 3, against the tma kernel's single 21 KB buffer): deeper prefetch for short programs.
-    "tmabw1bn64s4splitsx1": {"kv_load": "tmab", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 1.0},
-    "tmabw1bn64s3splitsx1": {"kv_load": "tmab", "block_n": 64, "num_warps": 1, "num_stages": 3, "splits_factor": 1.0},
-    "tmabw1bn64s4splitsx2": {"kv_load": "tmab", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 2.0},
-    "tmabw2bn64s4splitsx4": {"kv_load": "tmab", "block_n": 64, "num_warps": 2, "num_stages": 4, "splits_factor": 4.0},
-    "tmabw1bn64s3splitsx4": {"kv_load": "tmab", "block_n": 64, "num_warps": 1, "num_stages": 3, "splits_factor": 4.0},
-    "tmabw1bn64s2splitsx4": {"kv_load": "tmab", "block_n": 64, "num_warps": 1, "num_stages": 2, "splits_factor": 4.0},
-    "tmabw1bn32s3splitsx4": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 3, "splits_factor": 4.0},
+    "tmabw1bn64s4splitsx1": _w1("tmab", 64, 4, 1.0),
+    "tmabw1bn64s3splitsx1": _w1("tmab", 64, 3, 1.0),
+    "tmabw1bn64s4splitsx2": _w1("tmab", 64, 4, 2.0),
+    "tmabw2bn64s4splitsx4": _w1("tmab", 64, 4, 4.0, warps=2),
+    "tmabw1bn64s3splitsx4": _w1("tmab", 64, 3, 4.0),
+    "tmabw1bn64s2splitsx4": _w1("tmab", 64, 2, 4.0),
+    "tmabw1bn32s3splitsx4": _w1("tmab", 32, 3, 4.0),
     # DecodeConfig(v_stage=True): V's P.V operand from 16-byte rows of the page box (columns permuted, inline-asm
     # E4M3 -> fp16) instead of one byte load per element. Offline sm_90, main loop per step: page 64 / 64 tokens
     # 1362 -> 1210 instructions (256 LDS.U8 -> 16 LDS.128, 13 -> 0 spill stores in the kernel), page 16 "tmab" /
     # 32 tokens 866 -> 786. Each next to its v_stage=False twin above.
-    "tmaw1bn64s4splitsx4vs": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 4.0,
-                              "v_stage": True},
+    "tmaw1bn64s4splitsx4vs": _w1("tma", 64, 4, 4.0, v_stage=True),
     # Prepared in session 6 (not timed): larger inline-merge chunks on the heuristic's v_stage kernel (its loop no
     # longer spills, so the merge tile may take 128 registers: offline sm_90, one warp, 16 splits, no spill stores at
     # GQA 4 chunk 8 (automatic: 4) and GQA 8 chunk 4 (automatic: 2); 61 / 93 at GQA 4 chunk 16 / GQA 8 chunk 8),
     # and the combine kernel (scripts/gpu_run41.sh).
-    "tmaw1bn64s4splitsx4vsmk": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4,
-                                "splits_factor": 4.0, "v_stage": True, "merge": "kernel"},
-    "tmaw1bn64s4splitsx4vsmc4": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4,
-                                 "splits_factor": 4.0, "v_stage": True, "merge_chunk": 4},
-    "tmaw1bn64s4splitsx4vsmc8": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4,
-                                 "splits_factor": 4.0, "v_stage": True, "merge_chunk": 8},
-    "tmaw1bn64s4splitsx1vs": {"kv_load": "tma", "block_n": 64, "num_warps": 1, "num_stages": 4, "splits_factor": 1.0,
-                              "v_stage": True},
+    "tmaw1bn64s4splitsx4vsmk": _w1("tma", 64, 4, 4.0, v_stage=True, merge="kernel"),
+    "tmaw1bn64s4splitsx4vsmc4": _w1("tma", 64, 4, 4.0, v_stage=True, merge_chunk=4),
+    "tmaw1bn64s4splitsx4vsmc8": _w1("tma", 64, 4, 4.0, v_stage=True, merge_chunk=8),
+    "tmaw1bn64s4splitsx1vs": _w1("tma", 64, 4, 1.0, v_stage=True),
     # Prepared in session 6 (not timed): one wave of per-box programs on pages of 16. Offline sm_90 the tmab kernel
     # at 4 stages takes 28.8 KB of shared memory (7 programs per SM: 924 slots, so B 32 x 4 splits = 1024 programs
     # run 1.1 waves, which may be why it lost to the gather kernel at B 8/32), 20.5 KB at 3 stages (8 per SM by its
     # 242 registers: 1056 slots); or 3 splits (768 programs) at 4 stages (scripts/gpu_run42.sh).
-    "tmabw1bn32s3splitsx4vs": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 3,
-                               "splits_factor": 4.0, "v_stage": True},
-    "tmabw1bn32s3splitsx2vs": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 3,
-                               "splits_factor": 2.0, "v_stage": True},
-    "tmabw1bn32s4splitsx3vs": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4,
-                               "splits_factor": 3.0, "v_stage": True},
-    "tmabw1bn32s4splitsx4vs": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4,
-                               "splits_factor": 4.0, "v_stage": True},
-    "tmabw1bn32s4splitsx1vs": {"kv_load": "tmab", "block_n": 32, "num_warps": 1, "num_stages": 4,
-                               "splits_factor": 1.0, "v_stage": True},
+    "tmabw1bn32s3splitsx4vs": _w1("tmab", 32, 3, 4.0, v_stage=True),
+    "tmabw1bn32s3splitsx2vs": _w1("tmab", 32, 3, 2.0, v_stage=True),
+    "tmabw1bn32s4splitsx3vs": _w1("tmab", 32, 4, 3.0, v_stage=True),
+    "tmabw1bn32s4splitsx4vs": _w1("tmab", 32, 4, 4.0, v_stage=True),
+    "tmabw1bn32s4splitsx1vs": _w1("tmab", 32, 4, 1.0, v_stage=True),
     # kv_load="tmat": P.V as O^T = V^T.P^T (wgmma with 4 warps): 2 pages x 4 warps 26.9 per token, 246 registers,
     # no spills; 1 page 33.4, 148 registers.
     "tmat": {"kv_load": "tmat", "block_n": 128, "num_warps": 4},
