@@ -20,7 +20,8 @@ from pathlib import Path
 import torch
 from rich.console import Console
 from rich.table import Table
-from torch.profiler import ProfilerActivity, profile
+
+from gpu_decode_profile import kernel_times
 
 from tritonfp8 import decode as dec
 from tritonfp8.bench import harness as H
@@ -45,21 +46,6 @@ def configs(page: int, heur: dec.DecodeConfig, gather: dec.DecodeConfig, pairs: 
                 if cfg not in out.values():
                     out[f"tma_x{splits}"] = cfg
     return out
-
-
-def kernels_of(fn, calls: int = 10) -> list[dict]:
-    """GPU kernels of ``calls`` eager calls (no flush): name and mean microseconds per call."""
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    rows = []
-    for e in prof.key_averages():
-        if e.device_type.name == "CUDA" and e.count:
-            us = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0.0)
-            rows.append({"name": e.key[:90], "calls_per_step": e.count / calls, "us_per_step": us / calls})
-    return sorted(rows, key=lambda r: -r["us_per_step"])
 
 
 def main(cases=CASES, make_configs=None, modes=MODES, out_name="decode_small.json", title=None) -> None:
@@ -102,7 +88,7 @@ def main(cases=CASES, make_configs=None, modes=MODES, out_name="decode_small.jso
             if n != "copy":
                 c = cfgs[n]
                 r.update(kv_load=c.kv_load, splits=c.num_splits, warps=c.num_warps, block_n=c.block_n)
-                r["kernels"] = kernels_of(fns[n])
+                r["kernels"] = kernel_times(fns[n], 10)
             for m in modes:
                 ms = statistics.median(times[(n, m)])
                 r[f"ms_{m}"] = ms
@@ -118,7 +104,7 @@ def main(cases=CASES, make_configs=None, modes=MODES, out_name="decode_small.jso
               "kernels (us/step)"):
         t.add_column(c)
     for r in rows:
-        ks = "; ".join(f"{k['name'][:28]} {k['us_per_step']:.1f}" for k in r.get("kernels", [])[:2])
+        ks = "; ".join(f"{k['kernel'][:28]} {k['us_per_step']:.1f}" for k in r.get("kernels", [])[:2])
         t.add_row(r["case"], r["config"], str(r.get("splits", "")), *(f"{1e3 * r[f'ms_{m}']:.1f}" for m in modes),
                   *(f"{r[f'pct_copy_{m}']:.1f}" for m in modes), ks)
     console.print(t)
