@@ -29,6 +29,7 @@ KERNEL_MODULES = (
     "tritonfp8._kernels.gemm",
     "tritonfp8._kernels.attention",
     "tritonfp8._kernels.decode",
+    "tritonfp8._kernels.gemm_gluon",
 )
 
 
@@ -124,7 +125,12 @@ def compile_spec(spec: CodegenSpec, arch: int = 90, mode: str = "cutlass"):
     signature["KERNEL_NAME"] = "constexpr"
     arg_names = spec.fn.arg_names
     attrs = {(arg_names.index(n),): [["tt.divisibility", 16]] for n in spec.divisible}
-    src = ASTSource(fn=spec.fn, signature=signature, constexprs=constexprs, attrs=attrs)
+    if getattr(spec.fn, "is_gluon", lambda: False)():
+        from triton.experimental.gluon._runtime import GluonASTSource
+
+        src = GluonASTSource(fn=spec.fn, signature=signature, constexprs=constexprs, attrs=attrs)
+    else:
+        src = ASTSource(fn=spec.fn, signature=signature, constexprs=constexprs, attrs=attrs)
     options = {"num_warps": spec.num_warps, "num_stages": spec.num_stages, **spec.options}
     return triton.compile(src, target=GPUTarget("cuda", arch, 32), options=options)
 

@@ -763,6 +763,19 @@ def launch_gemm(
     many configs in parallel: see ``tritonfp8.tune``). ``qkv``: fused QKV epilogue (:class:`QkvTargets`; pointer
     stores; ``out`` is written only with ``qkv.store_c``).
     """
+    if cfg.schedule == "glws":
+        if not (precise or b_block_rows is not None) or qkv is not None:
+            raise ValueError("config: schedule 'glws' computes the precise and block-scaled modes only (no fused QKV)")
+        from tritonfp8._kernels import gemm_gluon
+
+        name = gemm_kernel_name(
+            cfg, arch=arch, a_dtype=a.dtype, b_dtype=b.dtype, out_dtype=out.dtype, a_vec=a_vec, b_vec=b_vec,
+            precise=precise, has_bias=bias is not None, activation=activation, b_block_rows=b_block_rows,
+        ).build()
+        gemm_gluon.launch(a, b, scale_a, scale_b, bias, ACTIVATIONS[activation], out, block_n=cfg.block_n,
+                          num_stages=cfg.num_stages, group_m=cfg.group_m, a_vec=a_vec, b_vec=b_vec,
+                          b_block_rows=b_block_rows, sms=sms, name=name, warmup=warmup)
+        return out
     tkey = None
     if not warmup and qkv is None and a.is_cuda and _fast.enabled():
         tkey = _template_key(a, b, scale_a, scale_b, bias, activation, out, cfg, a_vec, b_vec, precise, arch, sms,

@@ -33,7 +33,11 @@ from typing import Iterator
 #                     (the host-descriptor store does not survive the consumer split: measured compile failure).
 #   "tmawspersistent" as "tmaws", persistent grid, warp specialization on the tile loop.
 #   "ptr"             pointer loads/stores (Ada, sm_89: no TMA/wgmma).
-SCHEDULES = ("tma", "tmapersistent", "tmaws", "tmawspersistent", "ptr")
+#   "glws"            precise / block-scaled only: the Gluon kernel (_kernels/gemm_gluon.py), persistent, one TMA
+#                     loader warp and two consumer warp groups (64 rows each) whose fp32 promotion runs while the
+#                     other group's wgmma uses the tensor cores. block_m = block_k = 128, num_warps = 4 (the first
+#                     consumer group; the kernel adds the others), TMA store.
+SCHEDULES = ("tma", "tmapersistent", "tmaws", "tmawspersistent", "ptr", "glws")
 
 # Promotion of the precise / block-scaled modes (each K block a fresh dot, added into the fp32 accumulator):
 #   "sync"  block kb's dot is promoted in the same step (the default).
@@ -101,6 +105,10 @@ class GemmConfig:
         if self.schedule.startswith("tmaws") and self.num_warps != 4:
             # Triton 3.6's Hopper warp specialization only runs on 4-warp kernels (it adds the other groups).
             raise ValueError("GemmConfig.num_warps: warp-specialized schedules need num_warps=4")
+        if self.schedule == "glws" and (self.block_m != 128 or self.block_k != 128 or self.block_n not in (64, 128)
+                                        or self.num_warps != 4 or self.swap_ab or self.split_k != 1):
+            raise ValueError("GemmConfig: schedule 'glws' needs block_m = block_k = 128, block_n 64 or 128, "
+                             f"num_warps = 4, no swap-AB, no split-K; got {self.short()}")
 
     @property
     def uses_tma(self) -> bool:
@@ -108,7 +116,7 @@ class GemmConfig:
 
     @property
     def persistent(self) -> bool:
-        return self.schedule in ("tmapersistent", "tmawspersistent")
+        return self.schedule in ("tmapersistent", "tmawspersistent", "glws")
 
     @property
     def warp_specialized(self) -> bool:
@@ -164,6 +172,10 @@ def smem_bytes(cfg: GemmConfig, out_size: int, stages: int | None = None) -> int
     ring = stages * blocks_per_stage * (cfg.block_m + cfg.block_n) * cfg.block_k  # FP8: one byte per element
     elem = 4 if cfg.split_k > 1 else out_size
     tile = cfg.block_m * cfg.block_n * elem
+    if cfg.schedule == "glws":
+        # Gluon kernel: ring + both warp groups' epilogue halves + ready/empty barriers (compile metadata, bf16
+        # out, 128x128x128 s4: 164056 = 131072 + 32768 + 216).
+        return ring + tile + 16 * stages + 256
     if cfg.tma_store:
         epi = tile // cfg.epilogue_subtile
     else:

@@ -65,11 +65,18 @@ VARIANTS = {
             "epilogue_subtile": 1, "promote": "sync"},
     "p64lag": {"block_m": 64, "block_n": 128, "num_warps": 4, "num_stages": 3, "schedule": "tma",
                "epilogue_subtile": 1, "promote": "lag"},
+    # The Gluon kernel (_kernels/gemm_gluon.py): TMA loader warp + two consumer warp groups whose fp32 promotion
+    # runs under the other group's wgmma; persistent, 128x128x128, 6 stages (4: glwss4).
+    "glws": {"schedule": "glws", "block_m": 128, "block_n": 128, "block_k": 128, "num_warps": 4,
+             "epilogue_subtile": 1, "promote": "sync", "split_k": 1},
+    "glwss4": {"schedule": "glws", "block_m": 128, "block_n": 128, "block_k": 128, "num_warps": 4,
+               "epilogue_subtile": 1, "promote": "sync", "split_k": 1, "num_stages": 4},
 }
 # Modes a variant is timed in (default: fast). "lag" changes only the per-K-block promotion, which exists in the
 # precise mode and with block scales (--scaling block); it is timed there, on that mode's own config.
 VARIANT_MODES = {"lag": ("precise", "block"), "lagnp": ("precise", "block"), "p64": ("precise", "block"),
-                 "p64lag": ("precise", "block"), "split": ("precise", "block"), "splitnp": ("precise", "block")}
+                 "p64lag": ("precise", "block"), "split": ("precise", "block"), "splitnp": ("precise", "block"),
+                 "glws": ("precise", "block"), "glwss4": ("precise", "block")}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,0 +1,412 @@
+"""Precise and block-scaled FP8 GEMM for Hopper in Gluon: the fp32 promotion overlapped with the next wgmma.
+
+Why a second kernel. The Triton kernel (``gemm.py``) promotes every 128-wide K block into fp32 (precise mode and
+block scales), but Triton 3.6 places ``warp_group_dot_wait {pendings = 0}`` right after each fresh ``tl.dot``, so
+the tensor cores idle while the 64 promotion FADD/FFMA per thread run: 0.77x cuBLAS exact, 0.68x cuBLAS blockwise
+on the H200 (benchmarks/NOTES.md, sessions 2-5). Gluon, Triton's lower-level dialect (``triton.experimental.gluon``,
+shipped with Triton 3.6), exposes ``warpgroup_mma(is_async=True)`` and ``warpgroup_mma_wait(num_outstanding=N)``
+directly, so the schedule CUTLASS uses for FP8 with promotion can be written down:
+
+    issue wgmma of K block kb   (fresh accumulator, async)
+    wait until 1 group is outstanding  -> block kb-1 is done, block kb keeps the tensor cores busy
+    acc += block(kb-1) * scale(kb-1)   (fp32 FFMA under the running wgmma)
+
+Two fresh accumulators alternate (``t0`` for even blocks, ``t1`` for odd), so the loop body handles two K blocks
+and no in-flight accumulator is ever copied (a copy makes ptxas serialize the wgmmas, warning C7514). The K-block
+count is rounded up to even; the extra block reads past K, which TMA zero-fills (and its block scale is masked to
+zero), so it adds exactly 0.
+
+Layout of one program: BLOCK_M = 128 rows as two warp groups of 64 (8 warps, ``warps_per_cta = [8, 1]``), each
+issuing its own ``m64nNk32`` wgmmas on its half; BLOCK_N = 128 (three fp32 tiles of 64 registers per thread: the
+running sum and the two fresh accumulators). A ring of STAGES shared-memory slots holds (a, b) K blocks loaded by
+TMA ahead of use; a slot is reloaded after both warp groups retired the wgmma that read it (their ``wait(1)``,
+then a CTA barrier). Persistent grid: the load index runs over all (tile, K block) pairs of the program, so the
+next tile's first blocks load during this tile's tail and epilogue. Epilogue: per-row / per-column / per-tensor
+scales, bias, activation, one rounding to the output type, TMA store (clipped at the edges).
+
+Scales are fp32 dequantization factors. SCALE_A: 0 per tensor (scalar at scale_a[0]), 1 per row of a (M,),
+2 block (M, ceil(K/128)) for 1x128 groups. SCALE_B: 0 per tensor, 1 per row of b (N,), 2 block
+(ceil(N/128), ceil(K/128)) for 128x128 blocks, 3 block (N, ceil(K/128)) for 1x128 groups. Block modes multiply
+each K block's fresh product by ``sa[rows, kb][:, None] * sb[cols, kb][None, :]`` before adding it (both must be
+block modes together); the other modes apply their scales once in the epilogue.
+
+No interpreter: Gluon kernels do not run under ``TRITON_INTERPRET``; CPU tests cover the host logic and the
+offline sm_90 compile (QGMMA present, no spills, promotion FFMAs issued while a QGMMA group is in flight), GPU tests
+cover the numbers.
+"""
+
+from __future__ import annotations
+
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+
+from tritonfp8.naming import _repr_from_constexpr
+
+SCALE_TENSOR, SCALE_ROW, SCALE_BLOCK_1X128, SCALE_BLOCK_128X128 = 0, 1, 2, 3
+
+
+def named_gluon_jit(fn=None, **kwargs):
+    """``gluon.jit`` whose compiled symbol is the ``KERNEL_NAME`` constexpr (as :func:`tritonfp8.naming.named_jit`)."""
+    if fn is None:
+        return lambda f: named_gluon_jit(f, **kwargs)
+    return gluon.jit(fn, repr=_repr_from_constexpr, **kwargs)
+
+
+@gluon.jit
+def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: gl.constexpr):
+    """Grouped tile order (GROUP_M row tiles walk the column tiles together: b tiles shared through L2)."""
+    in_group = GROUP_M * num_pid_n
+    first_m = (tile_id // in_group) * GROUP_M
+    size_m = gl.minimum(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (tile_id % in_group) % size_m
+    pid_n = (tile_id % in_group) // size_m
+    return pid_m, pid_n
+
+
+@gluon.jit
+def _issue_load(li, total, pid, nprog, num_kp, num_pid_m, num_pid_n, a_desc, b_desc, a_ring, b_ring, ready,
+                BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
+                STAGES: gl.constexpr):
+    """TMA loads of this program's li-th (tile, K block) pair into ring slot li % STAGES (nothing past ``total``)."""
+    pred = li < total
+    tile_id = pid + (li // num_kp) * nprog
+    kb = li % num_kp
+    pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+    s = li % STAGES
+    bar = ready.index(s)
+    mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes, pred=pred)
+    tma.async_copy_global_to_shared(a_desc, [pid_m * BLOCK_M, kb * BLOCK_K], bar, a_ring.index(s), pred=pred)
+    tma.async_copy_global_to_shared(b_desc, [pid_n * BLOCK_N, kb * BLOCK_K], bar, b_ring.index(s), pred=pred)
+
+
+@gluon.jit
+def _issue_mma(ci, t, a_ring, b_ring, ready, STAGES: gl.constexpr):
+    """Wait for ring slot ci % STAGES and start a fresh (use_acc=False) async wgmma of it into t's registers."""
+    s = ci % STAGES
+    mbarrier.wait(ready.index(s), (ci // STAGES) & 1)
+    return warpgroup_mma(a_ring.index(s), b_ring.index(s).permute((1, 0)), t, use_acc=False, is_async=True)
+
+
+@gluon.jit
+def _block_scales(scale_a, scale_b, kb, K_BLOCKS, offs_m, offs_n, off_n, M, N, stride_sa_m, stride_sa_k,
+                  stride_sb_n, stride_sb_k, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr):
+    """(sa, sb) of K block kb: sa (BLOCK_M,) rows of a; sb a scalar (128x128 blocks) or (BLOCK_N,) columns.
+    Block kb >= K_BLOCKS (the zero-filled pad block) gets 0. Unused (1.0, 1.0) for the non-block modes."""
+    if SCALE_A == 2:
+        kvalid = kb < K_BLOCKS
+        sa = gl.load(scale_a + offs_m.to(gl.int64) * stride_sa_m + kb * stride_sa_k, mask=(offs_m < M) & kvalid,
+                     other=0.0)
+        if SCALE_B == 3:
+            sb = gl.load(scale_b + (off_n // 128).to(gl.int64) * stride_sb_n + kb * stride_sb_k, mask=kvalid,
+                         other=0.0)
+        else:
+            sb = gl.load(scale_b + offs_n.to(gl.int64) * stride_sb_n + kb * stride_sb_k, mask=(offs_n < N) & kvalid,
+                         other=0.0)
+        return sa, sb
+    else:
+        return 1.0, 1.0
+
+
+@gluon.jit
+def _promote(acc, t, sa, sb, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr):
+    """acc + t (precise) or acc + t * sa[:, None] * sb (block scales), in fp32."""
+    if SCALE_A == 2:
+        if SCALE_B == 3:
+            return acc + t * (sa * sb)[:, None]
+        else:
+            return acc + t * (sa[:, None] * sb[None, :])
+    else:
+        return acc + t
+
+
+@gluon.jit
+def _apply_activation(v, ACTIVATION: gl.constexpr):
+    if ACTIVATION == 1:
+        v = gl.maximum(v, 0.0)
+    elif ACTIVATION == 2:  # exact erf form (torch.nn.functional.gelu default)
+        v = 0.5 * v * (1.0 + gl.erf(v * 0.7071067811865476))
+    elif ACTIVATION == 3:
+        v = v / (1.0 + gl.exp(-v))
+    return v
+
+
+@gluon.jit
+def _tile_count(M, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
+    num_pid_m = gl.cdiv(M, BLOCK_M)
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    return num_pid_m, num_pid_n, num_pid_m * num_pid_n
+
+
+@gluon.jit
+def _loader(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K,
+            BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
+            STAGES: gl.constexpr):
+    """Producer partition (one warp): TMA loads of every (tile, K block) of this program into the ring."""
+    num_pid_m, num_pid_n, num_tiles = _tile_count(M, N, BLOCK_M, BLOCK_N)
+    k_blocks = gl.cdiv(K, BLOCK_K)
+    li = 0
+    for tile_id in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
+        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        for kb in range(k_blocks):
+            s = li % STAGES
+            # A fresh barrier counts as having completed the phase before phase 0: the first pass does not wait.
+            mbarrier.wait(empty.index(s), ((li // STAGES) & 1) ^ 1)
+            bar = ready.index(s)
+            mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(a_desc, [pid_m * BLOCK_M, kb * BLOCK_K], bar, a_ring.index(s))
+            tma.async_copy_global_to_shared(b_desc, [pid_n * BLOCK_N, kb * BLOCK_K], bar, b_ring.index(s))
+            li += 1
+
+
+@gluon.jit
+def _consumer(HALF: gl.constexpr, a_ring, b_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
+              stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k,
+              BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
+              STAGES: gl.constexpr, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr, HAS_BIAS: gl.constexpr,
+              ACTIVATION: gl.constexpr):
+    """Consumer partition (one warp group): rows HALF*64 .. HALF*64+63 of every tile of this program."""
+    WG_M: gl.constexpr = BLOCK_M // 2
+    mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, BLOCK_N, 32])
+    row_layout: gl.constexpr = gl.SliceLayout(1, mma_layout)
+    col_layout: gl.constexpr = gl.SliceLayout(0, mma_layout)
+    num_pid_m, num_pid_n, num_tiles = _tile_count(M, N, BLOCK_M, BLOCK_N)
+    k_blocks = gl.cdiv(K, BLOCK_K)
+
+    # The per-tensor factor(s) the epilogue applies (block modes: none; both per row: none).
+    s_tensor = 1.0
+    if SCALE_A == 0:
+        s_tensor = gl.load(scale_a)
+        if SCALE_B == 0:
+            s_tensor = s_tensor * gl.load(scale_b)
+    elif SCALE_A == 1:
+        if SCALE_B == 0:
+            s_tensor = gl.load(scale_b)
+
+    ci = 0
+    t = gl.zeros([WG_M, BLOCK_N], gl.float32, mma_layout)
+    for tile_id in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
+        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        off_m = pid_m * BLOCK_M + HALF * WG_M
+        off_n = pid_n * BLOCK_N
+        offs_m = off_m + gl.arange(0, WG_M, layout=row_layout)
+        offs_n = off_n + gl.arange(0, BLOCK_N, layout=col_layout)
+        acc = gl.zeros([WG_M, BLOCK_N], gl.float32, mma_layout)
+        for kb in range(k_blocks):
+            sa, sb = _block_scales(scale_a, scale_b, kb, k_blocks, offs_m, offs_n, off_n, M, N, stride_sa_m,
+                                   stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A, SCALE_B)
+            s = ci % STAGES
+            mbarrier.wait(ready.index(s), (ci // STAGES) & 1)
+            a_half = a_ring.index(s).slice(HALF * WG_M, WG_M, dim=0)
+            t = warpgroup_mma(a_half, b_ring.index(s).permute((1, 0)), t, use_acc=False, is_async=True)
+            t = warpgroup_mma_wait(num_outstanding=0, deps=(t,))
+            mbarrier.arrive(empty.index(s), count=1)
+            acc = _promote(acc, t, sa, sb, SCALE_A, SCALE_B)
+            ci += 1
+
+        if SCALE_A == 1:
+            acc = acc * gl.load(scale_a + offs_m, mask=offs_m < M, other=0.0)[:, None]
+        if SCALE_B == 1:
+            acc = acc * gl.load(scale_b + offs_n, mask=offs_n < N, other=0.0)[None, :]
+        if SCALE_A + SCALE_B < 2:  # at least one per-tensor scale
+            acc = acc * s_tensor
+        if HAS_BIAS:
+            acc = acc + gl.load(bias + offs_n, mask=offs_n < N, other=0.0).to(gl.float32)[None, :]
+        acc = _apply_activation(acc, ACTIVATION)
+        tma.store_wait(pendings=0)  # this warp group's previous store has left its c_smem half
+        c_smem.store(acc.to(c_desc.dtype))
+        fence_async_shared()
+        tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_smem)
+    tma.store_wait(pendings=0)
+
+
+@gluon.jit
+def _consumer1(a_ring, b_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
+               stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k,
+               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
+               STAGES: gl.constexpr, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr, HAS_BIAS: gl.constexpr,
+               ACTIVATION: gl.constexpr):
+    _consumer(1, a_ring, b_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
+              stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES,
+              SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION)
+
+
+@gluon.jit
+def _consumer0(a_ring, b_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
+               stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k,
+               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
+               STAGES: gl.constexpr, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr, HAS_BIAS: gl.constexpr,
+               ACTIVATION: gl.constexpr):
+    _consumer(0, a_ring, b_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
+              stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES,
+              SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION)
+
+
+@named_gluon_jit(do_not_specialize=["M", "N", "K"])
+def fp8_gemm_promote_kernel(
+    a_desc, b_desc, c_desc,
+    scale_a, scale_b, bias,
+    M, N, K,
+    stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k,
+    KERNEL_NAME: gl.constexpr,
+    GROUP_M: gl.constexpr, STAGES: gl.constexpr,
+    SCALE_A: gl.constexpr, SCALE_B: gl.constexpr,
+    HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr,
+    CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
+    num_warps: gl.constexpr,
+):
+    """C = (a·scale_a)(b·scale_b)ᵀ (+ bias, activation) with fp32 promotion every 128 of K (module docstring).
+
+    a_desc: TMA descriptor of a (M, K) FP8, block [BLOCK_M, 128]; b_desc: b (N, K) FP8, block [BLOCK_N, 128];
+    c_desc: C (M, N) row-major in the output type, block [BLOCK_M // 2, BLOCK_N] (each warp group stores its half).
+    bias: (N,) or a dummy pointer. Launch with num_warps=4 (the first consumer warp group; the second consumer and
+    the one-warp loader are worker partitions).
+    """
+    BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
+    BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
+    BLOCK_N: gl.constexpr = b_desc.block_type.shape[0]
+    gl.static_assert(BLOCK_K == 128, "promotion interval = one 128-wide K block")
+    gl.static_assert(BLOCK_M == 128, "two consumer warp groups of 64 rows")
+    gl.static_assert(num_warps == 4, "the default partition is one consumer warp group")
+
+    a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
+    b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BLOCK_N, BLOCK_K], b_desc.layout)
+    c_smem = gl.allocate_shared_memory(c_desc.dtype, [2, BLOCK_M // 2, BLOCK_N], c_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=2)  # one arrival per consumer warp group
+    fence_async_shared()
+
+    # (Argument tuples inline: a tuple assigned to a variable first has its constexprs turned into tensors.)
+    gl.warp_specialize([
+        (_consumer0, (a_ring, b_ring, ready, empty, c_desc, c_smem.index(0), scale_a, scale_b, bias, M, N, K,
+                      stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES,
+                      SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION)),
+        (_consumer1, (a_ring, b_ring, ready, empty, c_desc, c_smem.index(1), scale_a, scale_b, bias, M, N, K,
+                      stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES,
+                      SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION)),
+        (_loader, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                   STAGES)),
+    ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Host side
+
+SMEM_LIMIT_SM90 = 232448  # bytes of shared memory one block may take on sm_90 (227 KB)
+_BARRIER_BYTES = 1024     # the two barrier arrays and alignment slack (compile metadata: 164056 = 5*32 KB + 32 KB + 216)
+CONSUMER_REGS = 232
+LOADER_REGS = 40
+_GL_DTYPES = {}
+
+
+def _gl_dtype(t):
+    if not _GL_DTYPES:
+        import torch
+
+        _GL_DTYPES.update({torch.float8_e4m3fn: gl.float8e4nv, torch.float8_e5m2: gl.float8e5,
+                           torch.bfloat16: gl.bfloat16, torch.float16: gl.float16, torch.float32: gl.float32})
+    return _GL_DTYPES[t]
+
+
+def max_stages(block_n: int, out_bytes: int, cap: int = 6) -> int:
+    """Deepest (a, b) ring that fits next to the two epilogue halves."""
+    stage = (128 + block_n) * 128
+    epi = 128 * block_n * out_bytes
+    return max(2, min(cap, (SMEM_LIMIT_SM90 - _BARRIER_BYTES - epi) // stage))
+
+
+def _descriptor(t, block):
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    layout = gl.NVMMASharedLayout.get_default_for(block, _gl_dtype(t.dtype))
+    return TensorDescriptor.from_tensor(t, block, layout)
+
+
+def scale_modes(a_vec: bool, b_vec: bool, b_block_rows: int | None) -> tuple[int, int]:
+    """(SCALE_A, SCALE_B) constexprs of the kernel for the launcher's scale description."""
+    if b_block_rows is not None:
+        return SCALE_BLOCK_1X128, (SCALE_BLOCK_128X128 if b_block_rows == 128 else SCALE_BLOCK_1X128)
+    return (SCALE_ROW if a_vec else SCALE_TENSOR), (SCALE_ROW if b_vec else SCALE_TENSOR)
+
+
+def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: int, num_stages: int, group_m: int,
+           a_vec: bool, b_vec: bool, b_block_rows: int | None, sms: int, name: str, warmup: bool = False):
+    """Launch :func:`fp8_gemm_promote_kernel` for ``out = act((a·scale_a)(b·scale_b)ᵀ + bias)``; inputs validated
+    by ``tritonfp8.gemm`` (a (M, K), b (N, K) TMA-ready FP8; out (M, N) contiguous). Scales as in
+    ``launch_gemm``: (M,)/(1,) and (N,)/(1,) vectors, or block scales read in place with their strides."""
+    M, K = a.shape
+    N = b.shape[0]
+    sa_mode, sb_mode = scale_modes(a_vec, b_vec, b_block_rows)
+    if b_block_rows is not None:
+        sam, sak = scale_a.stride()
+        sbn, sbk = scale_b.stride()
+    else:
+        sam = sak = sbn = sbk = 0
+    tiles = triton.cdiv(M, 128) * triton.cdiv(N, block_n)
+    grid = (max(1, min(tiles, sms)),)
+    args = (_descriptor(a, [128, 128]), _descriptor(b, [block_n, 128]), _descriptor(out, [64, block_n]),
+            scale_a, scale_b, bias if bias is not None else scale_a, M, N, K, sam, sak, sbn, sbk)
+    kw = dict(KERNEL_NAME=name, GROUP_M=group_m, STAGES=num_stages, SCALE_A=sa_mode, SCALE_B=sb_mode,
+              HAS_BIAS=bias is not None, ACTIVATION=activation_code, CONSUMER_REGS=CONSUMER_REGS,
+              LOADER_REGS=LOADER_REGS, num_warps=4)
+    if warmup:
+        return fp8_gemm_promote_kernel.warmup(*args, grid=grid, **kw)
+    return fp8_gemm_promote_kernel[grid](*args, **kw)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Offline codegen specs (python -m tritonfp8 codegen --list)
+
+def _desc_sig(dtype: str, bits: int, block: tuple[int, int]) -> str:
+    swizzle = min(128, block[1] * bits // 8)
+    return (f"tensordesc<{dtype}[{block[0]}, {block[1]}],NVMMASharedLayout(swizzle_byte_width={swizzle}, "
+            f"element_bitwidth={bits}, rank=2, transposed=False, fp4_padded=False, cga_layout=[])>")
+
+
+def codegen_spec(*, block_n: int = 128, stages: int = 6, scale_a: int = SCALE_TENSOR, scale_b: int = SCALE_TENSOR,
+                 has_bias: bool = False, activation: int = 0, description: str = ""):
+    from tritonfp8.codegen import CodegenSpec
+    from tritonfp8.naming import KernelName
+
+    scaling = {(0, 0): "tensorwise", (1, 1): "rowwise", (2, 3): "blockwise", (2, 2): "group1x128"}.get(
+        (scale_a, scale_b), "mixed")
+    extras = ("precise",) if scale_a < 2 else ()
+    if has_bias or activation:
+        extras += ("bias" + ("", "relu", "gelu", "silu")[activation],)
+    name = KernelName(arch=90, op="fp8gemm", types=("e4m3", "e4m3", "f32", "bf16"), tile=(128, block_n, 128),
+                      warps=4, stages=stages, schedule="glws", scaling=scaling, extras=extras)
+    sig = {"a_desc": _desc_sig("fp8e4nv", 8, (128, 128)), "b_desc": _desc_sig("fp8e4nv", 8, (block_n, 128)),
+           "c_desc": _desc_sig("bf16", 16, (64, block_n)), "scale_a": "*fp32", "scale_b": "*fp32", "bias": "*bf16",
+           "M": "i32", "N": "i32", "K": "i32", "stride_sa_m": "i32", "stride_sa_k": "i32", "stride_sb_n": "i32",
+           "stride_sb_k": "i32"}
+    const = dict(GROUP_M=8, STAGES=stages, SCALE_A=scale_a, SCALE_B=scale_b, HAS_BIAS=has_bias,
+                 ACTIVATION=activation, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
+    for k in const:
+        sig[k] = "constexpr"
+    return CodegenSpec(fn=fp8_gemm_promote_kernel, signature=sig, constexprs=const, name=name, num_warps=4,
+                       num_stages=stages, min_arch=90, description=description,
+                       divisible=("scale_a", "scale_b", "bias"))
+
+
+def codegen_specs() -> dict:
+    return {
+        "gemm_glws_precise": codegen_spec(description="Gluon precise GEMM: loader warp + 2 consumer warp groups, "
+                                                      "per-tensor scales"),
+        "gemm_glws_precise_rowwise_bias_gelu": codegen_spec(scale_a=SCALE_ROW, scale_b=SCALE_ROW, has_bias=True,
+                                                            activation=2, description="rowwise + bias + gelu"),
+        "gemm_glws_block": codegen_spec(scale_a=SCALE_BLOCK_1X128, scale_b=SCALE_BLOCK_128X128,
+                                        description="1x128 x 128x128 block scales"),
+        "gemm_glws_block_group1x128": codegen_spec(scale_a=SCALE_BLOCK_1X128, scale_b=SCALE_BLOCK_1X128,
+                                                   description="1x128 x 1x128 block scales"),
+    }

@@ -1,0 +1,165 @@
+"""The Gluon precise / block-scaled GEMM (schedule "glws", ``tritonfp8/_kernels/gemm_gluon.py``).
+
+Three layers: host logic on CPU (config rules, shared-memory fit, scale-mode mapping, the errors); the offline sm_90
+compile (QGMMA, no spills, the warp-specialized register split, promotion waits); the numbers on the GPU (Gluon
+kernels do not run in the interpreter).
+
+Tolerance (stated once): ``tritonfp8.gemm.error_bound(out_dtype, K, "precise", tensor_core=True)`` on the relative
+Frobenius error against the fp64 product of the dequantized inputs, as every GEMM test. Against the Triton
+kernel's precise / block result on the same inputs the fp32 sums are the same additions in the same order, so the
+two outputs agree to the output's rounding: at most one unit in the last place of the output type per element
+(``_ULP``), checked element-wise; NaN never passes.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conftest import requires_gpu
+
+from tritonfp8._kernels.gemm_configs import GemmConfig, smem_bytes, with_max_stages, SMEM_BYTES_SM90
+
+E4 = torch.float8_e4m3fn
+GLWS = GemmConfig(128, 128, 128, group_m=8, num_warps=4, num_stages=6, schedule="glws", epilogue_subtile=1)
+
+
+# ---------------------------------------------------------------------------------------------------- CPU: host
+
+
+@pytest.mark.parametrize("change", [dict(block_m=64), dict(block_k=64), dict(block_n=256), dict(num_warps=8),
+                                    dict(swap_ab=True), dict(split_k=2)], ids=str)
+def test_glws_config_rules(change):
+    with pytest.raises(ValueError, match="glws"):
+        GemmConfig(**{**GLWS.as_dict(), **change})
+
+
+@pytest.mark.parametrize("out_size,stages", [(2, 6), (4, 5)])
+def test_glws_stages_fit_shared_memory(out_size, stages):
+    cfg = with_max_stages(GLWS, out_size, cap=6)
+    assert cfg.num_stages == stages
+    assert smem_bytes(cfg, out_size) + 1024 <= SMEM_BYTES_SM90
+    # The offline compile's shared memory (test below) is within this estimate.
+    assert smem_bytes(cfg, out_size) >= 229640 if out_size == 2 else True
+
+
+def test_scale_modes():
+    from tritonfp8._kernels import gemm_gluon as G
+
+    assert G.scale_modes(False, False, None) == (G.SCALE_TENSOR, G.SCALE_TENSOR)
+    assert G.scale_modes(True, False, None) == (G.SCALE_ROW, G.SCALE_TENSOR)
+    assert G.scale_modes(False, True, None) == (G.SCALE_TENSOR, G.SCALE_ROW)
+    assert G.scale_modes(True, True, 128) == (G.SCALE_BLOCK_1X128, G.SCALE_BLOCK_128X128)
+    assert G.scale_modes(True, True, 1) == (G.SCALE_BLOCK_1X128, G.SCALE_BLOCK_1X128)
+
+
+def test_glws_rejects_fast_mode():
+    from tritonfp8._kernels.gemm import launch_gemm
+
+    a = torch.zeros(128, 128, dtype=E4)
+    s = torch.ones(1)
+    out = torch.empty(128, 128, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="glws"):
+        launch_gemm(a, a, s, s, None, None, out, GLWS, a_vec=False, b_vec=False, precise=False, arch=90, sms=132)
+
+
+def test_glws_kernel_name():
+    from tritonfp8._kernels.gemm import gemm_kernel_name
+    from tritonfp8.naming import parse_kernel_name
+
+    n = gemm_kernel_name(GLWS, arch=90, a_dtype=E4, b_dtype=E4, out_dtype=torch.bfloat16, a_vec=True, b_vec=True,
+                         precise=True, has_bias=True, activation="gelu").build("cutlass")
+    assert n == "cutlass_sm90_fp8gemm_e4m3_e4m3_f32_bf16_128x128x128_w4s6_glws_rowwise_precise_biasgelu"
+    assert parse_kernel_name(n)["rest"][0] == "glws"
+
+
+# ------------------------------------------------------------------------------------------------ codegen: sm_90
+
+
+@pytest.mark.codegen
+@pytest.mark.parametrize("kernel", ["gemm_glws_precise", "gemm_glws_block", "gemm_glws_precise_rowwise_bias_gelu"])
+def test_glws_sass(kernel):
+    """QGMMA in both consumer groups, no spills, registers re-split between the partitions (USETMAXREG), and each
+    consumer's chain of four wgmmas waited once (no serialized wgmma: C7514 would wait every instruction)."""
+    from tritonfp8.codegen import inspect_kernel
+
+    r = inspect_kernel(kernel, arch=90, compare_names=False)
+    assert r.qgmma == 8, r.as_dict()
+    assert r.spill_stores == 0 and r.spill_loads == 0, r.as_dict()
+    assert "USETMAXREG" in r.sass
+    assert r.gmma_waited == 2, r.as_dict()
+    assert r.shared_bytes <= SMEM_BYTES_SM90
+
+
+# ------------------------------------------------------------------------------------------------------ GPU
+
+
+_ULP = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10, torch.float32: 2.0 ** -20}
+
+CASES = [  # M, N, K, scaling, out dtype, bias, activation
+    (700, 1040, 1024, "tensor", torch.bfloat16, False, None),   # partial tiles in M and N
+    (129, 256, 3872, "row", torch.bfloat16, False, None),       # odd K-block count, partial last block
+    (1024, 1024, 8192, "tensor", torch.float32, False, None),
+    (256, 384, 128, "row", torch.float16, True, "gelu"),        # one K block (padded to two)
+    (1000, 2048, 2048, "row", torch.bfloat16, True, "silu"),
+    (4096, 4096, 4096, "tensor", torch.bfloat16, False, None),  # more tiles than SMs: persistent loop
+    (700, 1040, 3872, "block", torch.bfloat16, False, None),
+    (83, 576, 3872, "block", torch.float32, True, "relu"),      # partial N block (576 = 4.5 x 128)
+    (4096, 7168, 2048, "block", torch.bfloat16, False, None),
+    (700, 1040, 1024, "block1x128", torch.bfloat16, False, None),
+]
+
+
+def _inputs(M, N, K, scaling, seed=0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.randn(M, K, device="cuda", generator=g).to(E4)
+    b = torch.randn(N, K, device="cuda", generator=g).to(E4)
+    kb = -(-K // 128)
+    if scaling == "tensor":
+        sa, sb = torch.tensor(0.5, device="cuda"), torch.tensor(0.25, device="cuda")
+    elif scaling == "row":
+        sa = torch.rand(M, 1, device="cuda", generator=g) + 0.5
+        sb = torch.rand(N, 1, device="cuda", generator=g) + 0.5
+    elif scaling == "block":
+        sa = (torch.rand(kb, M, device="cuda", generator=g) + 0.5).t()  # outer-dim-major, as _scaled_mm
+        sb = torch.rand(-(-N // 128), kb, device="cuda", generator=g) + 0.5
+    else:
+        sa = torch.rand(M, kb, device="cuda", generator=g) + 0.5
+        sb = torch.rand(N, kb, device="cuda", generator=g) * 1e-2  # tiny scales
+    return a, b, sa, sb
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}x{c[1]}x{c[2]}-{c[3]}-{str(c[4])[6:]}-{c[6]}")
+def test_glws_matches_reference_and_triton_kernel(case):
+    from tritonfp8.gemm import error_bound, gemm, gemm_torch
+    from tritonfp8.tune import rel_error_gpu
+
+    M, N, K, scaling, out_dtype, has_bias, act = case
+    a, b, sa, sb = _inputs(M, N, K, scaling)
+    bias = torch.randn(N, device="cuda").to(out_dtype) if has_bias else None
+    ref = gemm_torch(a, b, sa, sb, out_dtype=torch.float64, bias=bias, activation=act, compute_dtype=torch.float64)
+    cfg = with_max_stages(GLWS, torch.empty((), dtype=out_dtype).element_size(), cap=6)
+    out = torch.full((M, N), float("nan"), device="cuda", dtype=out_dtype)  # poisoned: every element must be written
+    gemm(a, b, sa, sb, out_dtype=out_dtype, bias=bias, activation=act, accumulate="precise", config=cfg, out=out)
+    torch.cuda.synchronize()
+    assert not out.isnan().any()
+    assert rel_error_gpu(out, ref) <= error_bound(out_dtype, K, "precise", tensor_core=True)
+    triton_out = gemm(a, b, sa, sb, out_dtype=out_dtype, bias=bias, activation=act, accumulate="precise")
+    tol = _ULP[out_dtype] * triton_out.float().abs() + 1e-30
+    assert ((out.float() - triton_out.float()).abs() <= tol).all()
+
+
+@requires_gpu
+@pytest.mark.gpu
+def test_glws_repeat_calls_and_zero_rows():
+    """Launch caches of gemm() with the pinned config: repeat calls give the same bits; M = 0 gives an empty result."""
+    from tritonfp8.gemm import gemm
+
+    a, b, sa, sb = _inputs(512, 1024, 2048, "row")
+    o1 = gemm(a, b, sa, sb, accumulate="precise", config=GLWS)
+    o2 = gemm(a, b, sa, sb, accumulate="precise", config=GLWS)
+    assert torch.equal(o1, o2)
+    e = gemm(a[:0], b, sa[:0], sb, accumulate="precise", config=GLWS)
+    assert e.shape == (0, 1024)
