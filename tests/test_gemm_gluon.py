@@ -27,20 +27,26 @@ GLWS = GemmConfig(128, 128, 128, group_m=8, num_warps=4, num_stages=6, schedule=
 # ---------------------------------------------------------------------------------------------------- CPU: host
 
 
-@pytest.mark.parametrize("change", [dict(block_m=64), dict(block_k=64), dict(block_n=256), dict(num_warps=8),
+@pytest.mark.parametrize("change", [dict(block_m=64), dict(block_k=64), dict(block_n=512), dict(num_warps=8),
                                     dict(swap_ab=True), dict(split_k=2)], ids=str)
 def test_glws_config_rules(change):
     with pytest.raises(ValueError, match="glws"):
         GemmConfig(**{**GLWS.as_dict(), **change})
 
 
-@pytest.mark.parametrize("out_size,stages", [(2, 6), (4, 5)])
-def test_glws_stages_fit_shared_memory(out_size, stages):
-    cfg = with_max_stages(GLWS, out_size, cap=6)
+@pytest.mark.parametrize("block_n,out_size,stages,compiled", [
+    (128, 2, 6, 229640),  # compile metadata of the codegen specs below
+    (128, 4, 4, None),    # s5 failed on the H200: 262192 bytes > 232448 (session 7, call 1)
+    (256, 2, 4, 229592),
+])
+def test_glws_stages_fit_shared_memory(block_n, out_size, stages, compiled):
+    cfg = with_max_stages(GemmConfig(**{**GLWS.as_dict(), "block_n": block_n}), out_size, cap=6)
     assert cfg.num_stages == stages
     assert smem_bytes(cfg, out_size) + 1024 <= SMEM_BYTES_SM90
-    # The offline compile's shared memory (test below) is within this estimate.
-    assert smem_bytes(cfg, out_size) >= 229640 if out_size == 2 else True
+    if compiled is not None:
+        assert smem_bytes(cfg, out_size) >= compiled
+    if out_size == 4:  # the failed depth is predicted too large
+        assert smem_bytes(GemmConfig(**{**cfg.as_dict(), "num_stages": 5}), 4) >= 262192
 
 
 def test_scale_modes():
@@ -53,14 +59,16 @@ def test_scale_modes():
     assert G.scale_modes(True, True, 1) == (G.SCALE_BLOCK_1X128, G.SCALE_BLOCK_1X128)
 
 
-def test_glws_rejects_fast_mode():
+def test_glws_rejects_wide_tiles_when_promoting():
+    """Precise / block scales keep three 64 x block_n fp32 tiles per consumer group: block_n 256 is fast-mode only."""
     from tritonfp8._kernels.gemm import launch_gemm
 
     a = torch.zeros(128, 128, dtype=E4)
     s = torch.ones(1)
     out = torch.empty(128, 128, dtype=torch.bfloat16)
+    wide = GemmConfig(**{**GLWS.as_dict(), "block_n": 256, "num_stages": 4})
     with pytest.raises(ValueError, match="glws"):
-        launch_gemm(a, a, s, s, None, None, out, GLWS, a_vec=False, b_vec=False, precise=False, arch=90, sms=132)
+        launch_gemm(a, a, s, s, None, None, out, wide, a_vec=False, b_vec=False, precise=True, arch=90, sms=132)
 
 
 def test_glws_kernel_name():
@@ -77,7 +85,8 @@ def test_glws_kernel_name():
 
 
 @pytest.mark.codegen
-@pytest.mark.parametrize("kernel", ["gemm_glws_precise", "gemm_glws_block", "gemm_glws_precise_rowwise_bias_gelu"])
+@pytest.mark.parametrize("kernel", ["gemm_glws_precise", "gemm_glws_block", "gemm_glws_precise_rowwise_bias_gelu",
+                                    "gemm_glws_fast", "gemm_glws_fast_rowwise"])
 def test_glws_sass(kernel):
     """QGMMA in both consumer groups, no spills, registers re-split between the partitions (USETMAXREG), and each
     consumer's chain of four wgmmas waited once (no serialized wgmma: C7514 would wait every instruction)."""
@@ -96,7 +105,7 @@ def test_glws_sass(kernel):
 
 _ULP = {torch.bfloat16: 2.0 ** -7, torch.float16: 2.0 ** -10, torch.float32: 2.0 ** -20}
 
-CASES = [  # M, N, K, scaling, out dtype, bias, activation
+CASES = [  # M, N, K, scaling, out dtype, bias, activation (precise / block); "fast..." rows: fast accumulation
     (700, 1040, 1024, "tensor", torch.bfloat16, False, None),   # partial tiles in M and N
     (129, 256, 3872, "row", torch.bfloat16, False, None),       # odd K-block count, partial last block
     (1024, 1024, 8192, "tensor", torch.float32, False, None),
@@ -107,6 +116,9 @@ CASES = [  # M, N, K, scaling, out dtype, bias, activation
     (83, 576, 3872, "block", torch.float32, True, "relu"),      # partial N block (576 = 4.5 x 128)
     (4096, 7168, 2048, "block", torch.bfloat16, False, None),
     (700, 1040, 1024, "block1x128", torch.bfloat16, False, None),
+    (700, 1040, 3872, "fast-tensor", torch.bfloat16, False, None),
+    (4096, 8192, 8192, "fast-row", torch.bfloat16, True, "silu"),
+    (129, 384, 256, "fast-row", torch.float32, False, None),
 ]
 
 
@@ -115,6 +127,7 @@ def _inputs(M, N, K, scaling, seed=0):
     a = torch.randn(M, K, device="cuda", generator=g).to(E4)
     b = torch.randn(N, K, device="cuda", generator=g).to(E4)
     kb = -(-K // 128)
+    scaling = scaling.replace("fast-", "")
     if scaling == "tensor":
         sa, sb = torch.tensor(0.5, device="cuda"), torch.tensor(0.25, device="cuda")
     elif scaling == "row":
@@ -137,18 +150,22 @@ def test_glws_matches_reference_and_triton_kernel(case):
     from tritonfp8.tune import rel_error_gpu
 
     M, N, K, scaling, out_dtype, has_bias, act = case
+    fast = scaling.startswith("fast")
+    acc = "fast" if fast else "precise"
     a, b, sa, sb = _inputs(M, N, K, scaling)
     bias = torch.randn(N, device="cuda").to(out_dtype) if has_bias else None
     ref = gemm_torch(a, b, sa, sb, out_dtype=torch.float64, bias=bias, activation=act, compute_dtype=torch.float64)
-    cfg = with_max_stages(GLWS, torch.empty((), dtype=out_dtype).element_size(), cap=6)
+    base = GemmConfig(**{**GLWS.as_dict(), "block_n": 256}) if fast else GLWS
+    cfg = with_max_stages(base, torch.empty((), dtype=out_dtype).element_size(), cap=6)
     out = torch.full((M, N), float("nan"), device="cuda", dtype=out_dtype)  # poisoned: every element must be written
-    gemm(a, b, sa, sb, out_dtype=out_dtype, bias=bias, activation=act, accumulate="precise", config=cfg, out=out)
+    gemm(a, b, sa, sb, out_dtype=out_dtype, bias=bias, activation=act, accumulate=acc, config=cfg, out=out)
     torch.cuda.synchronize()
     assert not out.isnan().any()
-    assert rel_error_gpu(out, ref) <= error_bound(out_dtype, K, "precise", tensor_core=True)
-    triton_out = gemm(a, b, sa, sb, out_dtype=out_dtype, bias=bias, activation=act, accumulate="precise")
-    tol = _ULP[out_dtype] * triton_out.float().abs() + 1e-30
-    assert ((out.float() - triton_out.float()).abs() <= tol).all()
+    assert rel_error_gpu(out, ref) <= error_bound(out_dtype, K, acc, tensor_core=True)
+    if not fast:  # the fast mode's reduced-precision sums depend on the wgmma chain: the bound is the check
+        triton_out = gemm(a, b, sa, sb, out_dtype=out_dtype, bias=bias, activation=act, accumulate=acc)
+        tol = _ULP[out_dtype] * triton_out.float().abs() + 1e-30
+        assert ((out.float() - triton_out.float()).abs() <= tol).all()
 
 
 @requires_gpu

@@ -764,8 +764,11 @@ def launch_gemm(
     stores; ``out`` is written only with ``qkv.store_c``).
     """
     if cfg.schedule == "glws":
-        if not (precise or b_block_rows is not None) or qkv is not None:
-            raise ValueError("config: schedule 'glws' computes the precise and block-scaled modes only (no fused QKV)")
+        if qkv is not None:
+            raise ValueError("config: schedule 'glws' has no fused QKV epilogue")
+        if (precise or b_block_rows is not None) and cfg.block_n > 128:
+            raise ValueError(f"config: schedule 'glws' promotes with block_n <= 128 (precise, block scales); got "
+                             f"{cfg.block_n}")
         from tritonfp8._kernels import gemm_gluon
 
         name = gemm_kernel_name(
@@ -774,7 +777,8 @@ def launch_gemm(
         ).build()
         gemm_gluon.launch(a, b, scale_a, scale_b, bias, ACTIVATIONS[activation], out, block_n=cfg.block_n,
                           num_stages=cfg.num_stages, group_m=cfg.group_m, a_vec=a_vec, b_vec=b_vec,
-                          b_block_rows=b_block_rows, sms=sms, name=name, warmup=warmup)
+                          b_block_rows=b_block_rows, sms=sms, name=name,
+                          fast=not (precise or b_block_rows is not None), warmup=warmup)
         return out
     tkey = None
     if not warmup and qkv is None and a.is_cuda and _fast.enabled():

@@ -105,9 +105,9 @@ class GemmConfig:
         if self.schedule.startswith("tmaws") and self.num_warps != 4:
             # Triton 3.6's Hopper warp specialization only runs on 4-warp kernels (it adds the other groups).
             raise ValueError("GemmConfig.num_warps: warp-specialized schedules need num_warps=4")
-        if self.schedule == "glws" and (self.block_m != 128 or self.block_k != 128 or self.block_n not in (64, 128)
+        if self.schedule == "glws" and (self.block_m != 128 or self.block_k != 128 or self.block_n not in (64, 128, 256)
                                         or self.num_warps != 4 or self.swap_ab or self.split_k != 1):
-            raise ValueError("GemmConfig: schedule 'glws' needs block_m = block_k = 128, block_n 64 or 128, "
+            raise ValueError("GemmConfig: schedule 'glws' needs block_m = block_k = 128, block_n 64, 128 or 256, "
                              f"num_warps = 4, no swap-AB, no split-K; got {self.short()}")
 
     @property
@@ -173,9 +173,14 @@ def smem_bytes(cfg: GemmConfig, out_size: int, stages: int | None = None) -> int
     elem = 4 if cfg.split_k > 1 else out_size
     tile = cfg.block_m * cfg.block_n * elem
     if cfg.schedule == "glws":
-        # Gluon kernel: ring + both warp groups' epilogue halves + ready/empty barriers (compile metadata, bf16
-        # out, 128x128x128 s4: 164056 = 131072 + 32768 + 216).
-        return ring + tile + 16 * stages + 256
+        # Gluon kernel: ring + one (64, <=128) staging buffer per consumer warp group + barriers; fp32 output adds a
+        # layout-conversion scratch of half the staging (compile metadata, 128x128x128: bf16 s4 164056 = 131072 +
+        # 32768 + 216; fp32 s5 262192 = 163840 + 65536 + 32816).
+        epi_n = min(cfg.block_n, 128)
+        staging = 2 * 64 * epi_n * out_size
+        if out_size == 4:
+            staging += staging // 2
+        return ring + staging + 16 * stages + 256
     if cfg.tma_store:
         epi = tile // cfg.epilogue_subtile
     else:
@@ -255,8 +260,26 @@ def small_m_config(M: int, N: int, K: int, *, precise: bool, num_sms: int, out_s
     return with_max_stages(cfg, out_size, cap=6)
 
 
+# The Gluon kernel (schedule "glws") for precise / block-scaled GEMMs with at least this many 128x128 tiles per SM:
+# on the H200 it ran 1.16-1.30x the Triton kernel at M >= 1024 (>= 512 tiles), and 0.25-0.40x at M = 128 (64-80
+# tiles: one consumer pair per SM on half the SMs) (benchmarks/results/gemm-nvidia-h200-20261201-201913.json).
+GLUON_MIN_TILES_PER_SM = 2
+
+
+def gluon_config(M: int, N: int, num_sms: int, out_size: int) -> GemmConfig | None:
+    """The "glws" config for a precise / block-scaled problem of M x N, or None where the Triton kernel is kept.
+    4 stages: 0.99-1.09x the 6-stage form on the 12 precise shapes of session 7's first run (same file)."""
+    if os.environ.get("TRITONFP8_GLUON", "1") == "0":
+        return None
+    if _cdiv(M, 128) * _cdiv(N, 128) < GLUON_MIN_TILES_PER_SM * num_sms:
+        return None
+    cfg = GemmConfig(128, 128, 128, group_m=8, num_warps=4, num_stages=4, schedule="glws", epilogue_subtile=1)
+    return fit_stages(cfg, out_size)
+
+
 def heuristic_config(
-    M: int, N: int, K: int, *, precise: bool = False, arch: int = 90, num_sms: int = 132, out_size: int = 2
+    M: int, N: int, K: int, *, precise: bool = False, arch: int = 90, num_sms: int = 132, out_size: int = 2,
+    gluon: bool = False,
 ) -> GemmConfig:
     """A config for any shape, from the shape alone (pure; no tuning, no GPU needed).
 
@@ -265,6 +288,8 @@ def heuristic_config(
     Precise accumulation adds a second fp32 tile (the fresh per-K-block dot), which spills at 128x256 (measured:
     255 registers, 22 spill stores) and fits at 128x128 (159 registers, no spills): precise uses 128x128x128.
     When 128x256 tiles leave a large tail wave, 128x128 tiles are used instead.
+    ``gluon`` (a CUDA device, not the interpreter, which cannot run Gluon): precise problems with enough tiles take
+    the Gluon kernel (:func:`gluon_config`).
     """
     if arch < 90 and arch >= 89:
         # Ada: cp.async pipeline into mma.sync (QMMA.16832); 128x128x64 with 8 warps compiles to 128 registers, no
@@ -274,6 +299,9 @@ def heuristic_config(
     if M <= 64:
         return small_m_config(M, N, K, precise=precise, num_sms=num_sms, out_size=out_size)
     if precise:
+        g = gluon_config(M, N, num_sms, out_size) if gluon and arch == 90 else None
+        if g is not None:
+            return g
         cfg = GemmConfig(128, 128, 128, num_warps=8, schedule="tmapersistent", epilogue_subtile=1)
         if _cdiv(M, 128) * _cdiv(N, 128) < num_sms:
             # As for fast below: one tile per program when the tiles do not fill the SMs (H200, tune run of
@@ -298,7 +326,8 @@ def heuristic_config(
     return with_max_stages(cfg, out_size, cap=5)
 
 
-def block_config(M: int, N: int, K: int, *, arch: int = 90, num_sms: int = 132, out_size: int = 2) -> GemmConfig:
+def block_config(M: int, N: int, K: int, *, arch: int = 90, num_sms: int = 132, out_size: int = 2,
+                 gluon: bool = False) -> GemmConfig:
     """Block-scaled operands (1x128 groups of a; 128x128 blocks or 1x128 groups of b): the precise mode's config
     with block_k = 128, so each K step multiplies its fresh dot by exactly one scale column.
 
@@ -307,7 +336,7 @@ def block_config(M: int, N: int, K: int, *, arch: int = 90, num_sms: int = 132, 
     scale vectors add registers; see docs/gemm.md for the offline SASS). M <= 64 takes swap-AB (b's rows fill the
     64-row wgmma side) with 128-wide K blocks, as precise does.
     """
-    cfg = heuristic_config(M, N, K, precise=True, arch=arch, num_sms=num_sms, out_size=out_size)
+    cfg = heuristic_config(M, N, K, precise=True, arch=arch, num_sms=num_sms, out_size=out_size, gluon=gluon)
     if cfg.block_k != 128:
         cfg = with_max_stages(replace(cfg, block_k=128), out_size,
                               SMEM_BYTES_SM89 if cfg.schedule == "ptr" else SMEM_BYTES_SM90, cap=cfg.num_stages)
@@ -410,6 +439,8 @@ def select_config(
         cfg = load_table(gpu_name).get(table_key(M, N, K, precise, block))
         if cfg is not None:
             return cfg, "table"
+    gluon = gpu_name is not None  # a CUDA device (the interpreter passes no GPU name and cannot run Gluon)
     if block:
-        return block_config(M, N, K, arch=arch, num_sms=num_sms, out_size=out_size), "heuristic"
-    return heuristic_config(M, N, K, precise=precise, arch=arch, num_sms=num_sms, out_size=out_size), "heuristic"
+        return block_config(M, N, K, arch=arch, num_sms=num_sms, out_size=out_size, gluon=gluon), "heuristic"
+    return heuristic_config(M, N, K, precise=precise, arch=arch, num_sms=num_sms, out_size=out_size,
+                            gluon=gluon), "heuristic"

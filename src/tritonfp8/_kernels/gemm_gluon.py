@@ -167,11 +167,20 @@ def _loader(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K,
 
 
 @gluon.jit
+def _store_piece(v, c_desc, c_smem, off_m, off_n):
+    """TMA store of one (64, EPI_N) piece through this warp group's staging buffer."""
+    tma.store_wait(pendings=0)  # the previous store has read the buffer
+    c_smem.store(v)
+    fence_async_shared()
+    tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_smem)
+
+
+@gluon.jit
 def _consumer(HALF: gl.constexpr, a_ring, b_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
               stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k,
               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
               STAGES: gl.constexpr, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr, HAS_BIAS: gl.constexpr,
-              ACTIVATION: gl.constexpr):
+              ACTIVATION: gl.constexpr, FAST: gl.constexpr):
     """Consumer partition (one warp group): rows HALF*64 .. HALF*64+63 of every tile of this program."""
     WG_M: gl.constexpr = BLOCK_M // 2
     mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -200,17 +209,38 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, ready, empty, c_desc, c_smem, 
         offs_m = off_m + gl.arange(0, WG_M, layout=row_layout)
         offs_n = off_n + gl.arange(0, BLOCK_N, layout=col_layout)
         acc = gl.zeros([WG_M, BLOCK_N], gl.float32, mma_layout)
-        for kb in range(k_blocks):
-            sa, sb = _block_scales(scale_a, scale_b, kb, k_blocks, offs_m, offs_n, off_n, M, N, stride_sa_m,
-                                   stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A, SCALE_B)
-            s = ci % STAGES
-            mbarrier.wait(ready.index(s), (ci // STAGES) & 1)
-            a_half = a_ring.index(s).slice(HALF * WG_M, WG_M, dim=0)
-            t = warpgroup_mma(a_half, b_ring.index(s).permute((1, 0)), t, use_acc=False, is_async=True)
-            t = warpgroup_mma_wait(num_outstanding=0, deps=(t,))
-            mbarrier.arrive(empty.index(s), count=1)
-            acc = _promote(acc, t, sa, sb, SCALE_A, SCALE_B)
-            ci += 1
+        if FAST:
+            # Fast accumulation: one chained accumulator over all of K, one wgmma group kept in flight; a slot is
+            # released once the group after it has been issued and its own group retired.
+            for kb in range(k_blocks):
+                s = ci % STAGES
+                mbarrier.wait(ready.index(s), (ci // STAGES) & 1)
+                a_half = a_ring.index(s).slice(HALF * WG_M, WG_M, dim=0)
+                acc = warpgroup_mma(a_half, b_ring.index(s).permute((1, 0)), acc, is_async=True)
+                acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+                mbarrier.arrive(empty.index((ci + STAGES - 1) % STAGES), count=1, pred=kb > 0)
+                ci += 1
+            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+            mbarrier.arrive(empty.index((ci + STAGES - 1) % STAGES), count=1)
+        else:
+            # Block scales are loaded one K block ahead: their global-load latency would otherwise sit between
+            # the wgmma's completion and the promotion that needs them.
+            sa_next, sb_next = _block_scales(scale_a, scale_b, 0, k_blocks, offs_m, offs_n, off_n, M, N,
+                                             stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A, SCALE_B)
+            for kb in range(k_blocks):
+                sa = sa_next
+                sb = sb_next
+                sa_next, sb_next = _block_scales(scale_a, scale_b, kb + 1, k_blocks, offs_m, offs_n, off_n, M, N,
+                                                 stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A,
+                                                 SCALE_B)
+                s = ci % STAGES
+                mbarrier.wait(ready.index(s), (ci // STAGES) & 1)
+                a_half = a_ring.index(s).slice(HALF * WG_M, WG_M, dim=0)
+                t = warpgroup_mma(a_half, b_ring.index(s).permute((1, 0)), t, use_acc=False, is_async=True)
+                t = warpgroup_mma_wait(num_outstanding=0, deps=(t,))
+                mbarrier.arrive(empty.index(s), count=1)
+                acc = _promote(acc, t, sa, sb, SCALE_A, SCALE_B)
+                ci += 1
 
         if SCALE_A == 1:
             acc = acc * gl.load(scale_a + offs_m, mask=offs_m < M, other=0.0)[:, None]
@@ -221,10 +251,17 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, ready, empty, c_desc, c_smem, 
         if HAS_BIAS:
             acc = acc + gl.load(bias + offs_n, mask=offs_n < N, other=0.0).to(gl.float32)[None, :]
         acc = _apply_activation(acc, ACTIVATION)
-        tma.store_wait(pendings=0)  # this warp group's previous store has left its c_smem half
-        c_smem.store(acc.to(c_desc.dtype))
-        fence_async_shared()
-        tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_smem)
+        out = acc.to(c_desc.dtype)
+        EPI_N: gl.constexpr = c_desc.block_type.shape[1]
+        if EPI_N == BLOCK_N:
+            _store_piece(out, c_desc, c_smem, off_m, off_n)
+        else:
+            # Two column pieces through one staging buffer (its TMA read is done long before the second piece is
+            # converted: the wait costs little, and the ring keeps a fourth stage).
+            gl.static_assert(2 * EPI_N == BLOCK_N, "the epilogue stores one or two column pieces")
+            lo, hi = gl.split(out.reshape([WG_M, 2, EPI_N]).permute((0, 2, 1)))
+            _store_piece(lo, c_desc, c_smem, off_m, off_n)
+            _store_piece(hi, c_desc, c_smem, off_m, off_n + EPI_N)
     tma.store_wait(pendings=0)
 
 
@@ -233,10 +270,10 @@ def _consumer1(a_ring, b_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, b
                stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k,
                BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
                STAGES: gl.constexpr, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr, HAS_BIAS: gl.constexpr,
-               ACTIVATION: gl.constexpr):
+               ACTIVATION: gl.constexpr, FAST: gl.constexpr):
     _consumer(1, a_ring, b_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
               stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES,
-              SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION)
+              SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST)
 
 
 @gluon.jit
@@ -244,10 +281,10 @@ def _consumer0(a_ring, b_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, b
                stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k,
                BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
                STAGES: gl.constexpr, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr, HAS_BIAS: gl.constexpr,
-               ACTIVATION: gl.constexpr):
+               ACTIVATION: gl.constexpr, FAST: gl.constexpr):
     _consumer(0, a_ring, b_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
               stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES,
-              SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION)
+              SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST)
 
 
 @named_gluon_jit(do_not_specialize=["M", "N", "K"])
@@ -259,7 +296,7 @@ def fp8_gemm_promote_kernel(
     KERNEL_NAME: gl.constexpr,
     GROUP_M: gl.constexpr, STAGES: gl.constexpr,
     SCALE_A: gl.constexpr, SCALE_B: gl.constexpr,
-    HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr,
+    HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, FAST: gl.constexpr,
     CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
     num_warps: gl.constexpr,
 ):
@@ -275,11 +312,12 @@ def fp8_gemm_promote_kernel(
     BLOCK_N: gl.constexpr = b_desc.block_type.shape[0]
     gl.static_assert(BLOCK_K == 128, "promotion interval = one 128-wide K block")
     gl.static_assert(BLOCK_M == 128, "two consumer warp groups of 64 rows")
+    gl.static_assert(FAST or BLOCK_N <= 128, "precise: three fp32 tiles of 64 x BLOCK_N per thread group")
     gl.static_assert(num_warps == 4, "the default partition is one consumer warp group")
 
     a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
     b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BLOCK_N, BLOCK_K], b_desc.layout)
-    c_smem = gl.allocate_shared_memory(c_desc.dtype, [2, BLOCK_M // 2, BLOCK_N], c_desc.layout)
+    c_smem = gl.allocate_shared_memory(c_desc.dtype, [2, BLOCK_M // 2, c_desc.block_type.shape[1]], c_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(STAGES):
@@ -291,10 +329,10 @@ def fp8_gemm_promote_kernel(
     gl.warp_specialize([
         (_consumer0, (a_ring, b_ring, ready, empty, c_desc, c_smem.index(0), scale_a, scale_b, bias, M, N, K,
                       stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES,
-                      SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION)),
+                      SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST)),
         (_consumer1, (a_ring, b_ring, ready, empty, c_desc, c_smem.index(1), scale_a, scale_b, bias, M, N, K,
                       stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES,
-                      SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION)),
+                      SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST)),
         (_loader, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                    STAGES)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -319,13 +357,6 @@ def _gl_dtype(t):
     return _GL_DTYPES[t]
 
 
-def max_stages(block_n: int, out_bytes: int, cap: int = 6) -> int:
-    """Deepest (a, b) ring that fits next to the two epilogue halves."""
-    stage = (128 + block_n) * 128
-    epi = 128 * block_n * out_bytes
-    return max(2, min(cap, (SMEM_LIMIT_SM90 - _BARRIER_BYTES - epi) // stage))
-
-
 def _descriptor(t, block):
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -341,7 +372,8 @@ def scale_modes(a_vec: bool, b_vec: bool, b_block_rows: int | None) -> tuple[int
 
 
 def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: int, num_stages: int, group_m: int,
-           a_vec: bool, b_vec: bool, b_block_rows: int | None, sms: int, name: str, warmup: bool = False):
+           a_vec: bool, b_vec: bool, b_block_rows: int | None, sms: int, name: str, fast: bool = False,
+           warmup: bool = False):
     """Launch :func:`fp8_gemm_promote_kernel` for ``out = act((a·scale_a)(b·scale_b)ᵀ + bias)``; inputs validated
     by ``tritonfp8.gemm`` (a (M, K), b (N, K) TMA-ready FP8; out (M, N) contiguous). Scales as in
     ``launch_gemm``: (M,)/(1,) and (N,)/(1,) vectors, or block scales read in place with their strides."""
@@ -355,10 +387,10 @@ def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: 
         sam = sak = sbn = sbk = 0
     tiles = triton.cdiv(M, 128) * triton.cdiv(N, block_n)
     grid = (max(1, min(tiles, sms)),)
-    args = (_descriptor(a, [128, 128]), _descriptor(b, [block_n, 128]), _descriptor(out, [64, block_n]),
+    args = (_descriptor(a, [128, 128]), _descriptor(b, [block_n, 128]), _descriptor(out, [64, min(block_n, 128)]),
             scale_a, scale_b, bias if bias is not None else scale_a, M, N, K, sam, sak, sbn, sbk)
     kw = dict(KERNEL_NAME=name, GROUP_M=group_m, STAGES=num_stages, SCALE_A=sa_mode, SCALE_B=sb_mode,
-              HAS_BIAS=bias is not None, ACTIVATION=activation_code, CONSUMER_REGS=CONSUMER_REGS,
+              HAS_BIAS=bias is not None, ACTIVATION=activation_code, FAST=fast, CONSUMER_REGS=CONSUMER_REGS,
               LOADER_REGS=LOADER_REGS, num_warps=4)
     if warmup:
         return fp8_gemm_promote_kernel.warmup(*args, grid=grid, **kw)
@@ -375,23 +407,23 @@ def _desc_sig(dtype: str, bits: int, block: tuple[int, int]) -> str:
 
 
 def codegen_spec(*, block_n: int = 128, stages: int = 6, scale_a: int = SCALE_TENSOR, scale_b: int = SCALE_TENSOR,
-                 has_bias: bool = False, activation: int = 0, description: str = ""):
+                 has_bias: bool = False, activation: int = 0, fast: bool = False, description: str = ""):
     from tritonfp8.codegen import CodegenSpec
     from tritonfp8.naming import KernelName
 
     scaling = {(0, 0): "tensorwise", (1, 1): "rowwise", (2, 3): "blockwise", (2, 2): "group1x128"}.get(
         (scale_a, scale_b), "mixed")
-    extras = ("precise",) if scale_a < 2 else ()
+    extras = ("precise",) if scale_a < 2 and not fast else ()
     if has_bias or activation:
         extras += ("bias" + ("", "relu", "gelu", "silu")[activation],)
     name = KernelName(arch=90, op="fp8gemm", types=("e4m3", "e4m3", "f32", "bf16"), tile=(128, block_n, 128),
                       warps=4, stages=stages, schedule="glws", scaling=scaling, extras=extras)
     sig = {"a_desc": _desc_sig("fp8e4nv", 8, (128, 128)), "b_desc": _desc_sig("fp8e4nv", 8, (block_n, 128)),
-           "c_desc": _desc_sig("bf16", 16, (64, block_n)), "scale_a": "*fp32", "scale_b": "*fp32", "bias": "*bf16",
+           "c_desc": _desc_sig("bf16", 16, (64, min(block_n, 128))), "scale_a": "*fp32", "scale_b": "*fp32", "bias": "*bf16",
            "M": "i32", "N": "i32", "K": "i32", "stride_sa_m": "i32", "stride_sa_k": "i32", "stride_sb_n": "i32",
            "stride_sb_k": "i32"}
     const = dict(GROUP_M=8, STAGES=stages, SCALE_A=scale_a, SCALE_B=scale_b, HAS_BIAS=has_bias,
-                 ACTIVATION=activation, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
+                 ACTIVATION=activation, FAST=fast, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=fp8_gemm_promote_kernel, signature=sig, constexprs=const, name=name, num_warps=4,
@@ -407,6 +439,10 @@ def codegen_specs() -> dict:
                                                             activation=2, description="rowwise + bias + gelu"),
         "gemm_glws_block": codegen_spec(scale_a=SCALE_BLOCK_1X128, scale_b=SCALE_BLOCK_128X128,
                                         description="1x128 x 128x128 block scales"),
+        "gemm_glws_fast": codegen_spec(block_n=256, stages=4, fast=True,
+                                       description="Gluon fast-accumulation GEMM, 128x256 (two 64x256 groups)"),
+        "gemm_glws_fast_rowwise": codegen_spec(block_n=256, stages=4, fast=True, scale_a=SCALE_ROW,
+                                               scale_b=SCALE_ROW, description="fast, rowwise scales"),
         "gemm_glws_block_group1x128": codegen_spec(scale_a=SCALE_BLOCK_1X128, scale_b=SCALE_BLOCK_1X128,
                                                    description="1x128 x 1x128 block scales"),
     }

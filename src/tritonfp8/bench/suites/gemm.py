@@ -69,6 +69,12 @@ VARIANTS = {
     # runs under the other group's wgmma; persistent, 128x128x128, 6 stages (4: glwss4).
     "glws": {"schedule": "glws", "block_m": 128, "block_n": 128, "block_k": 128, "num_warps": 4,
              "epilogue_subtile": 1, "promote": "sync", "split_k": 1},
+    # The same kernel with fast accumulation (one chained accumulator, one wgmma group in flight): 128x256 tiles
+    # as two 64x256 consumer groups, 4 stages, epilogue in two column pieces; glwsfast128: 128x128 tiles.
+    "glwsfast": {"schedule": "glws", "block_m": 128, "block_n": 256, "block_k": 128, "num_warps": 4,
+                 "epilogue_subtile": 1, "split_k": 1},
+    "glwsfast128": {"schedule": "glws", "block_m": 128, "block_n": 128, "block_k": 128, "num_warps": 4,
+                    "epilogue_subtile": 1, "split_k": 1},
     "glwss4": {"schedule": "glws", "block_m": 128, "block_n": 128, "block_k": 128, "num_warps": 4,
                "epilogue_subtile": 1, "promote": "sync", "split_k": 1, "num_stages": 4},
 }
