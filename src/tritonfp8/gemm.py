@@ -43,7 +43,8 @@ import torch
 
 from tritonfp8 import _backend
 from tritonfp8._formats import FP8_FORMATS
-from tritonfp8._kernels.gemm_configs import GemmConfig, fit_stages, pinned_config, qkv_config, select_config
+from tritonfp8._kernels.gemm_configs import (GemmConfig, block_config, fit_stages, heuristic_config, pinned_config,
+                                             qkv_config, select_config)
 
 __all__ = ["gemm", "gemm_torch", "error_bound", "GemmConfig", "pinned_config", "demo_cases", "ACTIVATIONS",
            "OUT_DTYPES", "SCALE_BLOCK"]
@@ -466,6 +467,14 @@ def _gemm(a, b, scale_a, scale_b, *, out_dtype, bias, activation, accumulate, ou
         if source == "table" and arch >= 90:
             # Tables are tuned with bf16 output; a wider output needs a bigger staging buffer: refit the stages.
             config = fit_stages(config, out.element_size())
+        if config.schedule == "glws" and (qkv is not None or (block and b_group != SCALE_BLOCK)):
+            # The Gluon kernel has no fused-QKV epilogue, and its 1x128 groups of b spill (offline: 86 spill
+            # stores): those take the Triton kernel.
+            if block:
+                config = block_config(M, N, K, arch=arch, num_sms=sms, out_size=out.element_size())
+            else:
+                config = heuristic_config(M, N, K, precise=precise, arch=arch, num_sms=sms,
+                                          out_size=out.element_size())
     if qkv is not None and source != "pinned" and (config.swap_ab or config.split_k > 1):
         config = qkv_config(out.element_size())
     if arch < 90 and config.uses_tma:

@@ -173,19 +173,22 @@ def smem_bytes(cfg: GemmConfig, out_size: int, stages: int | None = None) -> int
     elem = 4 if cfg.split_k > 1 else out_size
     tile = cfg.block_m * cfg.block_n * elem
     if cfg.schedule == "glws":
-        # Gluon kernel: ring + one (64, <=128) staging buffer per consumer warp group + barriers; fp32 output adds a
-        # layout-conversion scratch of half the staging (compile metadata, 128x128x128: bf16 s4 164056 = 131072 +
-        # 32768 + 216; fp32 s5 262192 = 163840 + 65536 + 32816).
+        # Gluon kernel: ring + one (64, <=128) staging buffer per consumer warp group + barriers (compile metadata,
+        # 128x128x128 precise: bf16 s4 164056 = 131072 + 32768 + 216; fp32 s4 196824 = 131072 + 65536 + 216).
+        # Block scales add a ring of a's scale columns (block_m fp32 per stage), counted for every promoting
+        # config (block_n <= 128; the 256-wide tile is fast-mode only).
         epi_n = min(cfg.block_n, 128)
         staging = 2 * 64 * epi_n * out_size
-        if out_size == 4:
-            staging += staging // 2
-        return ring + staging + 16 * stages + 256
+        sa_ring = stages * cfg.block_m * 4 if cfg.block_n <= 128 else 0
+        return ring + sa_ring + staging + 16 * stages + 256
     if cfg.tma_store:
         epi = tile // cfg.epilogue_subtile
     else:
         epi = tile if elem == 4 else tile // 2
-    if cfg.persistent or cfg.warp_specialized:
+    if cfg.persistent or cfg.warp_specialized or (cfg.tma_store and elem == 4):
+        # fp32 output through a TMA store does not reuse the ring even with one tile per program (compile
+        # metadata, 128x128x128 s6 tma: 262192 = ring 196608 + 65536 staging; bf16: 196656 = the ring): the
+        # H200 refused that 6-stage launch (OutOfResources, session 7), so it is counted as ring + staging.
         return ring + epi + 8 * stages
     return max(ring, epi) + 8 * stages
 

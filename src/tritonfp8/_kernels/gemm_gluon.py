@@ -97,13 +97,17 @@ def _issue_mma(ci, t, a_ring, b_ring, ready, STAGES: gl.constexpr):
 
 @gluon.jit
 def _block_scales(scale_a, scale_b, kb, K_BLOCKS, offs_m, offs_n, off_n, M, N, stride_sa_m, stride_sa_k,
-                  stride_sb_n, stride_sb_k, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr):
+                  stride_sb_n, stride_sb_k, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr,
+                  SA_TMA: gl.constexpr = False):
     """(sa, sb) of K block kb: sa (BLOCK_M,) rows of a; sb a scalar (128x128 blocks) or (BLOCK_N,) columns.
     Block kb >= K_BLOCKS (the zero-filled pad block) gets 0. Unused (1.0, 1.0) for the non-block modes."""
     if SCALE_A == 2:
         kvalid = kb < K_BLOCKS
-        sa = gl.load(scale_a + offs_m.to(gl.int64) * stride_sa_m + kb * stride_sa_k, mask=(offs_m < M) & kvalid,
-                     other=0.0)
+        if SA_TMA:
+            sa = 1.0  # comes through shared memory with the tiles
+        else:
+            sa = gl.load(scale_a + offs_m.to(gl.int64) * stride_sa_m + kb * stride_sa_k,
+                         mask=(offs_m < M) & kvalid, other=0.0)
         if SCALE_B == 3:
             sb = gl.load(scale_b + (off_n // 128).to(gl.int64) * stride_sb_n + kb * stride_sb_k, mask=kvalid,
                          other=0.0)
@@ -146,12 +150,15 @@ def _tile_count(M, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
 
 
 @gluon.jit
-def _loader(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K,
+def _loader(a_desc, b_desc, sa_desc, a_ring, b_ring, sa_ring, ready, empty, M, N, K,
             BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
-            STAGES: gl.constexpr):
-    """Producer partition (one warp): TMA loads of every (tile, K block) of this program into the ring."""
+            STAGES: gl.constexpr, SA_TMA: gl.constexpr):
+    """Producer partition (one warp): TMA loads of every (tile, K block) of this program into the ring; with
+    SA_TMA also the K block's column of a's 1x128 block scales (the rows of this tile: BLOCK_M fp32 from the
+    flattened (ceil(K/128), M) transposed scales)."""
     num_pid_m, num_pid_n, num_tiles = _tile_count(M, N, BLOCK_M, BLOCK_N)
     k_blocks = gl.cdiv(K, BLOCK_K)
+    nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes + (BLOCK_M * 4 if SA_TMA else 0)
     li = 0
     for tile_id in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
         pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
@@ -160,9 +167,13 @@ def _loader(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K,
             # A fresh barrier counts as having completed the phase before phase 0: the first pass does not wait.
             mbarrier.wait(empty.index(s), ((li // STAGES) & 1) ^ 1)
             bar = ready.index(s)
-            mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+            mbarrier.expect(bar, nbytes)
             tma.async_copy_global_to_shared(a_desc, [pid_m * BLOCK_M, kb * BLOCK_K], bar, a_ring.index(s))
             tma.async_copy_global_to_shared(b_desc, [pid_n * BLOCK_N, kb * BLOCK_K], bar, b_ring.index(s))
+            if SA_TMA:
+                # Rows past M read the next column's first scales (finite; those rows are zero-filled in a and
+                # clipped in C), past the end TMA fills zeros.
+                tma.async_copy_global_to_shared(sa_desc, [kb * M + pid_m * BLOCK_M], bar, sa_ring.index(s))
             li += 1
 
 
@@ -176,11 +187,11 @@ def _store_piece(v, c_desc, c_smem, off_m, off_n):
 
 
 @gluon.jit
-def _consumer(HALF: gl.constexpr, a_ring, b_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
+def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
               stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k,
               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
               STAGES: gl.constexpr, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr, HAS_BIAS: gl.constexpr,
-              ACTIVATION: gl.constexpr, FAST: gl.constexpr):
+              ACTIVATION: gl.constexpr, FAST: gl.constexpr, SA_TMA: gl.constexpr):
     """Consumer partition (one warp group): rows HALF*64 .. HALF*64+63 of every tile of this program."""
     WG_M: gl.constexpr = BLOCK_M // 2
     mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -226,15 +237,18 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, ready, empty, c_desc, c_smem, 
             # Block scales are loaded one K block ahead: their global-load latency would otherwise sit between
             # the wgmma's completion and the promotion that needs them.
             sa_next, sb_next = _block_scales(scale_a, scale_b, 0, k_blocks, offs_m, offs_n, off_n, M, N,
-                                             stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A, SCALE_B)
+                                             stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A, SCALE_B,
+                                             SA_TMA)
             for kb in range(k_blocks):
                 sa = sa_next
                 sb = sb_next
                 sa_next, sb_next = _block_scales(scale_a, scale_b, kb + 1, k_blocks, offs_m, offs_n, off_n, M, N,
                                                  stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A,
-                                                 SCALE_B)
+                                                 SCALE_B, SA_TMA)
                 s = ci % STAGES
                 mbarrier.wait(ready.index(s), (ci // STAGES) & 1)
+                if SA_TMA:  # this K block's scales of a's rows, delivered with the tiles (read before the release)
+                    sa = sa_ring.index(s).slice(HALF * WG_M, WG_M).load(row_layout)
                 a_half = a_ring.index(s).slice(HALF * WG_M, WG_M, dim=0)
                 t = warpgroup_mma(a_half, b_ring.index(s).permute((1, 0)), t, use_acc=False, is_async=True)
                 t = warpgroup_mma_wait(num_outstanding=0, deps=(t,))
@@ -266,30 +280,30 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, ready, empty, c_desc, c_smem, 
 
 
 @gluon.jit
-def _consumer1(a_ring, b_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
+def _consumer1(a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
                stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k,
                BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
                STAGES: gl.constexpr, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr, HAS_BIAS: gl.constexpr,
-               ACTIVATION: gl.constexpr, FAST: gl.constexpr):
-    _consumer(1, a_ring, b_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
+               ACTIVATION: gl.constexpr, FAST: gl.constexpr, SA_TMA: gl.constexpr):
+    _consumer(1, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
               stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES,
-              SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST)
+              SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA)
 
 
 @gluon.jit
-def _consumer0(a_ring, b_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
+def _consumer0(a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
                stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k,
                BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
                STAGES: gl.constexpr, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr, HAS_BIAS: gl.constexpr,
-               ACTIVATION: gl.constexpr, FAST: gl.constexpr):
-    _consumer(0, a_ring, b_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
+               ACTIVATION: gl.constexpr, FAST: gl.constexpr, SA_TMA: gl.constexpr):
+    _consumer(0, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
               stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES,
-              SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST)
+              SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA)
 
 
 @named_gluon_jit(do_not_specialize=["M", "N", "K"])
 def fp8_gemm_promote_kernel(
-    a_desc, b_desc, c_desc,
+    a_desc, b_desc, c_desc, sa_desc,
     scale_a, scale_b, bias,
     M, N, K,
     stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k,
@@ -315,7 +329,12 @@ def fp8_gemm_promote_kernel(
     gl.static_assert(FAST or BLOCK_N <= 128, "precise: three fp32 tiles of 64 x BLOCK_N per thread group")
     gl.static_assert(num_warps == 4, "the default partition is one consumer warp group")
 
+    SA_TMA: gl.constexpr = SCALE_A == 2 and SCALE_B == 3  # the DeepSeek-V3 recipe: a's scales through TMA
     a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
+    if SA_TMA:
+        sa_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK_M], sa_desc.layout)
+    else:
+        sa_ring = a_ring  # unused
     b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BLOCK_N, BLOCK_K], b_desc.layout)
     c_smem = gl.allocate_shared_memory(c_desc.dtype, [2, BLOCK_M // 2, c_desc.block_type.shape[1]], c_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -327,14 +346,14 @@ def fp8_gemm_promote_kernel(
 
     # (Argument tuples inline: a tuple assigned to a variable first has its constexprs turned into tensors.)
     gl.warp_specialize([
-        (_consumer0, (a_ring, b_ring, ready, empty, c_desc, c_smem.index(0), scale_a, scale_b, bias, M, N, K,
+        (_consumer0, (a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem.index(0), scale_a, scale_b, bias, M, N, K,
                       stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES,
-                      SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST)),
-        (_consumer1, (a_ring, b_ring, ready, empty, c_desc, c_smem.index(1), scale_a, scale_b, bias, M, N, K,
+                      SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA)),
+        (_consumer1, (a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem.index(1), scale_a, scale_b, bias, M, N, K,
                       stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES,
-                      SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST)),
-        (_loader, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                   STAGES)),
+                      SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA)),
+        (_loader, (a_desc, b_desc, sa_desc, a_ring, b_ring, sa_ring, ready, empty, M, N, K, BLOCK_M, BLOCK_N,
+                   BLOCK_K, GROUP_M, STAGES, SA_TMA)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
@@ -387,7 +406,18 @@ def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: 
         sam = sak = sbn = sbk = 0
     tiles = triton.cdiv(M, 128) * triton.cdiv(N, block_n)
     grid = (max(1, min(tiles, sms)),)
-    args = (_descriptor(a, [128, 128]), _descriptor(b, [block_n, 128]), _descriptor(out, [64, min(block_n, 128)]),
+    a_desc = _descriptor(a, [128, 128])
+    if sa_mode == SCALE_BLOCK_1X128 and sb_mode == SCALE_BLOCK_128X128:
+        # a's block scales go through TMA as the flattened (ceil(K/128), M) transpose: read in place when stored
+        # outer-dim-major (strides (1, M), the torch._scaled_mm layout), else copied into that layout here (M x
+        # ceil(K/128) fp32: ~1% of the GEMM's time at 8192 x 7168 x 7168).
+        sa_t = scale_a.t()
+        if not sa_t.is_contiguous() or sa_t.data_ptr() % 16:
+            sa_t = sa_t.contiguous()
+        sa_desc = _descriptor(sa_t.reshape(-1), [128])
+    else:
+        sa_desc = a_desc  # unused by the kernel
+    args = (a_desc, _descriptor(b, [block_n, 128]), _descriptor(out, [64, min(block_n, 128)]), sa_desc,
             scale_a, scale_b, bias if bias is not None else scale_a, M, N, K, sam, sak, sbn, sbk)
     kw = dict(KERNEL_NAME=name, GROUP_M=group_m, STAGES=num_stages, SCALE_A=sa_mode, SCALE_B=sb_mode,
               HAS_BIAS=bias is not None, ACTIVATION=activation_code, FAST=fast, CONSUMER_REGS=CONSUMER_REGS,
@@ -406,6 +436,10 @@ def _desc_sig(dtype: str, bits: int, block: tuple[int, int]) -> str:
             f"element_bitwidth={bits}, rank=2, transposed=False, fp4_padded=False, cga_layout=[])>")
 
 
+_SA_DESC_SIG = ("tensordesc<fp32[128],NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=1, "
+                "transposed=False, fp4_padded=False, cga_layout=[])>")
+
+
 def codegen_spec(*, block_n: int = 128, stages: int = 6, scale_a: int = SCALE_TENSOR, scale_b: int = SCALE_TENSOR,
                  has_bias: bool = False, activation: int = 0, fast: bool = False, description: str = ""):
     from tritonfp8.codegen import CodegenSpec
@@ -419,7 +453,9 @@ def codegen_spec(*, block_n: int = 128, stages: int = 6, scale_a: int = SCALE_TE
     name = KernelName(arch=90, op="fp8gemm", types=("e4m3", "e4m3", "f32", "bf16"), tile=(128, block_n, 128),
                       warps=4, stages=stages, schedule="glws", scaling=scaling, extras=extras)
     sig = {"a_desc": _desc_sig("fp8e4nv", 8, (128, 128)), "b_desc": _desc_sig("fp8e4nv", 8, (block_n, 128)),
-           "c_desc": _desc_sig("bf16", 16, (64, min(block_n, 128))), "scale_a": "*fp32", "scale_b": "*fp32", "bias": "*bf16",
+           "c_desc": _desc_sig("bf16", 16, (64, min(block_n, 128))),
+           "sa_desc": (_SA_DESC_SIG if (scale_a, scale_b) == (SCALE_BLOCK_1X128, SCALE_BLOCK_128X128)
+                       else _desc_sig("fp8e4nv", 8, (128, 128))), "scale_a": "*fp32", "scale_b": "*fp32", "bias": "*bf16",
            "M": "i32", "N": "i32", "K": "i32", "stride_sa_m": "i32", "stride_sa_k": "i32", "stride_sb_n": "i32",
            "stride_sb_k": "i32"}
     const = dict(GROUP_M=8, STAGES=stages, SCALE_A=scale_a, SCALE_B=scale_b, HAS_BIAS=has_bias,
@@ -437,12 +473,13 @@ def codegen_specs() -> dict:
                                                       "per-tensor scales"),
         "gemm_glws_precise_rowwise_bias_gelu": codegen_spec(scale_a=SCALE_ROW, scale_b=SCALE_ROW, has_bias=True,
                                                             activation=2, description="rowwise + bias + gelu"),
-        "gemm_glws_block": codegen_spec(scale_a=SCALE_BLOCK_1X128, scale_b=SCALE_BLOCK_128X128,
+        "gemm_glws_block": codegen_spec(stages=4, scale_a=SCALE_BLOCK_1X128, scale_b=SCALE_BLOCK_128X128,
                                         description="1x128 x 128x128 block scales"),
         "gemm_glws_fast": codegen_spec(block_n=256, stages=4, fast=True,
                                        description="Gluon fast-accumulation GEMM, 128x256 (two 64x256 groups)"),
         "gemm_glws_fast_rowwise": codegen_spec(block_n=256, stages=4, fast=True, scale_a=SCALE_ROW,
                                                scale_b=SCALE_ROW, description="fast, rowwise scales"),
-        "gemm_glws_block_group1x128": codegen_spec(scale_a=SCALE_BLOCK_1X128, scale_b=SCALE_BLOCK_1X128,
-                                                   description="1x128 x 1x128 block scales"),
+        # Not used by the heuristics: the (BLOCK_N,) scale vector of b spills (86 spill stores offline).
+        "gemm_glws_block_group1x128": codegen_spec(stages=4, scale_a=SCALE_BLOCK_1X128, scale_b=SCALE_BLOCK_1X128,
+                                                   description="1x128 x 1x128 block scales (spills; not a default)"),
     }
