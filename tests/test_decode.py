@@ -477,7 +477,7 @@ def test_heuristic_splits():
 def test_heuristic_tma_rules():
     """16 query rows, pages TMA can load. Pages of 64: the one-warp TMA kernel with the fewest splits giving >= 1024
     programs (B x Hkv x splits), each split >= 2048 tokens. Pages of 16: kv_load="tmab" (32-token steps, one warp,
-    4 splits) at B x Hkv >= 512 with >= 4096 tokens per split. Anything else keeps the gather config (what
+    4 splits) at B x Hkv >= 512 with >= 4096 tokens per split, from 64 pairs in one wave (3 stages). Anything else keeps the gather config (what
     decode_config gives without a TMA page); a caller's num_splits is kept and judged by the same bounds."""
     tma = dec.decode_config(32, 8, 4, 8192, tma_page=64)
     assert (tma.kv_load, tma.num_warps, tma.block_n, tma.num_stages, tma.num_splits, tma.v_stage) == (
@@ -502,12 +502,23 @@ def test_heuristic_tma_rules():
         for args in ((0, 8, 4, 4096), (4, 0, 4, 4096)):
             assert dec.decode_config(*args, tma_page=page) == dec.decode_config(*args)
     assert (dec.TMAB_MIN_PAIRS, dec.TMAB_SPLITS, dec.TMAB_MIN_SPLIT_LEN) == (512, 4, 4096)
+    # Pages of 16 below 512 pairs: the per-box kernel in one wave (3 stages, ~1024 programs, >= 512 tokens a split).
+    wave = dataclasses.replace(tmab, num_stages=3)
+    assert dec.decode_config(32, 8, 4, 32768, tma_page=16) == dataclasses.replace(wave, num_splits=4)
+    assert dec.decode_config(32, 8, 4, 4096, tma_page=16) == dataclasses.replace(wave, num_splits=4)
+    assert dec.decode_config(8, 8, 4, 32768, tma_page=16) == dataclasses.replace(wave, num_splits=16)
+    assert dec.decode_config(8, 8, 4, 4096, tma_page=16) == dataclasses.replace(wave, num_splits=8)  # 512 tokens
+    assert dec.decode_config(8, 8, 4, 4096, num_splits=4, tma_page=16) == dataclasses.replace(wave, num_splits=4)
+    # a caller's 16 splits of 256 tokens: below the bound, the gather config
+    assert dec.decode_config(8, 8, 4, 4096, num_splits=16, tma_page=16) == dec.decode_config(8, 8, 4, 4096, num_splits=16)
     for args, page in [((8, 8, 4, 1024), 64),  # 16 splits of 64 tokens
                        ((8, 8, 4, 4095), 64),  # 16 splits of 255
                        ((128, 8, 4, 255), 64),
                        ((1, 8, 4, 32768), 64),  # 128 splits needed: over MAX_SPLITS
                        ((32, 8, 4, 32768), 32),
-                       ((32, 8, 4, 32768), 16), ((128, 8, 4, 8192), 16),  # tmab: 256 pairs / 2048 tokens per split
+                       ((128, 8, 4, 8192), 16),  # tmab at >= 512 pairs: 2048 tokens per split
+                       ((4, 8, 4, 32768), 16),  # 32 pairs: below the one-wave rule
+                       ((32, 8, 4, 2048), 16),  # the one-wave rule starts at ctx 4096
                        ((32, 8, 32, 32768), 64), ((128, 8, 32, 32768), 16), ((32, 8, 4, 32768), None)]:
         assert dec.decode_config(*args, tma_page=page) == dec.decode_config(*args), (args, page)
 

@@ -170,6 +170,15 @@ TMA_MIN_PROGRAMS = 1024  # batch x KV heads x splits
 TMAB_MIN_PAIRS = 512
 TMAB_SPLITS = 4
 TMAB_MIN_SPLIT_LEN = 4096
+# Pages of 16 below that (B x Hkv from 64 to 511): the same per-box kernel in one wave, 3 stages (20.5 KB of shared
+# memory offline: 8 programs per SM, 1056 slots, against 7 at 4 stages), the fewest splits reaching 1024 programs
+# while each keeps >= 512 tokens, contexts >= 4096. CUDA graphs, session 7 (decode-nvidia-h200-20261201-204019.json,
+# Hq 32): against the gather kernel the heuristic ran there, B 32 ctx 32768 (4 splits) 95.4 vs 80.2% of copy
+# (1.19x), B 32 ctx 4096 (4) 80.3 vs 73.3% (1.10x), B 8 ctx 32768 (16) 86.5 vs 69.9% (1.24x), B 8 ctx 4096 (8 of
+# 512 tokens) 59.1 vs 52.4% (1.13x; 16 splits of 256: 1.09x). The 4-stage form lost at the same splits (0.75-0.87x).
+TMAB_WAVE_MIN_PAIRS = 64
+TMAB_WAVE_MIN_SPLIT_LEN = 512
+TMAB_WAVE_MIN_CONTEXT = 4096
 TMA_BLOCK_N = 64  # tokens per step of that kernel: one page box
 # Both TMA rules read V as whole rows with permuted columns (DecodeConfig.v_stage; offline 1362 -> 1210 instructions
 # per 64-token step, no spills). CUDA graphs, session 6 (decode-nvidia-h200-20261129-201705.json), against the same
@@ -188,7 +197,9 @@ def decode_config(
     ``_tma_geometry``), else None. With 16 query rows, pages of 64 then take the one-warp TMA kernel with the
     fewest splits that give :data:`TMA_MIN_PROGRAMS` programs, if each keeps :data:`TMA_MIN_SPLIT_LEN` tokens;
     pages of 16 take ``kv_load="tmab"`` with :data:`TMAB_SPLITS` splits at B x Hkv >= :data:`TMAB_MIN_PAIRS` and
-    :data:`TMAB_MIN_SPLIT_LEN` tokens per split; both with ``v_stage`` (:data:`TMA_V_STAGE`). A caller's
+    :data:`TMAB_MIN_SPLIT_LEN` tokens per split, and below that (from :data:`TMAB_WAVE_MIN_PAIRS` pairs, contexts
+    >= :data:`TMAB_WAVE_MIN_CONTEXT`) with 3 stages and the fewest splits reaching :data:`TMA_MIN_PROGRAMS`
+    programs, each >= :data:`TMAB_WAVE_MIN_SPLIT_LEN` tokens; both with ``v_stage`` (:data:`TMA_V_STAGE`). A caller's
     ``num_splits`` is kept and judged by the same bounds.
 
     Splits: as many (batch x KV head x split) programs as fit at once, :data:`RESIDENT_PER_SM` per SM (the issue's
@@ -221,10 +232,18 @@ def decode_config(
             return DecodeConfig(block_n=TMA_BLOCK_N, block_m=block_m, num_warps=1, num_stages=4, num_splits=s,
                                 kv_load="tma", v_stage=TMA_V_STAGE)
     if tma_page == 16 and block_m == 16 and num_splits > 0:
-        s = num_splits if given else TMAB_SPLITS
-        if pairs >= TMAB_MIN_PAIRS and max_len // s >= TMAB_MIN_SPLIT_LEN:
-            return DecodeConfig(block_n=32, block_m=block_m, num_warps=1, num_stages=4, num_splits=s,
-                                kv_load="tmab", v_stage=TMA_V_STAGE)
+        if pairs >= TMAB_MIN_PAIRS:
+            s = num_splits if given else TMAB_SPLITS
+            if max_len // s >= TMAB_MIN_SPLIT_LEN:
+                return DecodeConfig(block_n=32, block_m=block_m, num_warps=1, num_stages=4, num_splits=s,
+                                    kv_load="tmab", v_stage=TMA_V_STAGE)
+        elif pairs >= TMAB_WAVE_MIN_PAIRS and max_len >= TMAB_WAVE_MIN_CONTEXT:
+            s = num_splits if given else min(triton.cdiv(TMA_MIN_PROGRAMS, pairs), MAX_SPLITS)
+            while not given and s > 1 and max_len // s < TMAB_WAVE_MIN_SPLIT_LEN:
+                s //= 2
+            if max_len // s >= TMAB_WAVE_MIN_SPLIT_LEN:
+                return DecodeConfig(block_n=32, block_m=block_m, num_warps=1, num_stages=3, num_splits=s,
+                                    kv_load="tmab", v_stage=TMA_V_STAGE)
     return DecodeConfig(block_n=block_n, block_m=block_m, num_warps=warps, num_stages=3, num_splits=num_splits)
 
 

@@ -150,12 +150,12 @@ def _tile_count(M, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
 
 
 @gluon.jit
-def _loader(a_desc, b_desc, sa_desc, a_ring, b_ring, sa_ring, ready, empty, M, N, K,
+def _loader(a_desc, b_desc, sa_desc, a_ring, b_ring, sa_ring, ready, empty, M, N, K, sa_col,
             BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
             STAGES: gl.constexpr, SA_TMA: gl.constexpr):
     """Producer partition (one warp): TMA loads of every (tile, K block) of this program into the ring; with
     SA_TMA also the K block's column of a's 1x128 block scales (the rows of this tile: BLOCK_M fp32 from the
-    flattened (ceil(K/128), M) transposed scales)."""
+    flattened (ceil(K/128), M rounded up to 4) transposed scales; ``sa_col`` = that row length)."""
     num_pid_m, num_pid_n, num_tiles = _tile_count(M, N, BLOCK_M, BLOCK_N)
     k_blocks = gl.cdiv(K, BLOCK_K)
     nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes + (BLOCK_M * 4 if SA_TMA else 0)
@@ -171,9 +171,9 @@ def _loader(a_desc, b_desc, sa_desc, a_ring, b_ring, sa_ring, ready, empty, M, N
             tma.async_copy_global_to_shared(a_desc, [pid_m * BLOCK_M, kb * BLOCK_K], bar, a_ring.index(s))
             tma.async_copy_global_to_shared(b_desc, [pid_n * BLOCK_N, kb * BLOCK_K], bar, b_ring.index(s))
             if SA_TMA:
-                # Rows past M read the next column's first scales (finite; those rows are zero-filled in a and
-                # clipped in C), past the end TMA fills zeros.
-                tma.async_copy_global_to_shared(sa_desc, [kb * M + pid_m * BLOCK_M], bar, sa_ring.index(s))
+                # Rows past M read padding or the next column's first scales (finite; those rows are zero-filled
+                # in a and clipped in C), past the end TMA fills zeros.
+                tma.async_copy_global_to_shared(sa_desc, [kb * sa_col + pid_m * BLOCK_M], bar, sa_ring.index(s))
             li += 1
 
 
@@ -352,7 +352,8 @@ def fp8_gemm_promote_kernel(
         (_consumer1, (a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem.index(1), scale_a, scale_b, bias, M, N, K,
                       stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES,
                       SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA)),
-        (_loader, (a_desc, b_desc, sa_desc, a_ring, b_ring, sa_ring, ready, empty, M, N, K, BLOCK_M, BLOCK_N,
+        (_loader, (a_desc, b_desc, sa_desc, a_ring, b_ring, sa_ring, ready, empty, M, N, K, stride_sa_k, BLOCK_M,
+                   BLOCK_N,
                    BLOCK_K, GROUP_M, STAGES, SA_TMA)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
@@ -411,9 +412,15 @@ def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: 
         # a's block scales go through TMA as the flattened (ceil(K/128), M) transpose: read in place when stored
         # outer-dim-major (strides (1, M), the torch._scaled_mm layout), else copied into that layout here (M x
         # ceil(K/128) fp32: ~1% of the GEMM's time at 8192 x 7168 x 7168).
+        # Each column starts on a 16-byte boundary (TMA box starts must be: M = 83 faulted on the H200), so
+        # M is padded to a multiple of 4 in the copy.
         sa_t = scale_a.t()
-        if not sa_t.is_contiguous() or sa_t.data_ptr() % 16:
-            sa_t = sa_t.contiguous()
+        if not sa_t.is_contiguous() or sa_t.data_ptr() % 16 or M % 4:
+            m_pad = -(-M // 4) * 4
+            padded = scale_a.new_zeros(sa_t.shape[0], m_pad)
+            padded[:, :M] = sa_t
+            sa_t = padded
+        sak = sa_t.stride(0)  # elements from one K block's column to the next (M rounded up to 4)
         sa_desc = _descriptor(sa_t.reshape(-1), [128])
     else:
         sa_desc = a_desc  # unused by the kernel
