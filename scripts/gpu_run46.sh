@@ -5,16 +5,16 @@
 # the decode matrix (eager, pages of 16 and 64).
 source scripts/gpu_common.sh
 el tests
-timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_gluon.py tests/test_gemm_gpu.py tests/test_gemm_block.py tests/test_decode_tma.py -k "glws or gpu or large_shapes or error_matches or table" 2>&1 | tail -5
+timeout 140 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_gluon.py tests/test_gemm_gpu.py tests/test_gemm_block.py tests/test_decode_tma.py -k "glws or gpu or large_shapes or error_matches or table" 2>&1 | tail -5
 el bench-gemm-set
-timeout 170 python3 -m tritonfp8 bench gemm --no-bf16 --no-name-ab > $OUT/bench_gemm.log 2>&1; grep -E "^┃ mode|^│ (fast|precise|rowwise) |results|Error|error" $OUT/bench_gemm.log | cut -c1-160 | tail -8
+timeout 160 python3 -m tritonfp8 bench gemm --no-bf16 --no-name-ab > $OUT/bench_gemm.log 2>&1; grep -E "^┃ mode|^│ (fast|precise|rowwise) |results|Error|error" $OUT/bench_gemm.log | cut -c1-160 | tail -8
 save
 el bench-block
-timeout 90 python3 -m tritonfp8 bench gemm --scaling block --no-bf16 --no-name-ab \
+timeout 80 python3 -m tritonfp8 bench gemm --scaling block --no-bf16 --no-name-ab \
   --shapes "4096x7168x16384;8192x7168x16384;4096x24576x1536;8192x24576x1536;4096x32768x512;8192x32768x512;4096x7168x18432;8192x7168x18432;4096x18432x7168;8192x18432x7168;4096x4096x7168;8192x4096x7168;4096x7168x2048;8192x7168x2048;128x7168x16384;16x7168x16384" \
   > $OUT/bench_block.log 2>&1; grep -E "^┃ mode|^│ block|results|Error|error" $OUT/bench_block.log | cut -c1-160 | tail -6
 save
 el decode-eager-matrix
-timeout 150 python3 -m tritonfp8 bench decode --batch 8 --batch 32 --batch 128 --context 4096 --context 32768 --hq 32 --hq 64 --page 16 --page 64 --repeats 3 > $OUT/bench_decode_eager.log 2>&1; grep -E "^│ B|results" $OUT/bench_decode_eager.log | cut -c1-150 | tail -30
+timeout 170 python3 -m tritonfp8 bench decode --batch 8 --batch 32 --batch 128 --context 4096 --context 32768 --hq 32 --hq 64 --page 16 --page 64 --repeats 3 > $OUT/bench_decode_eager.log 2>&1; grep -E "^│ B|results" $OUT/bench_decode_eager.log | cut -c1-150 | tail -30
 save
 el done
