@@ -507,10 +507,13 @@ def test_heuristic_tma_rules():
     assert dec.decode_config(32, 8, 4, 32768, tma_page=16) == dataclasses.replace(wave, num_splits=4)
     assert dec.decode_config(32, 8, 4, 4096, tma_page=16) == dataclasses.replace(wave, num_splits=4)
     assert dec.decode_config(8, 8, 4, 32768, tma_page=16) == dataclasses.replace(wave, num_splits=16)
-    assert dec.decode_config(8, 8, 4, 4096, tma_page=16) == dataclasses.replace(wave, num_splits=8)  # 512 tokens
-    assert dec.decode_config(8, 8, 4, 4096, num_splits=4, tma_page=16) == dataclasses.replace(wave, num_splits=4)
-    # a caller's 16 splits of 256 tokens: below the bound, the gather config
-    assert dec.decode_config(8, 8, 4, 4096, num_splits=16, tma_page=16) == dec.decode_config(8, 8, 4, 4096, num_splits=16)
+    assert dec.decode_config(8, 8, 4, 16384, tma_page=16) == dataclasses.replace(wave, num_splits=16)
+    assert dec.decode_config(16, 8, 4, 8192, tma_page=16) == dataclasses.replace(wave, num_splits=8)
+    assert dec.decode_config(32, 8, 4, 32768, num_splits=8, tma_page=16) == dataclasses.replace(wave, num_splits=8)
+    # 2^20 cached tokens over all pairs at least (B 8 ctx 4096 is host-bound eager), >= 512 tokens a split
+    assert dec.decode_config(8, 8, 4, 4096, tma_page=16) == dec.decode_config(8, 8, 4, 4096)
+    assert dec.decode_config(32, 8, 4, 8192, num_splits=32, tma_page=16) == dec.decode_config(32, 8, 4, 8192,
+                                                                                              num_splits=32)
     for args, page in [((8, 8, 4, 1024), 64),  # 16 splits of 64 tokens
                        ((8, 8, 4, 4095), 64),  # 16 splits of 255
                        ((128, 8, 4, 255), 64),

@@ -344,7 +344,7 @@ def test_tma_gpu_matches_default(hq, hkv, page, block_n, warps, load):
 @requires_gpu
 @pytest.mark.parametrize("b,page,load,seed,max_len", [(32, 64, "tma", 25, 16384), (64, 16, "tmab", 26, 16384),
                                                        (8, 64, "tma", 27, 4096), (32, 16, "tmab", 28, 4096),
-                                                       (8, 16, "tmab", 29, 8192)])
+                                                       (8, 16, "tmab", 29, 16384)])
 def test_heuristic_tma_rules_on_gpu(b, page, load, seed, max_len):
     """H200: the heuristic's TMA rules run their kernels: pages of 64 at B x Hkv = 256 (4 splits of >= 256
     tokens: kv_load="tma") and at B x Hkv = 64 with lengths up to 4096 (16 splits of 256 tokens, merged inline),

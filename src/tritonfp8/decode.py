@@ -176,9 +176,14 @@ TMAB_MIN_SPLIT_LEN = 4096
 # Hq 32): against the gather kernel the heuristic ran there, B 32 ctx 32768 (4 splits) 95.4 vs 80.2% of copy
 # (1.19x), B 32 ctx 4096 (4) 80.3 vs 73.3% (1.10x), B 8 ctx 32768 (16) 86.5 vs 69.9% (1.24x), B 8 ctx 4096 (8 of
 # 512 tokens) 59.1 vs 52.4% (1.13x; 16 splits of 256: 1.09x). The 4-stage form lost at the same splits (0.75-0.87x).
+# Eager (the matrix after the rule, decode-nvidia-h200-20261201-205249.json): B 8 ctx 32768 86.3 / 84.8% of copy
+# (Hq 32 / 64; the gather kernel 66.9 / 65.4% in session 6's matrix), B 32 ctx 32768 96.2 / 96.7% (74.2 / 72.6),
+# B 32 ctx 4096 79.0 / 78.7% (71.1); but B 8 ctx 4096 26-28% against 36-49%: that 33 us kernel is host-bound in
+# eager calls and the TMA launch costs more host time, so the rule needs >= 2^20 cached tokens over all pairs.
 TMAB_WAVE_MIN_PAIRS = 64
 TMAB_WAVE_MIN_SPLIT_LEN = 512
 TMAB_WAVE_MIN_CONTEXT = 4096
+TMAB_WAVE_MIN_TOKENS = 1 << 20  # B x Hkv x context
 TMA_BLOCK_N = 64  # tokens per step of that kernel: one page box
 # Both TMA rules read V as whole rows with permuted columns (DecodeConfig.v_stage; offline 1362 -> 1210 instructions
 # per 64-token step, no spills). CUDA graphs, session 6 (decode-nvidia-h200-20261129-201705.json), against the same
@@ -198,7 +203,7 @@ def decode_config(
     fewest splits that give :data:`TMA_MIN_PROGRAMS` programs, if each keeps :data:`TMA_MIN_SPLIT_LEN` tokens;
     pages of 16 take ``kv_load="tmab"`` with :data:`TMAB_SPLITS` splits at B x Hkv >= :data:`TMAB_MIN_PAIRS` and
     :data:`TMAB_MIN_SPLIT_LEN` tokens per split, and below that (from :data:`TMAB_WAVE_MIN_PAIRS` pairs, contexts
-    >= :data:`TMAB_WAVE_MIN_CONTEXT`) with 3 stages and the fewest splits reaching :data:`TMA_MIN_PROGRAMS`
+    >= :data:`TMAB_WAVE_MIN_CONTEXT`, :data:`TMAB_WAVE_MIN_TOKENS` over all pairs) with 3 stages and the fewest splits reaching :data:`TMA_MIN_PROGRAMS`
     programs, each >= :data:`TMAB_WAVE_MIN_SPLIT_LEN` tokens; both with ``v_stage`` (:data:`TMA_V_STAGE`). A caller's
     ``num_splits`` is kept and judged by the same bounds.
 
@@ -237,7 +242,8 @@ def decode_config(
             if max_len // s >= TMAB_MIN_SPLIT_LEN:
                 return DecodeConfig(block_n=32, block_m=block_m, num_warps=1, num_stages=4, num_splits=s,
                                     kv_load="tmab", v_stage=TMA_V_STAGE)
-        elif pairs >= TMAB_WAVE_MIN_PAIRS and max_len >= TMAB_WAVE_MIN_CONTEXT:
+        elif (pairs >= TMAB_WAVE_MIN_PAIRS and max_len >= TMAB_WAVE_MIN_CONTEXT
+              and pairs * max_len >= TMAB_WAVE_MIN_TOKENS):
             s = num_splits if given else min(triton.cdiv(TMA_MIN_PROGRAMS, pairs), MAX_SPLITS)
             while not given and s > 1 and max_len // s < TMAB_WAVE_MIN_SPLIT_LEN:
                 s //= 2
