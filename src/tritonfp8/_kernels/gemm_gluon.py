@@ -279,28 +279,6 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
     tma.store_wait(pendings=0)
 
 
-@gluon.jit
-def _consumer1(a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
-               stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k,
-               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
-               STAGES: gl.constexpr, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr, HAS_BIAS: gl.constexpr,
-               ACTIVATION: gl.constexpr, FAST: gl.constexpr, SA_TMA: gl.constexpr):
-    _consumer(1, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
-              stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES,
-              SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA)
-
-
-@gluon.jit
-def _consumer0(a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
-               stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k,
-               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
-               STAGES: gl.constexpr, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr, HAS_BIAS: gl.constexpr,
-               ACTIVATION: gl.constexpr, FAST: gl.constexpr, SA_TMA: gl.constexpr):
-    _consumer(0, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
-              stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES,
-              SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA)
-
-
 @named_gluon_jit(do_not_specialize=["M", "N", "K"])
 def fp8_gemm_promote_kernel(
     a_desc, b_desc, c_desc, sa_desc,
@@ -344,14 +322,15 @@ def fp8_gemm_promote_kernel(
         mbarrier.init(empty.index(i), count=2)  # one arrival per consumer warp group
     fence_async_shared()
 
-    # (Argument tuples inline: a tuple assigned to a variable first has its constexprs turned into tensors.)
+    # (Argument tuples inline: a tuple assigned to a variable first has its constexprs turned into tensors. The
+    # two consumers are one function specialized by its first, constexpr argument: the warp group's half.)
     gl.warp_specialize([
-        (_consumer0, (a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem.index(0), scale_a, scale_b, bias, M, N, K,
-                      stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES,
-                      SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA)),
-        (_consumer1, (a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem.index(1), scale_a, scale_b, bias, M, N, K,
-                      stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES,
-                      SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA)),
+        (_consumer, (0, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem.index(0), scale_a, scale_b, bias,
+                     M, N, K, stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                     STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA)),
+        (_consumer, (1, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem.index(1), scale_a, scale_b, bias,
+                     M, N, K, stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                     STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA)),
         (_loader, (a_desc, b_desc, sa_desc, a_ring, b_ring, sa_ring, ready, empty, M, N, K, stride_sa_k, BLOCK_M,
                    BLOCK_N,
                    BLOCK_K, GROUP_M, STAGES, SA_TMA)),
