@@ -198,12 +198,17 @@ def test_glws_matches_reference_and_triton_kernel(case):
 @requires_gpu
 @pytest.mark.gpu
 def test_glws_repeat_calls_and_zero_rows():
-    """Launch caches of gemm() with the pinned config: repeat calls give the same bits; M = 0 gives an empty result."""
+    """The cached launch (tritonfp8._launch / _direct) of the Gluon kernel gives the bits of Triton's own dispatch;
+    M = 0 gives an empty result."""
     from tritonfp8.gemm import gemm
 
+    from tritonfp8 import _direct
+
     a, b, sa, sb = _inputs(512, 1024, 2048, "row")
-    o1 = gemm(a, b, sa, sb, accumulate="precise", config=GLWS)
-    o2 = gemm(a, b, sa, sb, accumulate="precise", config=GLWS)
+    o1 = gemm(a, b, sa, sb, accumulate="precise", config=GLWS)  # Triton's dispatch (first launch of this key)
+    reused = _direct.stats["reused"]
+    o2 = gemm(a, b, sa, sb, accumulate="precise", config=GLWS)  # the cached launch, descriptors reused
     assert torch.equal(o1, o2)
+    assert _direct.stats["reused"] >= reused + 3  # a, b and C descriptors (and sa's) served from the cache
     e = gemm(a[:0], b, sa[:0], sb, accumulate="precise", config=GLWS)
     assert e.shape == (0, 1024)

@@ -65,10 +65,11 @@ def arg_spec(v: Any):
     if t is bool:
         return ("b", v)
     base = getattr(v, "base", None)
-    if isinstance(base, torch.Tensor) and hasattr(v, "block_shape"):  # triton.tools.tensor_descriptor
+    if isinstance(base, torch.Tensor) and hasattr(v, "block_shape"):  # triton.tools / gluon tensor descriptors
+        # (a Gluon descriptor's shared-memory layout is part of the kernel's specialization: in the key too)
         return ("d", base.dtype, base.data_ptr() % 16 == 0, tuple(v.block_shape),
                 tuple(_int_spec(int(s)) for s in v.shape), tuple(_int_spec(int(s)) for s in v.strides),
-                getattr(v, "padding", None))
+                getattr(v, "padding", None), getattr(v, "layout", None))
     if isinstance(v, int):  # numpy-like integer subclasses
         return ("i",) + _int_spec(int(v))
     raise TypeError(f"no launch key for an argument of type {type(v).__name__}")

@@ -410,7 +410,12 @@ def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: 
               LOADER_REGS=LOADER_REGS, num_warps=4)
     if warmup:
         return fp8_gemm_promote_kernel.warmup(*args, grid=grid, **kw)
-    return fp8_gemm_promote_kernel[grid](*args, **kw)
+    # Repeat launches skip Triton's dispatch and re-encode no TMA descriptor (tritonfp8._launch, _direct): for a
+    # ~0.1 ms GEMM the stock path's host time left the GPU idle between calls (4096^3 precise ran 0.75-0.98x
+    # cuBLAS exact from run to run, session 7).
+    from tritonfp8 import _launch as _fast
+
+    return _fast.launch(fp8_gemm_promote_kernel, grid, *args, **kw)
 
 
 # ------------------------------------------------------------------------------------------------------------------
