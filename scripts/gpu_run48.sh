@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 7, device call 6 (last): glws launches through the cached/direct launcher (the stock dispatch's host time
+# Session 7, device calls 6 and 8: glws launches through the cached/direct launcher (the stock dispatch's host time
 # made ~0.1 ms GEMMs bimodal: 4096^3 precise 0.75-0.98x); GPU tests of the Gluon kernel, then the precise 27-shape
 # set and the block-scaled set again.
 source scripts/gpu_common.sh

@@ -37,6 +37,8 @@ cover the numbers.
 
 from __future__ import annotations
 
+import functools
+
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -48,6 +50,9 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+from tritonfp8 import _launch as _fast
 from tritonfp8.naming import _repr_from_constexpr
 
 SCALE_TENSOR, SCALE_ROW, SCALE_BLOCK_1X128, SCALE_BLOCK_128X128 = 0, 1, 2, 3
@@ -356,11 +361,19 @@ def _gl_dtype(t):
     return _GL_DTYPES[t]
 
 
-def _descriptor(t, block):
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+@functools.lru_cache(maxsize=64)
+def _layout(block: tuple, dtype):
+    """The NVMMA shared layout of a TMA box (cached: ``get_default_for`` is a constexpr function, ~10 us a call)."""
+    return gl.NVMMASharedLayout.get_default_for(list(block), _gl_dtype(dtype))
 
-    layout = gl.NVMMASharedLayout.get_default_for(block, _gl_dtype(t.dtype))
-    return TensorDescriptor.from_tensor(t, block, layout)
+
+def _descriptor(t, block):
+    """Host TMA descriptor of ``t`` (validated by ``tritonfp8.gemm``: 16-byte aligned base and row strides, last
+    stride 1), built without the dataclass's per-call checks: this runs on every eager call."""
+    d = object.__new__(TensorDescriptor)
+    d.base, d.shape, d.strides, d.block_shape = t, t.shape, t.stride(), list(block)
+    d.layout, d.padding = _layout(tuple(block), t.dtype), "zero"
+    return d
 
 
 def scale_modes(a_vec: bool, b_vec: bool, b_block_rows: int | None) -> tuple[int, int]:
@@ -384,7 +397,7 @@ def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: 
         sbn, sbk = scale_b.stride()
     else:
         sam = sak = sbn = sbk = 0
-    tiles = triton.cdiv(M, 128) * triton.cdiv(N, block_n)
+    tiles = -(-M // 128) * -(-N // block_n)  # (triton.cdiv is a JIT function: ~7 us per call from Python)
     grid = (max(1, min(tiles, sms)),)
     a_desc = _descriptor(a, [128, 128])
     if sa_mode == SCALE_BLOCK_1X128 and sb_mode == SCALE_BLOCK_128X128:
@@ -411,10 +424,8 @@ def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: 
     if warmup:
         return fp8_gemm_promote_kernel.warmup(*args, grid=grid, **kw)
     # Repeat launches skip Triton's dispatch and re-encode no TMA descriptor (tritonfp8._launch, _direct): for a
-    # ~0.1 ms GEMM the stock path's host time left the GPU idle between calls (4096^3 precise ran 0.75-0.98x
-    # cuBLAS exact from run to run, session 7).
-    from tritonfp8 import _launch as _fast
-
+    # ~0.1 ms GEMM the host time left the GPU idle between calls (4096^3 precise ran 0.64-0.98x cuBLAS exact from
+    # run to run, session 7: ~200 us of host time per call measured on the H200, s7-call7-glws_launch.json).
     return _fast.launch(fp8_gemm_promote_kernel, grid, *args, **kw)
 
 
