@@ -213,3 +213,29 @@ def test_glws_repeat_calls_and_zero_rows():
     assert _direct.stats["reused"] >= reused + 3  # a, b, C (and the unused scale-column slot) descriptors
     e = gemm(a[:0], b, sa[:0], sb, accumulate="precise", config=GLWS)
     assert e.shape == (0, 1024)
+
+
+@pytest.mark.parametrize("case", ["e5m2_a", "e5m2_b", "block_b_1x128"])
+def test_heuristic_glws_falls_back_where_unmeasured(case, monkeypatch):
+    """Where the heuristics would pick glws, gemm() keeps the Triton kernel for E5M2 operands and 1x128 groups of b
+    (not checked / spilling on the Gluon kernel). The choice is observed at the launch (CPU: nothing runs)."""
+    import importlib
+
+    from tritonfp8._kernels import gemm as K_
+
+    G = importlib.import_module("tritonfp8.gemm")  # the module (the package exports the function under that name)
+
+    seen = []
+    monkeypatch.setattr(G, "select_config", lambda *a, **k: (GLWS, "heuristic"))
+    monkeypatch.setattr(K_, "launch_gemm", lambda *a, **k: seen.append(a[7]) or a[6])
+    G._PLANS.clear()
+    M, N, K = 256, 256, 256
+    a = torch.zeros(M, K).to(torch.float8_e5m2 if case == "e5m2_a" else E4)
+    b = torch.zeros(N, K).to(torch.float8_e5m2 if case == "e5m2_b" else E4)
+    if case == "block_b_1x128":
+        sa, sb, acc = torch.ones(M, 2), torch.ones(N, 2), "fast"
+    else:
+        sa, sb, acc = torch.ones(()), torch.ones(()), "precise"
+    G.gemm(a, b, sa, sb, accumulate=acc)
+    assert seen and seen[0].schedule != "glws", seen
+    G._PLANS.clear()

@@ -467,9 +467,11 @@ def _gemm(a, b, scale_a, scale_b, *, out_dtype, bias, activation, accumulate, ou
         if source == "table" and arch >= 90:
             # Tables are tuned with bf16 output; a wider output needs a bigger staging buffer: refit the stages.
             config = fit_stages(config, out.element_size())
-        if config.schedule == "glws" and (qkv is not None or (block and b_group != SCALE_BLOCK)):
-            # The Gluon kernel has no fused-QKV epilogue, and its 1x128 groups of b spill (offline: 86 spill
-            # stores): those take the Triton kernel.
+        if config.schedule == "glws" and (qkv is not None or (block and b_group != SCALE_BLOCK)
+                                          or a.dtype != torch.float8_e4m3fn or b.dtype != torch.float8_e4m3fn):
+            # The Gluon kernel has no fused-QKV epilogue, its 1x128 groups of b spill (offline: 86 spill stores),
+            # and it was checked and timed on the GPU with E4M3 x E4M3 only: those take the Triton kernel (a pinned
+            # config still runs it).
             if block:
                 config = block_config(M, N, K, arch=arch, num_sms=sms, out_size=out.element_size())
             else:
