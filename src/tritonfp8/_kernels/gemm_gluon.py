@@ -1,38 +1,37 @@
-"""Precise and block-scaled FP8 GEMM for Hopper in Gluon: the fp32 promotion overlapped with the next wgmma.
+"""Precise and block-scaled FP8 GEMM for Hopper in Gluon: each warp group's fp32 promotion under the other's wgmma.
 
 Why a second kernel. The Triton kernel (``gemm.py``) promotes every 128-wide K block into fp32 (precise mode and
 block scales), but Triton 3.6 places ``warp_group_dot_wait {pendings = 0}`` right after each fresh ``tl.dot``, so
 the tensor cores idle while the 64 promotion FADD/FFMA per thread run: 0.77x cuBLAS exact, 0.68x cuBLAS blockwise
-on the H200 (benchmarks/NOTES.md, sessions 2-5). Gluon, Triton's lower-level dialect (``triton.experimental.gluon``,
-shipped with Triton 3.6), exposes ``warpgroup_mma(is_async=True)`` and ``warpgroup_mma_wait(num_outstanding=N)``
-directly, so the schedule CUTLASS uses for FP8 with promotion can be written down:
+on the H200 (benchmarks/NOTES.md, sessions 2-5), and Triton 3.6's automatic warp specialization hangs on those
+configs. Gluon, Triton's lower-level dialect (``triton.experimental.gluon``, shipped with Triton 3.6), exposes
+``warpgroup_mma(is_async=True)``, ``warpgroup_mma_wait``, mbarriers, TMA and explicit ``warp_specialize``, so the
+schedule of CUTLASS's warp-specialized FP8 kernels can be written down.
 
-    issue wgmma of K block kb   (fresh accumulator, async)
-    wait until 1 group is outstanding  -> block kb-1 is done, block kb keeps the tensor cores busy
-    acc += block(kb-1) * scale(kb-1)   (fp32 FFMA under the running wgmma)
+Partitions of one program (one per SM, persistent over 128 x BLOCK_N output tiles in grouped order):
 
-Two fresh accumulators alternate (``t0`` for even blocks, ``t1`` for odd), so the loop body handles two K blocks
-and no in-flight accumulator is ever copied (a copy makes ptxas serialize the wgmmas, warning C7514). The K-block
-count is rounded up to even; the extra block reads past K, which TMA zero-fills (and its block scale is masked to
-zero), so it adds exactly 0.
+- loader (1 warp, 40 registers): for every (tile, 128-wide K block) waits the ring slot's ``empty`` barrier, then
+  TMA-loads a (128 x 128), b (BLOCK_N x 128) and, with 1x128 x 128x128 block scales, a's scale column for the
+  tile's rows (see :func:`launch`) into it, completing on the slot's ``ready`` barrier;
+- two consumers (one warp group each, 232 registers), rows 0-63 and 64-127 of the tile: per K block wait
+  ``ready``, one async ``warpgroup_mma`` into a fresh accumulator, ``warpgroup_mma_wait(0)``, arrive on ``empty``
+  (count 2: both groups), then ``acc += t`` (precise) or ``acc += t * sa[rows] * sb`` (block scales).
 
-Layout of one program: BLOCK_M = 128 rows as two warp groups of 64 (8 warps, ``warps_per_cta = [8, 1]``), each
-issuing its own ``m64nNk32`` wgmmas on its half; BLOCK_N = 128 (three fp32 tiles of 64 registers per thread: the
-running sum and the two fresh accumulators). A ring of STAGES shared-memory slots holds (a, b) K blocks loaded by
-TMA ahead of use; a slot is reloaded after both warp groups retired the wgmma that read it (their ``wait(1)``,
-then a CTA barrier). Persistent grid: the load index runs over all (tile, K block) pairs of the program, so the
-next tile's first blocks load during this tile's tail and epilogue. Epilogue: per-row / per-column / per-tensor
-scales, bias, activation, one rounding to the output type, TMA store (clipped at the edges).
+The two groups meet only through the ring, so their wgmmas alternate on the tensor cores and each group's
+promotion runs during the other's MMA. (Inside one group it cannot: an accumulator kept in flight across the loop's
+back edge makes ptxas serialize every wgmma, warning C7514, measured offline.) Fast accumulation (FAST) chains
+one accumulator over K with one wgmma group in flight and allows BLOCK_N = 256. Epilogue per group: scales, bias,
+activation, one rounding, TMA store of its 64-row half in one or two column pieces.
 
 Scales are fp32 dequantization factors. SCALE_A: 0 per tensor (scalar at scale_a[0]), 1 per row of a (M,),
-2 block (M, ceil(K/128)) for 1x128 groups. SCALE_B: 0 per tensor, 1 per row of b (N,), 2 block
-(ceil(N/128), ceil(K/128)) for 128x128 blocks, 3 block (N, ceil(K/128)) for 1x128 groups. Block modes multiply
-each K block's fresh product by ``sa[rows, kb][:, None] * sb[cols, kb][None, :]`` before adding it (both must be
-block modes together); the other modes apply their scales once in the epilogue.
+2 block (M, ceil(K/128)) for 1x128 groups. SCALE_B: 0 per tensor, 1 per row of b (N,), 2 block (N, ceil(K/128))
+for 1x128 groups, 3 block (ceil(N/128), ceil(K/128)) for 128x128 blocks. Block modes multiply each K block's
+fresh product by ``sa[rows, kb][:, None] * sb[cols, kb][None, :]`` before adding it (both operands in block
+modes); the other modes apply their scales once in the epilogue.
 
 No interpreter: Gluon kernels do not run under ``TRITON_INTERPRET``; CPU tests cover the host logic and the
-offline sm_90 compile (QGMMA present, no spills, promotion FFMAs issued while a QGMMA group is in flight), GPU tests
-cover the numbers.
+offline sm_90 compile (QGMMA present, no spills, register split, wgmma chains waited once), GPU tests the numbers
+(``tests/test_gemm_gluon.py``). Measured results: docs/gemm.md.
 """
 
 from __future__ import annotations
@@ -77,35 +76,11 @@ def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: gl.constexpr):
 
 
 @gluon.jit
-def _issue_load(li, total, pid, nprog, num_kp, num_pid_m, num_pid_n, a_desc, b_desc, a_ring, b_ring, ready,
-                BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
-                STAGES: gl.constexpr):
-    """TMA loads of this program's li-th (tile, K block) pair into ring slot li % STAGES (nothing past ``total``)."""
-    pred = li < total
-    tile_id = pid + (li // num_kp) * nprog
-    kb = li % num_kp
-    pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
-    s = li % STAGES
-    bar = ready.index(s)
-    mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes, pred=pred)
-    tma.async_copy_global_to_shared(a_desc, [pid_m * BLOCK_M, kb * BLOCK_K], bar, a_ring.index(s), pred=pred)
-    tma.async_copy_global_to_shared(b_desc, [pid_n * BLOCK_N, kb * BLOCK_K], bar, b_ring.index(s), pred=pred)
-
-
-@gluon.jit
-def _issue_mma(ci, t, a_ring, b_ring, ready, STAGES: gl.constexpr):
-    """Wait for ring slot ci % STAGES and start a fresh (use_acc=False) async wgmma of it into t's registers."""
-    s = ci % STAGES
-    mbarrier.wait(ready.index(s), (ci // STAGES) & 1)
-    return warpgroup_mma(a_ring.index(s), b_ring.index(s).permute((1, 0)), t, use_acc=False, is_async=True)
-
-
-@gluon.jit
 def _block_scales(scale_a, scale_b, kb, K_BLOCKS, offs_m, offs_n, off_n, M, N, stride_sa_m, stride_sa_k,
                   stride_sb_n, stride_sb_k, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr,
                   SA_TMA: gl.constexpr = False):
     """(sa, sb) of K block kb: sa (BLOCK_M,) rows of a; sb a scalar (128x128 blocks) or (BLOCK_N,) columns.
-    Block kb >= K_BLOCKS (the zero-filled pad block) gets 0. Unused (1.0, 1.0) for the non-block modes."""
+    Block kb >= K_BLOCKS (the prefetch past the last block) gets 0. Unused (1.0, 1.0) for the non-block modes."""
     if SCALE_A == 2:
         kvalid = kb < K_BLOCKS
         if SA_TMA:
