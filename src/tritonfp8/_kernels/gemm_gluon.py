@@ -52,6 +52,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from tritonfp8 import _launch as _fast
+from tritonfp8._kernels import gemm as _triton_gemm
 from tritonfp8.naming import _repr_from_constexpr
 
 SCALE_TENSOR, SCALE_ROW, SCALE_BLOCK_1X128, SCALE_BLOCK_128X128 = 0, 1, 2, 3
@@ -64,15 +65,9 @@ def named_gluon_jit(fn=None, **kwargs):
     return gluon.jit(fn, repr=_repr_from_constexpr, **kwargs)
 
 
-@gluon.jit
-def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: gl.constexpr):
-    """Grouped tile order (GROUP_M row tiles walk the column tiles together: b tiles shared through L2)."""
-    in_group = GROUP_M * num_pid_n
-    first_m = (tile_id // in_group) * GROUP_M
-    size_m = gl.minimum(num_pid_m - first_m, GROUP_M)
-    pid_m = first_m + (tile_id % in_group) % size_m
-    pid_n = (tile_id % in_group) // size_m
-    return pid_m, pid_n
+# Shared with the Triton kernel (same source, compiled as Gluon): the grouped tile order and the activations.
+_tile_coords = gluon.jit(_triton_gemm._tile_coords.fn)
+_apply_activation = gluon.jit(_triton_gemm._apply_activation.fn)
 
 
 @gluon.jit
@@ -109,17 +104,6 @@ def _promote(acc, t, sa, sb, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr):
             return acc + t * (sa[:, None] * sb[None, :])
     else:
         return acc + t
-
-
-@gluon.jit
-def _apply_activation(v, ACTIVATION: gl.constexpr):
-    if ACTIVATION == 1:
-        v = gl.maximum(v, 0.0)
-    elif ACTIVATION == 2:  # exact erf form (torch.nn.functional.gelu default)
-        v = 0.5 * v * (1.0 + gl.erf(v * 0.7071067811865476))
-    elif ACTIVATION == 3:
-        v = v / (1.0 + gl.exp(-v))
-    return v
 
 
 @gluon.jit
