@@ -16,7 +16,7 @@ timeout 170 python3 -m tritonfp8 bench gemm --modes precise --no-bf16 --no-name-
 save
 el bench-block
 timeout 190 python3 -m tritonfp8 bench gemm --scaling block --variants glws --no-bf16 --no-name-ab \
-  --shapes "4096x7168x16384;8192x7168x16384;4096x24576x1536;8192x24576x1536;4096x32768x512;8192x32768x512;4096x7168x18432;8192x7168x18432;4096x18432x7168;8192x18432x7168;4096x4096x7168;8192x4096x7168;4096x7168x2048;8192x7168x2048;128x7168x16384;16x7168x16384" \
+  --shapes "$BLOCK_SHAPES" \
   > $OUT/bench_block.log 2>&1; grep -E "^┃ mode|^│ block|results|Error|error" $OUT/bench_block.log | cut -c1-160 | tail -6
 save
 el done

@@ -33,10 +33,10 @@ from typing import Iterator
 #                     (the host-descriptor store does not survive the consumer split: measured compile failure).
 #   "tmawspersistent" as "tmaws", persistent grid, warp specialization on the tile loop.
 #   "ptr"             pointer loads/stores (Ada, sm_89: no TMA/wgmma).
-#   "glws"            precise / block-scaled only: the Gluon kernel (_kernels/gemm_gluon.py), persistent, one TMA
-#                     loader warp and two consumer warp groups (64 rows each) whose fp32 promotion runs while the
-#                     other group's wgmma uses the tensor cores. block_m = block_k = 128, num_warps = 4 (the first
-#                     consumer group; the kernel adds the others), TMA store.
+#   "glws"            the Gluon kernel (_kernels/gemm_gluon.py), persistent, one TMA loader warp and two consumer
+#                     warp groups (64 rows each) whose fp32 promotion (precise, block scales) runs while the other
+#                     group's wgmma uses the tensor cores; fast accumulation too (block_n up to 256). block_m =
+#                     block_k = 128, num_warps = 4 (the first consumer group; the kernel adds the others), TMA store.
 SCHEDULES = ("tma", "tmapersistent", "tmaws", "tmawspersistent", "ptr", "glws")
 
 # Promotion of the precise / block-scaled modes (each K block a fresh dot, added into the fp32 accumulator):
