@@ -766,8 +766,8 @@ def launch_gemm(
     if cfg.schedule == "glws":
         if qkv is not None:
             raise ValueError("config: schedule 'glws' has no fused QKV epilogue")
-        if (precise or b_block_rows is not None) and cfg.block_n > 128:
-            raise ValueError(f"config: schedule 'glws' promotes with block_n <= 128 (precise, block scales); got "
+        if b_block_rows == 1 and cfg.block_n > 128:
+            raise ValueError(f"config: schedule 'glws' takes 1x128 groups of b with block_n <= 128; got "
                              f"{cfg.block_n}")
         from tritonfp8._kernels import gemm_gluon
 

@@ -84,8 +84,8 @@ def _block_scales(scale_a, scale_b, kb, K_BLOCKS, offs_m, offs_n, off_n, M, N, s
             sa = gl.load(scale_a + offs_m.to(gl.int64) * stride_sa_m + kb * stride_sa_k,
                          mask=(offs_m < M) & kvalid, other=0.0)
         if SCALE_B == 3:
-            sb = gl.load(scale_b + (off_n // 128).to(gl.int64) * stride_sb_n + kb * stride_sb_k, mask=kvalid,
-                         other=0.0)
+            sb = gl.load(scale_b + (off_n // 128).to(gl.int64) * stride_sb_n + kb * stride_sb_k,
+                         mask=kvalid & (off_n < N), other=0.0)
         else:
             sb = gl.load(scale_b + offs_n.to(gl.int64) * stride_sb_n + kb * stride_sb_k, mask=(offs_n < N) & kvalid,
                          other=0.0)
@@ -151,19 +151,42 @@ def _store_piece(v, c_desc, c_smem, off_m, off_n):
 
 
 @gluon.jit
+def _finish(acc, offs_m, offs_n, s_tensor, scale_a, scale_b, bias, M, N, SCALE_A: gl.constexpr,
+            SCALE_B: gl.constexpr, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, out_dtype: gl.constexpr):
+    """Epilogue math of one accumulator piece (rows offs_m, columns offs_n): per-row / per-tensor scales, bias,
+    activation, one rounding to the output type."""
+    if SCALE_A == 1:
+        acc = acc * gl.load(scale_a + offs_m, mask=offs_m < M, other=0.0)[:, None]
+    if SCALE_B == 1:
+        acc = acc * gl.load(scale_b + offs_n, mask=offs_n < N, other=0.0)[None, :]
+    if SCALE_A + SCALE_B < 2:  # at least one per-tensor scale
+        acc = acc * s_tensor
+    if HAS_BIAS:
+        acc = acc + gl.load(bias + offs_n, mask=offs_n < N, other=0.0).to(gl.float32)[None, :]
+    acc = _apply_activation(acc, ACTIVATION)
+    return acc.to(out_dtype)
+
+
+@gluon.jit
 def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
               stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k,
               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
               STAGES: gl.constexpr, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr, HAS_BIAS: gl.constexpr,
-              ACTIVATION: gl.constexpr, FAST: gl.constexpr, SA_TMA: gl.constexpr):
-    """Consumer partition (one warp group): rows HALF*64 .. HALF*64+63 of every tile of this program."""
+              ACTIVATION: gl.constexpr, FAST: gl.constexpr, SA_TMA: gl.constexpr, NSPLIT: gl.constexpr):
+    """Consumer partition (one warp group): rows HALF*64 .. HALF*64+63 of every tile of this program.
+
+    NSPLIT (promoting modes, BLOCK_N = 256): the tile's columns are two 128-wide accumulators; each K block runs
+    two fresh 64x128 wgmmas, one after the other, each waited and promoted into its own accumulator, so one fresh
+    product (64 registers) is live at a time: 3 x 64 fp32 registers where a 64x256 product would need 4 x 64."""
     WG_M: gl.constexpr = BLOCK_M // 2
+    MMA_N: gl.constexpr = BLOCK_N // NSPLIT
     mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                         instr_shape=[16, BLOCK_N, 32])
+                                                         instr_shape=[16, MMA_N, 32])
     row_layout: gl.constexpr = gl.SliceLayout(1, mma_layout)
     col_layout: gl.constexpr = gl.SliceLayout(0, mma_layout)
     num_pid_m, num_pid_n, num_tiles = _tile_count(M, N, BLOCK_M, BLOCK_N)
     k_blocks = gl.cdiv(K, BLOCK_K)
+    gl.static_assert(NSPLIT == 1 or (not FAST and SCALE_B != 2), "two column halves: promoting modes, b not 1x128")
 
     # The per-tensor factor(s) the epilogue applies (block modes: none; both per row: none).
     s_tensor = 1.0
@@ -176,14 +199,15 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
             s_tensor = gl.load(scale_b)
 
     ci = 0
-    t = gl.zeros([WG_M, BLOCK_N], gl.float32, mma_layout)
+    t = gl.zeros([WG_M, MMA_N], gl.float32, mma_layout)
     for tile_id in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
         pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
         off_m = pid_m * BLOCK_M + HALF * WG_M
         off_n = pid_n * BLOCK_N
         offs_m = off_m + gl.arange(0, WG_M, layout=row_layout)
-        offs_n = off_n + gl.arange(0, BLOCK_N, layout=col_layout)
-        acc = gl.zeros([WG_M, BLOCK_N], gl.float32, mma_layout)
+        offs_n = off_n + gl.arange(0, MMA_N, layout=col_layout)
+        acc = gl.zeros([WG_M, MMA_N], gl.float32, mma_layout)
+        acc2 = acc  # the second column half (NSPLIT)
         if FAST:
             # Fast accumulation: one chained accumulator over all of K, one wgmma group kept in flight; a slot is
             # released once the group after it has been issued and its own group retired.
@@ -197,6 +221,32 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
                 ci += 1
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
             mbarrier.arrive(empty.index((ci + STAGES - 1) % STAGES), count=1)
+        elif NSPLIT == 2:
+            for kb in range(k_blocks):
+                s = ci % STAGES
+                mbarrier.wait(ready.index(s), (ci // STAGES) & 1)
+                # This K block's scales, loaded under the first wgmma (b's: one per 128-wide column half).
+                sa, sb = _block_scales(scale_a, scale_b, kb, k_blocks, offs_m, offs_n, off_n, M, N, stride_sa_m,
+                                       stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A, SCALE_B, SA_TMA)
+                sa2, sb2 = _block_scales(scale_a, scale_b, kb, k_blocks, offs_m, offs_n, off_n + MMA_N, M, N,
+                                         stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A, SCALE_B, True)
+                if SA_TMA:
+                    sa = sa_ring.index(s).slice(HALF * WG_M, WG_M).load(row_layout)
+                a_half = a_ring.index(s).slice(HALF * WG_M, WG_M, dim=0)
+                b_s = b_ring.index(s)
+                t = warpgroup_mma(a_half, b_s.slice(0, MMA_N, dim=0).permute((1, 0)), t, use_acc=False,
+                                  is_async=True)
+                t = warpgroup_mma_wait(num_outstanding=0, deps=(t,))
+                acc = _promote(acc, t, sa, sb, SCALE_A, SCALE_B)
+                # An empty wait that takes the promoted half: LLVM otherwise sinks these FFMAs below the next
+                # wgmma, which then needs a second 64-register product (256 registers: spills, measured offline).
+                acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+                t = warpgroup_mma(a_half, b_s.slice(MMA_N, MMA_N, dim=0).permute((1, 0)), t, use_acc=False,
+                                  is_async=True)
+                t = warpgroup_mma_wait(num_outstanding=0, deps=(t,))
+                mbarrier.arrive(empty.index(s), count=1)
+                acc2 = _promote(acc2, t, sa, sb2, SCALE_A, SCALE_B)
+                ci += 1
         else:
             # Block scales are loaded one K block ahead: their global-load latency would otherwise sit between
             # the wgmma's completion and the promotion that needs them.
@@ -220,26 +270,26 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
                 acc = _promote(acc, t, sa, sb, SCALE_A, SCALE_B)
                 ci += 1
 
-        if SCALE_A == 1:
-            acc = acc * gl.load(scale_a + offs_m, mask=offs_m < M, other=0.0)[:, None]
-        if SCALE_B == 1:
-            acc = acc * gl.load(scale_b + offs_n, mask=offs_n < N, other=0.0)[None, :]
-        if SCALE_A + SCALE_B < 2:  # at least one per-tensor scale
-            acc = acc * s_tensor
-        if HAS_BIAS:
-            acc = acc + gl.load(bias + offs_n, mask=offs_n < N, other=0.0).to(gl.float32)[None, :]
-        acc = _apply_activation(acc, ACTIVATION)
-        out = acc.to(c_desc.dtype)
         EPI_N: gl.constexpr = c_desc.block_type.shape[1]
-        if EPI_N == BLOCK_N:
-            _store_piece(out, c_desc, c_smem, off_m, off_n)
+        # (Recomputed here: the column offsets are 32 registers per thread, not kept live across the K loop.)
+        offs_n = off_n + gl.arange(0, MMA_N, layout=col_layout)
+        if NSPLIT == 2:
+            _store_piece(_finish(acc, offs_m, offs_n, s_tensor, scale_a, scale_b, bias, M, N, SCALE_A, SCALE_B,
+                                 HAS_BIAS, ACTIVATION, c_desc.dtype), c_desc, c_smem, off_m, off_n)
+            _store_piece(_finish(acc2, offs_m, offs_n + MMA_N, s_tensor, scale_a, scale_b, bias, M, N, SCALE_A,
+                                 SCALE_B, HAS_BIAS, ACTIVATION, c_desc.dtype), c_desc, c_smem, off_m, off_n + MMA_N)
         else:
-            # Two column pieces through one staging buffer (its TMA read is done long before the second piece is
-            # converted: the wait costs little, and the ring keeps a fourth stage).
-            gl.static_assert(2 * EPI_N == BLOCK_N, "the epilogue stores one or two column pieces")
-            lo, hi = gl.split(out.reshape([WG_M, 2, EPI_N]).permute((0, 2, 1)))
-            _store_piece(lo, c_desc, c_smem, off_m, off_n)
-            _store_piece(hi, c_desc, c_smem, off_m, off_n + EPI_N)
+            out = _finish(acc, offs_m, offs_n, s_tensor, scale_a, scale_b, bias, M, N, SCALE_A, SCALE_B, HAS_BIAS,
+                          ACTIVATION, c_desc.dtype)
+            if EPI_N == BLOCK_N:
+                _store_piece(out, c_desc, c_smem, off_m, off_n)
+            else:
+                # Two column pieces through one staging buffer (its TMA read is done long before the second piece
+                # is converted: the wait costs little, and the ring keeps a fourth stage).
+                gl.static_assert(2 * EPI_N == BLOCK_N, "the epilogue stores one or two column pieces")
+                lo, hi = gl.split(out.reshape([WG_M, 2, EPI_N]).permute((0, 2, 1)))
+                _store_piece(lo, c_desc, c_smem, off_m, off_n)
+                _store_piece(hi, c_desc, c_smem, off_m, off_n + EPI_N)
     tma.store_wait(pendings=0)
 
 
@@ -268,7 +318,9 @@ def fp8_gemm_promote_kernel(
     BLOCK_N: gl.constexpr = b_desc.block_type.shape[0]
     gl.static_assert(BLOCK_K == 128, "promotion interval = one 128-wide K block")
     gl.static_assert(BLOCK_M == 128, "two consumer warp groups of 64 rows")
-    gl.static_assert(FAST or BLOCK_N <= 128, "precise: three fp32 tiles of 64 x BLOCK_N per thread group")
+    gl.static_assert(FAST or BLOCK_N <= 256, "promoting modes: 64-row products of at most 128 columns")
+    # Promoting modes at BLOCK_N = 256: two 128-wide column halves per consumer (see _consumer).
+    NSPLIT: gl.constexpr = 2 if (not FAST and BLOCK_N == 256) else 1
     gl.static_assert(num_warps == 4, "the default partition is one consumer warp group")
 
     SA_TMA: gl.constexpr = SCALE_A == 2 and SCALE_B == 3  # the DeepSeek-V3 recipe: a's scales through TMA
@@ -291,10 +343,10 @@ def fp8_gemm_promote_kernel(
     gl.warp_specialize([
         (_consumer, (0, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem.index(0), scale_a, scale_b, bias,
                      M, N, K, stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                     STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA)),
+                     STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA, NSPLIT)),
         (_consumer, (1, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem.index(1), scale_a, scale_b, bias,
                      M, N, K, stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                     STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA)),
+                     STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA, NSPLIT)),
         (_loader, (a_desc, b_desc, sa_desc, a_ring, b_ring, sa_ring, ready, empty, M, N, K, stride_sa_k, BLOCK_M,
                    BLOCK_N,
                    BLOCK_K, GROUP_M, STAGES, SA_TMA)),
@@ -436,6 +488,10 @@ def codegen_specs() -> dict:
                                                             activation=2, description="rowwise + bias + gelu"),
         "gemm_glws_block": codegen_spec(stages=4, scale_a=SCALE_BLOCK_1X128, scale_b=SCALE_BLOCK_128X128,
                                         description="1x128 x 128x128 block scales"),
+        "gemm_glws_precise_n256": codegen_spec(block_n=256, stages=3, description="precise 128x256: two 128-wide "
+                                                                              "column halves per consumer group"),
+        "gemm_glws_block_n256": codegen_spec(block_n=256, stages=3, scale_a=SCALE_BLOCK_1X128,
+                                             scale_b=SCALE_BLOCK_128X128, description="block scales, 128x256"),
         "gemm_glws_fast": codegen_spec(block_n=256, stages=4, fast=True,
                                        description="Gluon fast-accumulation GEMM, 128x256 (two 64x256 groups)"),
         "gemm_glws_fast_rowwise": codegen_spec(block_n=256, stages=4, fast=True, scale_a=SCALE_ROW,

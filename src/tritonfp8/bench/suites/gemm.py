@@ -79,13 +79,20 @@ VARIANTS = {
                  "epilogue_subtile": 1, "promote": "sync", "split_k": 1, "swap_ab": False},
     "glwss4": {"schedule": "glws", "block_m": 128, "block_n": 128, "block_k": 128, "num_warps": 4,
                "epilogue_subtile": 1, "promote": "sync", "split_k": 1, "num_stages": 4, "swap_ab": False},
+    # Promoting modes on 128x256 tiles: each consumer group's 256 columns as two 128-wide accumulators, two fresh
+    # wgmmas per K block (3 x 64 fp32 registers per thread); stages refit (4 with bf16 output; glwsn256s3: 3).
+    "glwsn256": {"schedule": "glws", "block_m": 128, "block_n": 256, "block_k": 128, "num_warps": 4,
+                 "epilogue_subtile": 1, "promote": "sync", "split_k": 1, "swap_ab": False},
+    "glwsn256s3": {"schedule": "glws", "block_m": 128, "block_n": 256, "block_k": 128, "num_warps": 4,
+                   "epilogue_subtile": 1, "promote": "sync", "split_k": 1, "num_stages": 3, "swap_ab": False},
 }
 # Modes a variant is timed in (default: fast). "lag" changes only the per-K-block promotion, which exists in the
 # precise mode and with block scales (--scaling block); it is timed there, on that mode's own config.
 VARIANT_MODES = {"lag": ("precise", "block"), "lagnp": ("precise", "block"), "p64": ("precise", "block"),
                  "p64lag": ("precise", "block"), "split": ("precise", "block"), "splitnp": ("precise", "block"),
                  "glws": ("precise", "block"), "glwss4": ("precise", "block"),
-                 "glwsbn64": ("precise", "block")}
+                 "glwsbn64": ("precise", "block"), "glwsn256": ("precise", "block"),
+                 "glwsn256s3": ("precise", "block")}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
