@@ -28,7 +28,7 @@ GLWS = GemmConfig(128, 128, 128, group_m=8, num_warps=4, num_stages=6, schedule=
 
 
 @pytest.mark.parametrize("change", [dict(block_m=64), dict(block_k=64), dict(block_n=512), dict(num_warps=8),
-                                    dict(swap_ab=True), dict(split_k=2)], ids=str)
+                                    dict(swap_ab=True)], ids=str)
 def test_glws_config_rules(change):
     with pytest.raises(ValueError, match="glws"):
         GemmConfig(**{**GLWS.as_dict(), **change})
@@ -98,6 +98,17 @@ def test_glws_rejects_wide_tiles_for_1x128_groups_of_b():
                     b_block_rows=1)
 
 
+@pytest.mark.parametrize("K,split,runs", [(3872, 3, 3), (256, 4, 2), (16384, 8, 8), (8192, 5, 5), (8192, 7, 7),
+                                           (128, 4, 1), (8192, 1, 1)])
+def test_glws_effective_split_has_no_empty_run(K, split, runs):
+    from tritonfp8._kernels.gemm_gluon import effective_split
+
+    assert effective_split(K, split) == runs
+    kb = -(-K // 128)
+    per = -(-kb // runs)
+    assert (runs - 1) * per < kb <= runs * per  # every run has at least one K block
+
+
 def test_glws_kernel_name():
     from tritonfp8._kernels.gemm import gemm_kernel_name
     from tritonfp8.naming import parse_kernel_name
@@ -114,7 +125,8 @@ def test_glws_kernel_name():
 @pytest.mark.codegen
 @pytest.mark.parametrize("kernel", ["gemm_glws_precise", "gemm_glws_block", "gemm_glws_precise_rowwise_bias_gelu",
                                     "gemm_glws_fast", "gemm_glws_fast_rowwise", "gemm_glws_precise_n256",
-                                    "gemm_glws_block_n256"])
+                                    "gemm_glws_block_n256", "gemm_glws_precise_splitk", "gemm_glws_block_n256_splitk",
+                                    "gemm_glws_fast_splitk"])
 def test_glws_sass(kernel):
     """QGMMA in both consumer groups, no spills, registers re-split between the partitions (USETMAXREG), and each
     consumer's chain of four wgmmas waited once (no serialized wgmma: C7514 would wait every instruction). The
@@ -125,7 +137,7 @@ def test_glws_sass(kernel):
     from tritonfp8.codegen import inspect_kernel
 
     r = inspect_kernel(kernel, arch=90, compare_names=False)
-    chains = 2 if kernel.endswith("_n256") else 1
+    chains = 2 if "_n256" in kernel else 1
     assert r.qgmma == 8 * chains, r.as_dict()
     assert r.spill_stores == 0 and r.spill_loads == 0, r.as_dict()
     assert "USETMAXREG" in r.sass
@@ -163,7 +175,22 @@ CASES = [  # M, N, K, scaling, out dtype, bias, activation (precise / block); "f
     (700, 1040, 3872, "n256-block", torch.bfloat16, False, None),    # 1040 = 4 x 256 + 16: last tile's hi half empty
     (83, 576, 3872, "n256-block", torch.float32, True, "relu"),
     (1000, 1536, 7168, "n256-block-rowmajor", torch.bfloat16, True, "gelu"),
+    # "sk<S>-...": split-K S (scaled fp32 partials, then the reduction kernel: bias, activation, rounding)
+    (128, 1040, 3872, "sk3-tensor", torch.bfloat16, False, None),    # 31 K blocks: runs of 11, 11, 9
+    (129, 2048, 8192, "sk4-row", torch.float16, True, "gelu"),
+    (128, 1040, 3872, "n256-sk4-block", torch.bfloat16, True, "silu"),
+    (83, 576, 16384, "sk8-block", torch.float32, False, None),
+    (128, 1040, 3872, "fast-sk2-row", torch.bfloat16, True, "relu"),
+    (129, 384, 256, "sk4-tensor", torch.bfloat16, False, None),      # 2 K blocks: 2 splits run, not 4
 ]
+
+
+def _tags(scaling):
+    """(base scaling, fast, 256-wide, split-K) of a case's scaling field."""
+    tags = scaling.split("-")
+    split = next((int(t[2:]) for t in tags if t.startswith("sk")), 1)
+    base = "-".join(t for t in tags if t not in ("fast", "n256") and not t.startswith("sk"))
+    return base, "fast" in tags, "n256" in tags, split
 
 
 def _inputs(M, N, K, scaling, seed=0):
@@ -171,7 +198,7 @@ def _inputs(M, N, K, scaling, seed=0):
     a = torch.randn(M, K, device="cuda", generator=g).to(E4)
     b = torch.randn(N, K, device="cuda", generator=g).to(E4)
     kb = -(-K // 128)
-    scaling = scaling.replace("fast-", "").replace("n256-", "")
+    scaling = _tags(scaling)[0]
     if scaling == "tensor":
         sa, sb = torch.tensor(0.5, device="cuda"), torch.tensor(0.25, device="cuda")
     elif scaling == "row":
@@ -197,19 +224,21 @@ def test_glws_matches_reference_and_triton_kernel(case):
     from tritonfp8.tune import rel_error_gpu
 
     M, N, K, scaling, out_dtype, has_bias, act = case
-    fast = scaling.startswith("fast")
+    _, fast, wide, split = _tags(scaling)
     acc = "fast" if fast else "precise"
     a, b, sa, sb = _inputs(M, N, K, scaling)
     bias = torch.randn(N, device="cuda").to(out_dtype) if has_bias else None
     ref = gemm_torch(a, b, sa, sb, out_dtype=torch.float64, bias=bias, activation=act, compute_dtype=torch.float64)
-    base = GemmConfig(**{**GLWS.as_dict(), "block_n": 256}) if fast or scaling.startswith("n256") else GLWS
+    base = GemmConfig(**{**GLWS.as_dict(), "block_n": 256 if fast or wide else 128, "split_k": split})
     cfg = with_max_stages(base, torch.empty((), dtype=out_dtype).element_size(), cap=6)
     out = torch.full((M, N), float("nan"), device="cuda", dtype=out_dtype)  # poisoned: every element must be written
     gemm(a, b, sa, sb, out_dtype=out_dtype, bias=bias, activation=act, accumulate=acc, config=cfg, out=out)
     torch.cuda.synchronize()
     assert not out.isnan().any()
     assert rel_error_gpu(out, ref) <= error_bound(out_dtype, K, acc, tensor_core=True)
-    if not fast:  # the fast mode's reduced-precision sums depend on the wgmma chain: the bound is the check
+    if not fast and split == 1:
+        # (the fast mode's reduced-precision sums depend on the wgmma chain, split-K adds its fp32 partials in
+        # another order than one running sum: for those the bound is the check)
         triton_out = gemm(a, b, sa, sb, out_dtype=out_dtype, bias=bias, activation=act, accumulate=acc)
         tol = _ULP[out_dtype] * triton_out.float().abs() + 1e-30
         assert ((out.float() - triton_out.float()).abs() <= tol).all()
@@ -236,9 +265,10 @@ def test_glws_repeat_calls_and_zero_rows():
 
 
 @pytest.mark.parametrize("case", ["e5m2_a", "e5m2_b", "block_b_1x128"])
-def test_heuristic_glws_falls_back_where_unmeasured(case, monkeypatch):
+def test_heuristic_glws_falls_back_where_unmeasured(case, monkeypatch, device):
     """Where the heuristics would pick glws, gemm() keeps the Triton kernel for E5M2 operands and 1x128 groups of b
-    (not checked / spilling on the Gluon kernel). The choice is observed at the launch (CPU: nothing runs)."""
+    (not checked / spilling on the Gluon kernel). The choice is observed at the launch (nothing runs; on a GPU
+    machine the tensors are CUDA tensors: CPU tensors are only accepted under the interpreter)."""
     import importlib
 
     from tritonfp8._kernels import gemm as K_
@@ -250,12 +280,12 @@ def test_heuristic_glws_falls_back_where_unmeasured(case, monkeypatch):
     monkeypatch.setattr(K_, "launch_gemm", lambda *a, **k: seen.append(a[7]) or a[6])
     G._PLANS.clear()
     M, N, K = 256, 256, 256
-    a = torch.zeros(M, K).to(torch.float8_e5m2 if case == "e5m2_a" else E4)
-    b = torch.zeros(N, K).to(torch.float8_e5m2 if case == "e5m2_b" else E4)
+    a = torch.zeros(M, K, device=device).to(torch.float8_e5m2 if case == "e5m2_a" else E4)
+    b = torch.zeros(N, K, device=device).to(torch.float8_e5m2 if case == "e5m2_b" else E4)
     if case == "block_b_1x128":
-        sa, sb, acc = torch.ones(M, 2), torch.ones(N, 2), "fast"
+        sa, sb, acc = torch.ones(M, 2, device=device), torch.ones(N, 2, device=device), "fast"
     else:
-        sa, sb, acc = torch.ones(()), torch.ones(()), "precise"
+        sa, sb, acc = torch.ones((), device=device), torch.ones((), device=device), "precise"
     G.gemm(a, b, sa, sb, accumulate=acc)
     assert seen and seen[0].schedule != "glws", seen
     G._PLANS.clear()

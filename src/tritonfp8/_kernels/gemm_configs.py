@@ -106,9 +106,9 @@ class GemmConfig:
             # Triton 3.6's Hopper warp specialization only runs on 4-warp kernels (it adds the other groups).
             raise ValueError("GemmConfig.num_warps: warp-specialized schedules need num_warps=4")
         if self.schedule == "glws" and (self.block_m != 128 or self.block_k != 128 or self.block_n not in (64, 128, 256)
-                                        or self.num_warps != 4 or self.swap_ab or self.split_k != 1):
+                                        or self.num_warps != 4 or self.swap_ab):
             raise ValueError("GemmConfig: schedule 'glws' needs block_m = block_k = 128, block_n 64, 128 or 256, "
-                             f"num_warps = 4, no swap-AB, no split-K; got {self.short()}")
+                             f"num_warps = 4, no swap-AB; got {self.short()}")
 
     @property
     def uses_tma(self) -> bool:
@@ -276,14 +276,29 @@ def small_m_config(M: int, N: int, K: int, *, precise: bool, num_sms: int, out_s
 GLUON_MIN_TILES_PER_SM = 2
 
 
+# 128x256 tiles (two 128-wide column halves per consumer group, 3 stages) against 128x128 (4 stages) at full waves
+# on the H200: precise 1.02-1.08x, block scales 1.05-1.16x over issue 3's / 4's M >= 4096 shapes; 0.92x at
+# 1024x10240x8192, where 320 wide tiles make 2.4 waves (benchmarks/results/gemm-nvidia-h200-20261201-234052.json,
+# -234124.json). The per-tile speed-up the wave model below assumes:
+GLUON_WIDE_GAIN = 1.05
+
+
 def gluon_config(M: int, N: int, num_sms: int, out_size: int) -> GemmConfig | None:
     """The "glws" config for a precise / block-scaled problem of M x N, or None where the Triton kernel is kept.
-    4 stages: 0.99-1.09x the 6-stage form on the 12 precise shapes of session 7's first run (same file)."""
+
+    Tile width from whole waves: a 128x256 tile takes ``2 / GLUON_WIDE_GAIN`` of two 128x128 tiles' time, and a
+    persistent program runs ceil(tiles / SMs) tiles; the wide tile is taken when its waves finish first. 128x128:
+    4 stages (0.99-1.09x the 6-stage form, session 7's first run, gemm-nvidia-h200-20261201-201913.json); 128x256:
+    3 stages (0.98-1.06x the 4-stage form in the run above; it also fits fp32 output)."""
     if os.environ.get("TRITONFP8_GLUON", "1") == "0":
         return None
-    if _cdiv(M, 128) * _cdiv(N, 128) < GLUON_MIN_TILES_PER_SM * num_sms:
+    tiles = _cdiv(M, 128) * _cdiv(N, 128)
+    if tiles < GLUON_MIN_TILES_PER_SM * num_sms:
         return None
-    cfg = GemmConfig(128, 128, 128, group_m=8, num_warps=4, num_stages=4, schedule="glws", epilogue_subtile=1)
+    wide_tiles = _cdiv(M, 128) * _cdiv(N, 256)
+    wide = _cdiv(wide_tiles, num_sms) * 2 / GLUON_WIDE_GAIN < _cdiv(tiles, num_sms)
+    cfg = GemmConfig(128, 256 if wide else 128, 128, group_m=8, num_warps=4, num_stages=3 if wide else 4,
+                     schedule="glws", epilogue_subtile=1)
     return fit_stages(cfg, out_size)
 
 

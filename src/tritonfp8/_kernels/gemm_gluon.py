@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 
+import torch
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -114,9 +115,22 @@ def _tile_count(M, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
 
 
 @gluon.jit
+def _work_unit(unit, num_tiles, k_blocks, SPLIT_K: gl.constexpr):
+    """(tile, split, first K block, end K block) of work unit ``unit``: units ``split * num_tiles + tile``, each
+    split a run of ceil(k_blocks / SPLIT_K) K blocks (the launcher picks SPLIT_K so that none is empty)."""
+    if SPLIT_K == 1:
+        return unit, 0, 0, k_blocks
+    else:
+        k_per = gl.cdiv(k_blocks, SPLIT_K)
+        split = unit // num_tiles
+        kb_lo = split * k_per
+        return unit % num_tiles, split, kb_lo, gl.minimum(k_blocks, kb_lo + k_per)
+
+
+@gluon.jit
 def _loader(a_desc, b_desc, sa_desc, a_ring, b_ring, sa_ring, ready, empty, M, N, K, sa_col,
             BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
-            STAGES: gl.constexpr, SA_TMA: gl.constexpr):
+            STAGES: gl.constexpr, SA_TMA: gl.constexpr, SPLIT_K: gl.constexpr):
     """Producer partition (one warp): TMA loads of every (tile, K block) of this program into the ring; with
     SA_TMA also the K block's column of a's 1x128 block scales (the rows of this tile: BLOCK_M fp32 from the
     flattened (ceil(K/128), M rounded up to 4) transposed scales; ``sa_col`` = that row length)."""
@@ -124,9 +138,10 @@ def _loader(a_desc, b_desc, sa_desc, a_ring, b_ring, sa_ring, ready, empty, M, N
     k_blocks = gl.cdiv(K, BLOCK_K)
     nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes + (BLOCK_M * 4 if SA_TMA else 0)
     li = 0
-    for tile_id in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
+    for unit in range(gl.program_id(0), num_tiles * SPLIT_K, gl.num_programs(0)):
+        tile_id, split, kb_lo, kb_hi = _work_unit(unit, num_tiles, k_blocks, SPLIT_K)
         pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
-        for kb in range(k_blocks):
+        for kb in range(kb_lo, kb_hi):
             s = li % STAGES
             # A fresh barrier counts as having completed the phase before phase 0: the first pass does not wait.
             mbarrier.wait(empty.index(s), ((li // STAGES) & 1) ^ 1)
@@ -168,11 +183,23 @@ def _finish(acc, offs_m, offs_n, s_tensor, scale_a, scale_b, bias, M, N, SCALE_A
 
 
 @gluon.jit
+def _store_partial(acc, ws, split, offs_m, offs_n, s_tensor, scale_a, scale_b, M, N, SCALE_A: gl.constexpr,
+                   SCALE_B: gl.constexpr):
+    """Split ``split``'s scaled fp32 partial of rows offs_m, columns offs_n into ws (SPLIT_K, M, N)."""
+    part = _finish(acc, offs_m, offs_n, s_tensor, scale_a, scale_b, scale_a, M, N, SCALE_A, SCALE_B, False, 0,
+                   gl.float32)
+    rows = (split * M + offs_m).to(gl.int64)
+    mask = (offs_m < M)[:, None] & (offs_n < N)[None, :]
+    gl.store(ws + rows[:, None] * N + offs_n[None, :], part, mask=mask)
+
+
+@gluon.jit
 def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
               stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k,
               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
               STAGES: gl.constexpr, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr, HAS_BIAS: gl.constexpr,
-              ACTIVATION: gl.constexpr, FAST: gl.constexpr, SA_TMA: gl.constexpr, NSPLIT: gl.constexpr):
+              ACTIVATION: gl.constexpr, FAST: gl.constexpr, SA_TMA: gl.constexpr, NSPLIT: gl.constexpr,
+              ws, SPLIT_K: gl.constexpr):
     """Consumer partition (one warp group): rows HALF*64 .. HALF*64+63 of every tile of this program.
 
     NSPLIT (promoting modes, BLOCK_N = 256): the tile's columns are two 128-wide accumulators; each K block runs
@@ -200,7 +227,8 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
 
     ci = 0
     t = gl.zeros([WG_M, MMA_N], gl.float32, mma_layout)
-    for tile_id in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
+    for unit in range(gl.program_id(0), num_tiles * SPLIT_K, gl.num_programs(0)):
+        tile_id, split, kb_lo, kb_hi = _work_unit(unit, num_tiles, k_blocks, SPLIT_K)
         pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
         off_m = pid_m * BLOCK_M + HALF * WG_M
         off_n = pid_n * BLOCK_N
@@ -211,18 +239,18 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
         if FAST:
             # Fast accumulation: one chained accumulator over all of K, one wgmma group kept in flight; a slot is
             # released once the group after it has been issued and its own group retired.
-            for kb in range(k_blocks):
+            for kb in range(kb_lo, kb_hi):
                 s = ci % STAGES
                 mbarrier.wait(ready.index(s), (ci // STAGES) & 1)
                 a_half = a_ring.index(s).slice(HALF * WG_M, WG_M, dim=0)
                 acc = warpgroup_mma(a_half, b_ring.index(s).permute((1, 0)), acc, is_async=True)
                 acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
-                mbarrier.arrive(empty.index((ci + STAGES - 1) % STAGES), count=1, pred=kb > 0)
+                mbarrier.arrive(empty.index((ci + STAGES - 1) % STAGES), count=1, pred=kb > kb_lo)
                 ci += 1
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-            mbarrier.arrive(empty.index((ci + STAGES - 1) % STAGES), count=1)
+            mbarrier.arrive(empty.index((ci + STAGES - 1) % STAGES), count=1, pred=kb_hi > kb_lo)
         elif NSPLIT == 2:
-            for kb in range(k_blocks):
+            for kb in range(kb_lo, kb_hi):
                 s = ci % STAGES
                 mbarrier.wait(ready.index(s), (ci // STAGES) & 1)
                 # This K block's scales, loaded under the first wgmma (b's: one per 128-wide column half).
@@ -250,10 +278,10 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
         else:
             # Block scales are loaded one K block ahead: their global-load latency would otherwise sit between
             # the wgmma's completion and the promotion that needs them.
-            sa_next, sb_next = _block_scales(scale_a, scale_b, 0, k_blocks, offs_m, offs_n, off_n, M, N,
+            sa_next, sb_next = _block_scales(scale_a, scale_b, kb_lo, k_blocks, offs_m, offs_n, off_n, M, N,
                                              stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A, SCALE_B,
                                              SA_TMA)
-            for kb in range(k_blocks):
+            for kb in range(kb_lo, kb_hi):
                 sa = sa_next
                 sb = sb_next
                 sa_next, sb_next = _block_scales(scale_a, scale_b, kb + 1, k_blocks, offs_m, offs_n, off_n, M, N,
@@ -273,7 +301,15 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
         EPI_N: gl.constexpr = c_desc.block_type.shape[1]
         # (Recomputed here: the column offsets are 32 registers per thread, not kept live across the K loop.)
         offs_n = off_n + gl.arange(0, MMA_N, layout=col_layout)
-        if NSPLIT == 2:
+        if SPLIT_K > 1:
+            # Split-K: this split's scaled fp32 partial sums into the (SPLIT_K, M, N) workspace (pointer stores: a
+            # TMA box of a partial M tile would write into the next split's rows); bias and activation come in
+            # the reduction (fp8_gemm_splitk_reduce_kernel of the Triton kernel).
+            _store_partial(acc, ws, split, offs_m, offs_n, s_tensor, scale_a, scale_b, M, N, SCALE_A, SCALE_B)
+            if NSPLIT == 2:
+                _store_partial(acc2, ws, split, offs_m, offs_n + MMA_N, s_tensor, scale_a, scale_b, M, N, SCALE_A,
+                               SCALE_B)
+        elif NSPLIT == 2:
             _store_piece(_finish(acc, offs_m, offs_n, s_tensor, scale_a, scale_b, bias, M, N, SCALE_A, SCALE_B,
                                  HAS_BIAS, ACTIVATION, c_desc.dtype), c_desc, c_smem, off_m, off_n)
             _store_piece(_finish(acc2, offs_m, offs_n + MMA_N, s_tensor, scale_a, scale_b, bias, M, N, SCALE_A,
@@ -296,13 +332,13 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
 @named_gluon_jit(do_not_specialize=["M", "N", "K"])
 def fp8_gemm_promote_kernel(
     a_desc, b_desc, c_desc, sa_desc,
-    scale_a, scale_b, bias,
+    scale_a, scale_b, bias, ws,
     M, N, K,
     stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k,
     KERNEL_NAME: gl.constexpr,
     GROUP_M: gl.constexpr, STAGES: gl.constexpr,
     SCALE_A: gl.constexpr, SCALE_B: gl.constexpr,
-    HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, FAST: gl.constexpr,
+    HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, FAST: gl.constexpr, SPLIT_K: gl.constexpr,
     CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
     num_warps: gl.constexpr,
 ):
@@ -310,8 +346,10 @@ def fp8_gemm_promote_kernel(
 
     a_desc: TMA descriptor of a (M, K) FP8, block [BLOCK_M, 128]; b_desc: b (N, K) FP8, block [BLOCK_N, 128];
     c_desc: C (M, N) row-major in the output type, block [BLOCK_M // 2, BLOCK_N] (each warp group stores its half).
-    bias: (N,) or a dummy pointer. Launch with num_warps=4 (the first consumer warp group; the second consumer and
-    the one-warp loader are worker partitions).
+    bias: (N,) or a dummy pointer. SPLIT_K > 1: work units (split, tile), each split a run of K blocks, whose
+    scaled fp32 partials go to ``ws`` (SPLIT_K, M, N) (bias, activation and the rounding in the reduction kernel;
+    c_desc unused). Launch with num_warps=4 (the first consumer warp group; the second consumer and the one-warp
+    loader are worker partitions).
     """
     BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
@@ -343,13 +381,13 @@ def fp8_gemm_promote_kernel(
     gl.warp_specialize([
         (_consumer, (0, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem.index(0), scale_a, scale_b, bias,
                      M, N, K, stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                     STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA, NSPLIT)),
+                     STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA, NSPLIT, ws, SPLIT_K)),
         (_consumer, (1, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem.index(1), scale_a, scale_b, bias,
                      M, N, K, stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                     STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA, NSPLIT)),
+                     STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA, NSPLIT, ws, SPLIT_K)),
         (_loader, (a_desc, b_desc, sa_desc, a_ring, b_ring, sa_ring, ready, empty, M, N, K, stride_sa_k, BLOCK_M,
                    BLOCK_N,
-                   BLOCK_K, GROUP_M, STAGES, SA_TMA)),
+                   BLOCK_K, GROUP_M, STAGES, SA_TMA, SPLIT_K)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
@@ -394,9 +432,16 @@ def scale_modes(a_vec: bool, b_vec: bool, b_block_rows: int | None) -> tuple[int
     return (SCALE_ROW if a_vec else SCALE_TENSOR), (SCALE_ROW if b_vec else SCALE_TENSOR)
 
 
+def effective_split(K: int, split_k: int) -> int:
+    """The split count actually run: ceil(k_blocks / ceil(k_blocks / split_k)) runs of K blocks, none empty."""
+    kb = -(-K // 128)
+    per = -(-kb // max(1, split_k))
+    return -(-kb // per)
+
+
 def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: int, num_stages: int, group_m: int,
            a_vec: bool, b_vec: bool, b_block_rows: int | None, sms: int, name: str, fast: bool = False,
-           warmup: bool = False):
+           warmup: bool = False, split_k: int = 1, reduce_name: str = ""):
     """Launch :func:`fp8_gemm_promote_kernel` for ``out = act((a·scale_a)(b·scale_b)ᵀ + bias)``; inputs validated
     by ``tritonfp8.gemm`` (a (M, K), b (N, K) TMA-ready FP8; out (M, N) contiguous). Scales as in
     ``launch_gemm``: (M,)/(1,) and (N,)/(1,) vectors, or block scales read in place with their strides."""
@@ -409,7 +454,9 @@ def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: 
     else:
         sam = sak = sbn = sbk = 0
     tiles = -(-M // 128) * -(-N // block_n)  # (triton.cdiv is a JIT function: ~7 us per call from Python)
-    grid = (max(1, min(tiles, sms)),)
+    split = effective_split(K, split_k)
+    grid = (max(1, min(tiles * split, sms)),)
+    ws = torch.empty((split, M, N), device=out.device, dtype=torch.float32) if split > 1 else None
     a_desc = _descriptor(a, [128, 128])
     if sa_mode == SCALE_BLOCK_1X128 and sb_mode == SCALE_BLOCK_128X128:
         # a's block scales go through TMA as the flattened (ceil(K/128), M) transpose: read in place when stored
@@ -428,10 +475,21 @@ def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: 
     else:
         sa_desc = a_desc  # unused by the kernel
     args = (a_desc, _descriptor(b, [block_n, 128]), _descriptor(out, [64, min(block_n, 128)]), sa_desc,
-            scale_a, scale_b, bias if bias is not None else scale_a, M, N, K, sam, sak, sbn, sbk)
+            scale_a, scale_b, bias if bias is not None and split == 1 else scale_a, ws if ws is not None else scale_a,
+            M, N, K, sam, sak, sbn, sbk)
     kw = dict(KERNEL_NAME=name, GROUP_M=group_m, STAGES=num_stages, SCALE_A=sa_mode, SCALE_B=sb_mode,
-              HAS_BIAS=bias is not None, ACTIVATION=activation_code, FAST=fast, CONSUMER_REGS=CONSUMER_REGS,
-              LOADER_REGS=LOADER_REGS, num_warps=4)
+              HAS_BIAS=bias is not None and split == 1, ACTIVATION=activation_code if split == 1 else 0, FAST=fast,
+              SPLIT_K=split, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
+    if split > 1:
+        rgrid = (-(-M * N // _triton_gemm.REDUCE_BLOCK),)
+        rargs = (ws, out, bias, M, N)
+        rkw = dict(KERNEL_NAME=reduce_name, SPLIT_K=split, BLOCK=_triton_gemm.REDUCE_BLOCK, HAS_BIAS=bias is not None,
+                   ACTIVATION=activation_code, OUT_DTYPE=_triton_gemm._TL_OUT[out.dtype], num_warps=4)
+        if warmup:
+            _triton_gemm.fp8_gemm_splitk_reduce_kernel.warmup(*rargs, grid=rgrid, **rkw)
+            return fp8_gemm_promote_kernel.warmup(*args, grid=grid, **kw)
+        _fast.launch(fp8_gemm_promote_kernel, grid, *args, **kw)
+        return _fast.launch(_triton_gemm.fp8_gemm_splitk_reduce_kernel, rgrid, *rargs, **rkw)
     if warmup:
         return fp8_gemm_promote_kernel.warmup(*args, grid=grid, **kw)
     # Repeat launches skip Triton's dispatch and re-encode no TMA descriptor (tritonfp8._launch, _direct): for a
@@ -454,7 +512,8 @@ _SA_DESC_SIG = ("tensordesc<fp32[128],NVMMASharedLayout(swizzle_byte_width=0, el
 
 
 def codegen_spec(*, block_n: int = 128, stages: int = 6, scale_a: int = SCALE_TENSOR, scale_b: int = SCALE_TENSOR,
-                 has_bias: bool = False, activation: int = 0, fast: bool = False, description: str = ""):
+                 has_bias: bool = False, activation: int = 0, fast: bool = False, split_k: int = 1,
+                 description: str = ""):
     from tritonfp8.codegen import CodegenSpec
     from tritonfp8.naming import KernelName
 
@@ -463,16 +522,19 @@ def codegen_spec(*, block_n: int = 128, stages: int = 6, scale_a: int = SCALE_TE
     extras = ("precise",) if scale_a < 2 and not fast else ()
     if has_bias or activation:
         extras += ("bias" + ("", "relu", "gelu", "silu")[activation],)
+    if split_k > 1:
+        extras += (f"splitk{split_k}",)
     name = KernelName(arch=90, op="fp8gemm", types=("e4m3", "e4m3", "f32", "bf16"), tile=(128, block_n, 128),
                       warps=4, stages=stages, schedule="glws", scaling=scaling, extras=extras)
     sig = {"a_desc": _desc_sig("fp8e4nv", 8, (128, 128)), "b_desc": _desc_sig("fp8e4nv", 8, (block_n, 128)),
            "c_desc": _desc_sig("bf16", 16, (64, min(block_n, 128))),
            "sa_desc": (_SA_DESC_SIG if (scale_a, scale_b) == (SCALE_BLOCK_1X128, SCALE_BLOCK_128X128)
-                       else _desc_sig("fp8e4nv", 8, (128, 128))), "scale_a": "*fp32", "scale_b": "*fp32", "bias": "*bf16",
+                       else _desc_sig("fp8e4nv", 8, (128, 128))), "scale_a": "*fp32", "scale_b": "*fp32", "bias": "*bf16", "ws": "*fp32",
            "M": "i32", "N": "i32", "K": "i32", "stride_sa_m": "i32", "stride_sa_k": "i32", "stride_sb_n": "i32",
            "stride_sb_k": "i32"}
     const = dict(GROUP_M=8, STAGES=stages, SCALE_A=scale_a, SCALE_B=scale_b, HAS_BIAS=has_bias,
-                 ACTIVATION=activation, FAST=fast, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
+                 ACTIVATION=activation, FAST=fast, SPLIT_K=split_k, CONSUMER_REGS=CONSUMER_REGS,
+                 LOADER_REGS=LOADER_REGS, num_warps=4)
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=fp8_gemm_promote_kernel, signature=sig, constexprs=const, name=name, num_warps=4,
@@ -492,6 +554,11 @@ def codegen_specs() -> dict:
                                                                               "column halves per consumer group"),
         "gemm_glws_block_n256": codegen_spec(block_n=256, stages=3, scale_a=SCALE_BLOCK_1X128,
                                              scale_b=SCALE_BLOCK_128X128, description="block scales, 128x256"),
+        "gemm_glws_precise_splitk": codegen_spec(split_k=3, description="precise, split-K 3 (fp32 partials)"),
+        "gemm_glws_block_n256_splitk": codegen_spec(block_n=256, stages=3, scale_a=SCALE_BLOCK_1X128,
+                                                    scale_b=SCALE_BLOCK_128X128, split_k=4,
+                                                    description="block scales, 128x256, split-K 4"),
+        "gemm_glws_fast_splitk": codegen_spec(split_k=2, fast=True, description="fast, 128x128, split-K 2"),
         "gemm_glws_fast": codegen_spec(block_n=256, stages=4, fast=True,
                                        description="Gluon fast-accumulation GEMM, 128x256 (two 64x256 groups)"),
         "gemm_glws_fast_rowwise": codegen_spec(block_n=256, stages=4, fast=True, scale_a=SCALE_ROW,

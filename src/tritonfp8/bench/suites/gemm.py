@@ -86,6 +86,12 @@ VARIANTS = {
     "glwsn256s3": {"schedule": "glws", "block_m": 128, "block_n": 256, "block_k": 128, "num_warps": 4,
                    "epilogue_subtile": 1, "promote": "sync", "split_k": 1, "num_stages": 3, "swap_ab": False},
 }
+# Split-K on the Gluon kernel (few tiles: M = 128): scaled fp32 partials per run of K blocks, then the reduction
+# kernel (bias, activation, rounding). glwssk<S>: 128x128 tiles; glwsn256sk<S>: 128x256.
+for _s in (2, 3, 4, 8):
+    VARIANTS[f"glwssk{_s}"] = {**VARIANTS["glwss4"], "split_k": _s}
+for _s in (2, 3, 4):
+    VARIANTS[f"glwsn256sk{_s}"] = {**VARIANTS["glwsn256s3"], "split_k": _s}
 # Modes a variant is timed in (default: fast). "lag" changes only the per-K-block promotion, which exists in the
 # precise mode and with block scales (--scaling block); it is timed there, on that mode's own config.
 VARIANT_MODES = {"lag": ("precise", "block"), "lagnp": ("precise", "block"), "p64": ("precise", "block"),
@@ -93,6 +99,7 @@ VARIANT_MODES = {"lag": ("precise", "block"), "lagnp": ("precise", "block"), "p6
                  "glws": ("precise", "block"), "glwss4": ("precise", "block"),
                  "glwsbn64": ("precise", "block"), "glwsn256": ("precise", "block"),
                  "glwsn256s3": ("precise", "block")}
+VARIANT_MODES.update({k: ("fast", "precise", "block") for k in VARIANTS if "sk" in k and k.startswith("glws")})
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
