@@ -109,6 +109,66 @@ def test_glws_effective_split_has_no_empty_run(K, split, runs):
     assert (runs - 1) * per < kb <= runs * per  # every run has at least one K block
 
 
+@pytest.mark.parametrize("split_k,K,runs", [(1, 1024, 1), (3, 3872, 3), (4, 256, 2)])
+def test_glws_launch_gemm_passes_split_and_reduction(split_k, K, runs, monkeypatch):
+    """launch_gemm's glws branch (host side, CPU: the Gluon launch is observed, not run): the split count actually
+    run and the reduction kernel's name reach gemm_gluon.launch."""
+    from tritonfp8._kernels import gemm_gluon
+    from tritonfp8._kernels.gemm import launch_gemm
+
+    seen = {}
+    monkeypatch.setattr(gemm_gluon, "launch", lambda *a, **k: seen.update(k))
+    a = torch.zeros(128, K, dtype=E4)
+    b = torch.zeros(256, K, dtype=E4)
+    s = torch.ones(1)
+    out = torch.empty(128, 256, dtype=torch.bfloat16)
+    cfg = GemmConfig(**{**GLWS.as_dict(), "split_k": split_k, "num_stages": 4})
+    assert launch_gemm(a, b, s, s, None, "gelu", out, cfg, a_vec=False, b_vec=False, precise=True, arch=90,
+                       sms=132) is out
+    assert seen["split_k"] == runs and seen["fast"] is False
+    assert (seen["reduce_name"] != "") == (runs > 1)
+    if runs > 1:
+        assert f"splitk{runs}" in seen["reduce_name"] and "gelu" in seen["reduce_name"], seen["reduce_name"]
+
+
+@pytest.mark.parametrize("split_k,scales", [(1, "tensor"), (3, "tensor"), (2, "block"), (1, "block")])
+def test_glws_launch_arguments_bind(split_k, scales, monkeypatch):
+    """gemm_gluon.launch on CPU tensors with the launcher observed: every launch (the GEMM, and the reduction with
+    split-K) binds to its kernel's signature, grid = min(units, SMs), the workspace is (splits, M, N) fp32."""
+    import inspect
+
+    from tritonfp8 import _launch as L
+    from tritonfp8._kernels import gemm_gluon as G
+
+    calls = []
+    monkeypatch.setattr(L, "launch", lambda kernel, grid, *a, **k: calls.append((kernel, grid, a, k)))
+    M, N, K = 128, 1024, 3872
+    a = torch.zeros(M, K, dtype=E4)
+    b = torch.zeros(N, K, dtype=E4)
+    if scales == "block":
+        sa, sb = torch.ones(-(-K // 128), M).t(), torch.ones(N // 128, -(-K // 128))
+        kw = dict(a_vec=True, b_vec=True, b_block_rows=128)
+    else:
+        sa = sb = torch.ones(1)
+        kw = dict(a_vec=False, b_vec=False, b_block_rows=None)
+    out = torch.empty(M, N, dtype=torch.bfloat16)
+    G.launch(a, b, sa, sb, torch.zeros(N, dtype=torch.bfloat16), 1, out, block_n=128, num_stages=4, group_m=8,
+             sms=132, name="k", split_k=split_k, reduce_name="r" if split_k > 1 else "", **kw)
+    assert len(calls) == (2 if split_k > 1 else 1)
+    for kernel, grid, args, kwargs in calls:
+        params = inspect.signature(kernel.fn).parameters
+        params_kw = {k: v for k, v in kwargs.items() if k in params or k != "num_warps"}  # a launch option
+        inspect.signature(kernel.fn).bind(*args, **params_kw)
+    kernel, grid, args, kwargs = calls[0]
+    assert kwargs["SPLIT_K"] == split_k and grid == (min(8 * split_k, 132),)
+    assert kwargs["HAS_BIAS"] == (split_k == 1) and kwargs["ACTIVATION"] == (1 if split_k == 1 else 0)
+    if split_k > 1:
+        ws = args[7]
+        assert ws.shape == (split_k, M, N) and ws.dtype == torch.float32
+        rkernel, rgrid, rargs, rkw = calls[1]
+        assert rargs[0] is ws and rargs[1] is out and rkw["SPLIT_K"] == split_k and rkw["HAS_BIAS"]
+
+
 def test_glws_kernel_name():
     from tritonfp8._kernels.gemm import gemm_kernel_name
     from tritonfp8.naming import parse_kernel_name

@@ -775,7 +775,7 @@ def launch_gemm(
             cfg, arch=arch, a_dtype=a.dtype, b_dtype=b.dtype, out_dtype=out.dtype, a_vec=a_vec, b_vec=b_vec,
             precise=precise, has_bias=bias is not None, activation=activation, b_block_rows=b_block_rows,
         ).build()
-        split = gemm_gluon.effective_split(K, cfg.split_k)
+        split = gemm_gluon.effective_split(a.shape[1], cfg.split_k)
         rname = reduce_kernel_name(arch=arch, out_dtype=out.dtype, split_k=split, has_bias=bias is not None,
                                    activation=activation).build() if split > 1 else ""
         gemm_gluon.launch(a, b, scale_a, scale_b, bias, ACTIVATIONS[activation], out, block_n=cfg.block_n,
