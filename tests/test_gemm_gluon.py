@@ -169,6 +169,64 @@ def test_glws_launch_arguments_bind(split_k, scales, monkeypatch):
         assert rargs[0] is ws and rargs[1] is out and rkw["SPLIT_K"] == split_k and rkw["HAS_BIAS"]
 
 
+@pytest.mark.parametrize("split_k,scales", [(1, "row"), (3, "block")])
+def test_glws_template_repeats_the_recorded_launch(split_k, scales, monkeypatch):
+    """The recorded Template (CPU, launches observed): a repeat call passes the compiled kernels, grids, fresh
+    runtime arguments of the new tensors and the recorded constexpr tail, i.e. exactly what the first call's
+    launcher would get for them; every argument list covers the kernel's whole signature."""
+    import inspect
+
+    from tritonfp8 import _launch as L
+    from tritonfp8._kernels import gemm as TG
+    from tritonfp8._kernels import gemm_gluon as G
+
+    class Compiled:  # stands for a compiled kernel
+        pass
+
+    main_k, red_k = Compiled(), Compiled()
+    monkeypatch.setattr(L, "launch", lambda kernel, grid, *a, **k: main_k if kernel is G.fp8_gemm_promote_kernel
+                        else red_k)
+    runs = []
+    monkeypatch.setattr(L, "run_compiled", lambda kernel, grid3, vals: runs.append((kernel, grid3, vals)))
+    monkeypatch.setattr(L, "enabled", lambda: True)
+    M, N, K = 128, 1024, 3872
+    kb = -(-K // 128)
+
+    def tensors():
+        a, b = torch.zeros(M, K, dtype=E4), torch.zeros(N, K, dtype=E4)
+        if scales == "block":
+            sa, sb, kw = torch.ones(kb, M).t(), torch.ones(N // 128, kb), dict(a_vec=True, b_vec=True,
+                                                                           b_block_rows=128)
+        else:
+            sa, sb, kw = torch.ones(M), torch.ones(N), dict(a_vec=True, b_vec=True, b_block_rows=None)
+        return a, b, sa, sb, torch.zeros(N, dtype=torch.bfloat16), torch.empty(M, N, dtype=torch.bfloat16), kw
+
+    a, b, sa, sb, bias, out, kw = tensors()
+    rec = []
+    G.launch(a, b, sa, sb, bias, 2, out, block_n=128, num_stages=4, group_m=8, sms=132, name="k", split_k=split_k,
+             reduce_name="r", record=rec, **kw)
+    assert len(rec) == 1
+    a, b, sa, sb, bias, out, _ = tensors()  # other tensors, same geometry
+    rec[0].launch(a, b, sa, sb, bias, out)
+    assert [r[0] for r in runs] == ([main_k, red_k] if split_k > 1 else [main_k])
+    kernel, grid3, vals = runs[0]
+    assert grid3 == (min(8 * split_k, 132), 1, 1)
+    params = list(inspect.signature(G.fp8_gemm_promote_kernel.fn).parameters)
+    assert len(vals) == len(params)
+    named = dict(zip(params, vals))
+    assert named["a_desc"].base is a and named["b_desc"].base is b and named["c_desc"].base is out
+    assert named["SPLIT_K"] == split_k and named["KERNEL_NAME"] == "k"
+    if split_k > 1:
+        _, rgrid3, rvals = runs[1]
+        rparams = list(inspect.signature(TG.fp8_gemm_splitk_reduce_kernel.fn).parameters)
+        assert len(rvals) == len(rparams)
+        rnamed = dict(zip(rparams, rvals))
+        assert rnamed["ws"] is named["ws"] and rnamed["c"] is out and rnamed["bias"] is bias
+        assert rnamed["ws"].shape == (split_k, M, N) and rnamed["SPLIT_K"] == split_k and rnamed["ACTIVATION"] == 2
+    else:
+        assert named["bias"] is bias and named["ACTIVATION"] == 2
+
+
 def test_glws_kernel_name():
     from tritonfp8._kernels.gemm import gemm_kernel_name
     from tritonfp8.naming import parse_kernel_name

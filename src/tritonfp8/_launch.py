@@ -78,13 +78,19 @@ def arg_spec(v: Any):
 def _tail_values(fn, n_args: int, kwargs: dict) -> tuple:
     """Values of the parameters after the first ``n_args`` (kwargs, else the declared defaults), in order."""
     out = []
-    for p in fn.params[n_args:]:
-        if p.name in kwargs:
-            out.append(kwargs[p.name])
-        elif p.has_default:
-            out.append(p.default)
+    if hasattr(fn, "params"):
+        params = [(p.name, p.has_default, p.default) for p in fn.params]
+    else:  # the interpreter's function object (CPU tests of launch plans): the Python signature
+        import inspect
+
+        params = [(n, p.default is not p.empty, p.default) for n, p in inspect.signature(fn.fn).parameters.items()]
+    for name, has_default, default in params[n_args:]:
+        if name in kwargs:
+            out.append(kwargs[name])
+        elif has_default:
+            out.append(default)
         else:
-            raise TypeError(f"{fn.__name__}: no value for parameter {p.name!r}")
+            raise TypeError(f"{getattr(fn, '__name__', fn)}: no value for parameter {name!r}")
     return tuple(out)
 
 

@@ -782,7 +782,7 @@ def launch_gemm(
                           num_stages=cfg.num_stages, group_m=cfg.group_m, a_vec=a_vec, b_vec=b_vec,
                           b_block_rows=b_block_rows, sms=sms, name=name,
                           fast=not (precise or b_block_rows is not None), warmup=warmup, split_k=split,
-                          reduce_name=rname)
+                          reduce_name=rname, record=_record)
         return out
     tkey = None
     if not warmup and qkv is None and a.is_cuda and _fast.enabled():

@@ -439,23 +439,15 @@ def effective_split(K: int, split_k: int) -> int:
     return -(-kb // per)
 
 
-def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: int, num_stages: int, group_m: int,
-           a_vec: bool, b_vec: bool, b_block_rows: int | None, sms: int, name: str, fast: bool = False,
-           warmup: bool = False, split_k: int = 1, reduce_name: str = ""):
-    """Launch :func:`fp8_gemm_promote_kernel` for ``out = act((a·scale_a)(b·scale_b)ᵀ + bias)``; inputs validated
-    by ``tritonfp8.gemm`` (a (M, K), b (N, K) TMA-ready FP8; out (M, N) contiguous). Scales as in
-    ``launch_gemm``: (M,)/(1,) and (N,)/(1,) vectors, or block scales read in place with their strides."""
+def _runtime_args(a, b, scale_a, scale_b, bias, out, block_n: int, sa_mode: int, sb_mode: int, split: int):
+    """The kernel's runtime arguments (descriptors, pointers, sizes, scale strides) and the split-K workspace."""
     M, K = a.shape
     N = b.shape[0]
-    sa_mode, sb_mode = scale_modes(a_vec, b_vec, b_block_rows)
-    if b_block_rows is not None:
+    if sa_mode == SCALE_BLOCK_1X128:
         sam, sak = scale_a.stride()
         sbn, sbk = scale_b.stride()
     else:
         sam = sak = sbn = sbk = 0
-    tiles = -(-M // 128) * -(-N // block_n)  # (triton.cdiv is a JIT function: ~7 us per call from Python)
-    split = effective_split(K, split_k)
-    grid = (max(1, min(tiles * split, sms)),)
     ws = torch.empty((split, M, N), device=out.device, dtype=torch.float32) if split > 1 else None
     a_desc = _descriptor(a, [128, 128])
     if sa_mode == SCALE_BLOCK_1X128 and sb_mode == SCALE_BLOCK_128X128:
@@ -477,25 +469,74 @@ def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: 
     args = (a_desc, _descriptor(b, [block_n, 128]), _descriptor(out, [64, min(block_n, 128)]), sa_desc,
             scale_a, scale_b, bias if bias is not None and split == 1 else scale_a, ws if ws is not None else scale_a,
             M, N, K, sam, sak, sbn, sbk)
+    return args, ws
+
+
+class Template:
+    """A recorded launch (``tritonfp8.gemm``'s launch plans keep one per plan): the compiled kernels, grids and
+    constexpr tails of the first call, so a repeat call only rebuilds the runtime arguments (the descriptors are
+    plain objects; their encodings are cached by ``_direct``) and calls the compiled launchers. Without it every
+    eager call rebuilt the kernel name and the launch key: ~100-190 us per call on the H200's host, several times
+    a 30 us GEMM at M = 128 (s8-call3-bench_m128.log)."""
+
+    __slots__ = ("main", "grid3", "tail", "red", "rgrid3", "rtail", "block_n", "sa_mode", "sb_mode", "split")
+
+    def __init__(self, main, grid3, tail, red, rgrid3, rtail, block_n, sa_mode, sb_mode, split):
+        self.main, self.grid3, self.tail = main, grid3, tail
+        self.red, self.rgrid3, self.rtail = red, rgrid3, rtail
+        self.block_n, self.sa_mode, self.sb_mode, self.split = block_n, sa_mode, sb_mode, split
+
+    def launch(self, a, b, scale_a, scale_b, bias, out) -> None:
+        args, ws = _runtime_args(a, b, scale_a, scale_b, bias, out, self.block_n, self.sa_mode, self.sb_mode,
+                                 self.split)
+        _fast.run_compiled(self.main, self.grid3, args + self.tail)
+        if self.red is not None:
+            _fast.run_compiled(self.red, self.rgrid3, (ws, out, bias, out.shape[0], out.shape[1]) + self.rtail)
+
+
+def _compiled(k) -> bool:
+    return k is not None and not hasattr(k, "result")  # (an async-compile future has .result)
+
+
+def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: int, num_stages: int, group_m: int,
+           a_vec: bool, b_vec: bool, b_block_rows: int | None, sms: int, name: str, fast: bool = False,
+           warmup: bool = False, split_k: int = 1, reduce_name: str = "", record: list | None = None):
+    """Launch :func:`fp8_gemm_promote_kernel` for ``out = act((a·scale_a)(b·scale_b)ᵀ + bias)``; inputs validated
+    by ``tritonfp8.gemm`` (a (M, K), b (N, K) TMA-ready FP8; out (M, N) contiguous). Scales as in
+    ``launch_gemm``: (M,)/(1,) and (N,)/(1,) vectors, or block scales read in place with their strides.
+    ``record``: a list that gets the :class:`Template` of this launch (CUDA launches of compiled kernels only)."""
+    M, K = a.shape
+    N = b.shape[0]
+    sa_mode, sb_mode = scale_modes(a_vec, b_vec, b_block_rows)
+    tiles = -(-M // 128) * -(-N // block_n)  # (triton.cdiv is a JIT function: ~7 us per call from Python)
+    split = effective_split(K, split_k)
+    grid = (max(1, min(tiles * split, sms)),)
+    args, ws = _runtime_args(a, b, scale_a, scale_b, bias, out, block_n, sa_mode, sb_mode, split)
     kw = dict(KERNEL_NAME=name, GROUP_M=group_m, STAGES=num_stages, SCALE_A=sa_mode, SCALE_B=sb_mode,
               HAS_BIAS=bias is not None and split == 1, ACTIVATION=activation_code if split == 1 else 0, FAST=fast,
               SPLIT_K=split, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
+    red = rgrid = rkw = None
     if split > 1:
         rgrid = (-(-M * N // _triton_gemm.REDUCE_BLOCK),)
-        rargs = (ws, out, bias, M, N)
         rkw = dict(KERNEL_NAME=reduce_name, SPLIT_K=split, BLOCK=_triton_gemm.REDUCE_BLOCK, HAS_BIAS=bias is not None,
                    ACTIVATION=activation_code, OUT_DTYPE=_triton_gemm._TL_OUT[out.dtype], num_warps=4)
-        if warmup:
-            _triton_gemm.fp8_gemm_splitk_reduce_kernel.warmup(*rargs, grid=rgrid, **rkw)
-            return fp8_gemm_promote_kernel.warmup(*args, grid=grid, **kw)
-        _fast.launch(fp8_gemm_promote_kernel, grid, *args, **kw)
-        return _fast.launch(_triton_gemm.fp8_gemm_splitk_reduce_kernel, rgrid, *rargs, **rkw)
     if warmup:
+        if split > 1:
+            _triton_gemm.fp8_gemm_splitk_reduce_kernel.warmup(ws, out, bias, M, N, grid=rgrid, **rkw)
         return fp8_gemm_promote_kernel.warmup(*args, grid=grid, **kw)
     # Repeat launches skip Triton's dispatch and re-encode no TMA descriptor (tritonfp8._launch, _direct): for a
     # ~0.1 ms GEMM the host time left the GPU idle between calls (4096^3 precise ran 0.64-0.98x cuBLAS exact from
     # run to run, session 7: ~200 us of host time per call measured on the H200, s7-call7-glws_launch.json).
-    return _fast.launch(fp8_gemm_promote_kernel, grid, *args, **kw)
+    main = _fast.launch(fp8_gemm_promote_kernel, grid, *args, **kw)
+    if split > 1:
+        red = _fast.launch(_triton_gemm.fp8_gemm_splitk_reduce_kernel, rgrid, ws, out, bias, M, N, **rkw)
+    if record is not None and _fast.enabled() and _compiled(main) and (split == 1 or _compiled(red)):
+        record.append(Template(
+            main, grid + (1, 1), _fast._tail_values(fp8_gemm_promote_kernel, len(args), kw),
+            red, None if red is None else rgrid + (1, 1),
+            None if red is None else _fast._tail_values(_triton_gemm.fp8_gemm_splitk_reduce_kernel, 5, rkw),
+            block_n, sa_mode, sb_mode, split))
+    return main
 
 
 # ------------------------------------------------------------------------------------------------------------------
