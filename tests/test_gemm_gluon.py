@@ -74,6 +74,40 @@ def test_heuristic_takes_glws_on_gpus_only():
     assert cfg.schedule != "glws"
 
 
+@pytest.mark.parametrize("M,N,block,expect", [
+    # precise, >= 2 tiles per SM: 128x256 where its waves finish first (H200 run 2026-12-01-234052)
+    (1024, 10240, False, "128x128x128 w4s4 glws"),   # 320 wide tiles = 2.4 waves: 128x128 (measured 0.92x wide)
+    (1024, 8192, False, "128x256x128 w4s3 glws"),
+    (4096, 4096, False, "128x256x128 w4s3 glws"),
+    (128, 8192, False, None),                         # precise at 64 tiles: the Triton kernel
+    # block scales: also below 2 tiles per SM, one wave of work units (H200 run 2026-12-01-235757)
+    (128, 7168, True, "128x128x128 w4s4 glws splitk2"),
+    (512, 7168, True, "128x256x128 w4s3 glws"),
+    (4096, 7168, True, "128x256x128 w4s3 glws"),
+])
+def test_gluon_config_choices(M, N, block, expect):
+    from tritonfp8._kernels.gemm_configs import gluon_config
+
+    cfg = gluon_config(M, N, 132, 2, K=16384, block=block)
+    assert (cfg.short() if cfg is not None else None) == expect
+
+
+def test_gluon_block_one_wave_never_exceeds_the_sms():
+    from tritonfp8._kernels.gemm_configs import gluon_config
+    from tritonfp8._kernels.gemm_gluon import effective_split
+
+    for M in (65, 128, 200, 256, 384, 512):
+        for N in (1024, 4096, 7168, 16384):
+            for K in (128, 512, 4096, 16384):
+                cfg = gluon_config(M, N, 132, 2, K=K, block=True)
+                if cfg is None:
+                    continue
+                units = -(-M // 128) * -(-N // cfg.block_n) * effective_split(K, cfg.split_k)
+                tiles = -(-M // 128) * -(-N // 128)
+                assert units <= 132 or tiles >= 264, (M, N, K, cfg.short())
+                assert effective_split(K, cfg.split_k) == cfg.split_k
+
+
 def test_scale_modes():
     from tritonfp8._kernels import gemm_gluon as G
 

@@ -283,18 +283,48 @@ GLUON_MIN_TILES_PER_SM = 2
 GLUON_WIDE_GAIN = 1.05
 
 
-def gluon_config(M: int, N: int, num_sms: int, out_size: int) -> GemmConfig | None:
+# Block scales with fewer 128x128 tiles than GLUON_MIN_TILES_PER_SM per SM: the Gluon kernel still beat the Triton
+# kernel there (whose per-K-block promotion serializes its wgmma), best with one wave of work units: 128x7168x16384
+# split-K 2 (112 units) 0.96x cuBLAS blockwise vs 0.63x, 512x7168x16384 128x256 (112 tiles) 0.92x vs 0.59x; more
+# units than SMs ran slower at both (gemm-nvidia-h200-20261201-235757.json). Precise / fast at M = 128 did not gain
+# (same run, -235733.json): they keep the Triton kernel there.
+GLUON_BLOCK_MAX_SPLIT = 4
+
+
+def _gluon_block_one_wave(M: int, N: int, K: int, num_sms: int, out_size: int) -> GemmConfig | None:
+    """Few-tile block-scaled problems: the (width, split-K) with the most work units that fit one wave; ties go to
+    fewer splits (each split writes and re-reads an fp32 M x N partial)."""
+    kb = _cdiv(K, 128)
+    best = None
+    for split in range(1, GLUON_BLOCK_MAX_SPLIT + 1):
+        if split > 1 and _cdiv(kb, _cdiv(kb, split)) != split:  # that many non-empty runs of K blocks
+            continue
+        for width in (128, 256):
+            units = _cdiv(M, 128) * _cdiv(N, width) * split
+            if units <= num_sms and (best is None or units > best[0]):
+                best = (units, width, split)
+    if best is None:
+        return None
+    _, width, split = best
+    cfg = GemmConfig(128, width, 128, group_m=8, num_warps=4, num_stages=3 if width == 256 else 4,
+                     schedule="glws", epilogue_subtile=1, split_k=split)
+    return fit_stages(cfg, 4 if split > 1 else out_size)
+
+
+def gluon_config(M: int, N: int, num_sms: int, out_size: int, *, K: int = 0, block: bool = False
+                 ) -> GemmConfig | None:
     """The "glws" config for a precise / block-scaled problem of M x N, or None where the Triton kernel is kept.
 
     Tile width from whole waves: a 128x256 tile takes ``2 / GLUON_WIDE_GAIN`` of two 128x128 tiles' time, and a
     persistent program runs ceil(tiles / SMs) tiles; the wide tile is taken when its waves finish first. 128x128:
     4 stages (0.99-1.09x the 6-stage form, session 7's first run, gemm-nvidia-h200-20261201-201913.json); 128x256:
-    3 stages (0.98-1.06x the 4-stage form in the run above; it also fits fp32 output)."""
+    3 stages (0.98-1.06x the 4-stage form in the run above; it also fits fp32 output). ``block``: block-scaled
+    operands, which take the Gluon kernel at fewer tiles too (:func:`_gluon_block_one_wave`)."""
     if os.environ.get("TRITONFP8_GLUON", "1") == "0":
         return None
     tiles = _cdiv(M, 128) * _cdiv(N, 128)
     if tiles < GLUON_MIN_TILES_PER_SM * num_sms:
-        return None
+        return _gluon_block_one_wave(M, N, K, num_sms, out_size) if block and K > 0 else None
     wide_tiles = _cdiv(M, 128) * _cdiv(N, 256)
     wide = _cdiv(wide_tiles, num_sms) * 2 / GLUON_WIDE_GAIN < _cdiv(tiles, num_sms)
     cfg = GemmConfig(128, 256 if wide else 128, 128, group_m=8, num_warps=4, num_stages=3 if wide else 4,
@@ -361,6 +391,10 @@ def block_config(M: int, N: int, K: int, *, arch: int = 90, num_sms: int = 132, 
     scale vectors add registers; see docs/gemm.md for the offline SASS). M <= 64 takes swap-AB (b's rows fill the
     64-row wgmma side) with 128-wide K blocks, as precise does.
     """
+    if gluon and arch == 90 and M > 64:
+        g = gluon_config(M, N, num_sms, out_size, K=K, block=True)
+        if g is not None:
+            return g
     cfg = heuristic_config(M, N, K, precise=True, arch=arch, num_sms=num_sms, out_size=out_size, gluon=gluon)
     if cfg.block_k != 128:
         cfg = with_max_stages(replace(cfg, block_k=128), out_size,
