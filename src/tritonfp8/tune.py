@@ -134,8 +134,11 @@ def candidates(M: int, N: int, K: int, *, precise: bool, num_sms: int, quick: bo
             G(128, 64, bk, num_warps=4, num_stages=0, schedule="tmapersistent"),
             G(64, 64, bk, num_warps=4, num_stages=0, schedule="tma"),
             G(128, 128, bk, num_warps=4, num_stages=0, schedule="tmaws"),
-            # the Gluon kernel (warp-specialized promotion): 1.13x at 128x57344x8192 precise (session 7)
+            # the Gluon kernel (warp-specialized promotion): 1.13x at 128x57344x8192 precise (session 7); its
+            # 128x256 form and split-K (block scales at M = 128: split-K 2 0.96x cuBLAS vs 0.63x, session 8)
             G(128, 128, bk, num_warps=4, num_stages=0, schedule="glws", epilogue_subtile=1),
+            G(128, 256, bk, num_warps=4, num_stages=3, schedule="glws", epilogue_subtile=1),
+            G(128, 128, bk, num_warps=4, num_stages=4, schedule="glws", epilogue_subtile=1, split_k=2),
         ]
         if not precise:
             c += [G(128, 256, bk, num_warps=8, num_stages=0, schedule="tma", epilogue_subtile=2, split_k=2),
@@ -149,9 +152,11 @@ def candidates(M: int, N: int, K: int, *, precise: bool, num_sms: int, quick: bo
                 G(128, 128, bk, num_warps=8, num_stages=4, schedule="tmapersistent"),
                 G(128, 128, bk, num_warps=4, num_stages=0, schedule="tmaws"),
                 G(128, 128, bk, num_warps=4, num_stages=0, schedule="tmawspersistent"),
-                # the Gluon kernel: 1.16-1.30x the Triton configs above at M >= 1024 (session 7)
+                # the Gluon kernel: 1.16-1.30x the Triton configs above at M >= 1024 (session 7); 128x256 (two
+                # 128-wide halves per consumer group) 1.02-1.08x its 128x128 form at full waves (session 8)
                 G(128, 128, bk, num_warps=4, num_stages=4, schedule="glws", epilogue_subtile=1),
                 G(128, 128, bk, num_warps=4, num_stages=0, schedule="glws", epilogue_subtile=1),
+                G(128, 256, bk, num_warps=4, num_stages=3, schedule="glws", epilogue_subtile=1),
             ]
         else:
             c += [
