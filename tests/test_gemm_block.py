@@ -263,8 +263,9 @@ BAD = [
 
 
 @pytest.mark.parametrize("arg, exc, call", BAD, ids=[f"{i}-{b[0]}" for i, b in enumerate(BAD)])
-def test_bad_block_scales_name_the_argument(arg, exc, call):
-    with pytest.raises(exc, match=rf"^{arg}: "):
+def test_bad_block_scales_name_the_argument(arg, exc, call, device):
+    # (tensors on the test device: on a GPU machine CPU tensors are refused first, without the interpreter)
+    with torch.device(device), pytest.raises(exc, match=rf"^{arg}: "):
         call(*_ab())
 
 
