@@ -1,0 +1,246 @@
+"""FP8 attention forward on Hopper in Gluon, warp-specialized (prepared in session 8; compiled offline only, NOT yet
+run on a GPU and not used by ``tritonfp8.attention``).
+
+Why. The Triton forward kernel (``attention.py``) keeps both wgmmas of a key block (S = Q·Kᵀ, then P·V) and the
+softmax between them in one instruction stream; Triton 3.6 cannot overlap the softmax of one block with the
+tensor-core work of another inside a program, and the best schedule found (three 64-row CTAs per SM) runs at
+0.87-0.90x cuDNN FP8 at hd128 (benchmarks/NOTES.md). The schedule FlashAttention-3 uses on Hopper is two consumer
+warp groups whose softmax runs while the other group's wgmmas hold the tensor cores; the GEMM's Gluon kernel
+(``gemm_gluon.py``) showed that two groups meeting only through an mbarrier ring drift into that overlap.
+
+Partitions of one program (one per (128-query block, batch, query head); not persistent):
+
+- loader (1 warp, 40 registers): Q's 128 x D tile once, then every key block's K (BLOCK_N x D) and Vᵀ
+  (D x BLOCK_N, the relayout pass's sequence-contiguous layout) into a ring of STAGES slots;
+- two consumers (one warp group each), query rows 0-63 and 64-127: per key block, S = Q·Kᵀ (async wgmma, both
+  operands K-major in shared memory), the online softmax in the exp2 domain (P already times 2^LOG2_P_SCALE, as
+  the Triton kernel), P cast to E4M3 and kept in registers as the A operand of P·V, Vᵀ's slot as B; the slot is
+  released after P·V retires. The tail block (Sk not a multiple of BLOCK_N) masks keys >= Sk.
+
+Dense, non-causal, no GQA packing beyond the head mapping, descales per (batch, KV head), bf16 output stored by
+pointers (rows >= Sq masked). What is missing before it can be a default: causal and varlen, the lse output, FP8
+output, a GPU run (correctness against ``attention_torch`` and timing against the Triton kernel and cuDNN).
+"""
+
+from __future__ import annotations
+
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+
+from tritonfp8.naming import _repr_from_constexpr
+
+BLOCK_M = 128  # query rows per program: two consumer warp groups of 64
+CONSUMER_REGS = 232
+LOADER_REGS = 40
+
+
+@gluon.jit
+def _loader(q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty, q_row, q_col, k_row0, k_col,
+            v_row, n_blocks, BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+    """Producer (one warp): Q once, then K and Vᵀ of every key block into the ring."""
+    mbarrier.expect(q_bar, q_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(q_desc, [q_row, q_col], q_bar, q_smem)
+    nbytes: gl.constexpr = k_desc.block_type.nbytes + vt_desc.block_type.nbytes
+    for j in range(n_blocks):
+        s = j % STAGES
+        # A fresh barrier counts as having completed the phase before phase 0: the first pass does not wait.
+        mbarrier.wait(empty.index(s), ((j // STAGES) & 1) ^ 1)
+        bar = ready.index(s)
+        mbarrier.expect(bar, nbytes)
+        tma.async_copy_global_to_shared(k_desc, [k_row0 + j * BLOCK_N, k_col], bar, k_ring.index(s))
+        tma.async_copy_global_to_shared(vt_desc, [v_row, j * BLOCK_N], bar, v_ring.index(s))
+
+
+@gluon.jit
+def _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk,
+          s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr,
+          BLOCK_N: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr):
+    """One key block of the online softmax for this warp group's 64 query rows."""
+    WG_M: gl.constexpr = 64
+    s = j % STAGES
+    mbarrier.wait(ready.index(s), (j // STAGES) & 1)
+    sc = warpgroup_mma(q_half, k_ring.index(s).permute((1, 0)), gl.zeros([WG_M, BLOCK_N], gl.float32, s_layout),
+                       use_acc=False, is_async=True)
+    sc = warpgroup_mma_wait(num_outstanding=0, deps=(sc,))
+    if MASK:  # the tail block: keys >= Sk (the next sequence's rows, or TMA's zero fill) are invisible
+        cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+        sc = gl.where((cols < Sk)[None, :], sc, float("-inf"))
+    # qk_scale > 0 (checked on the host): max(S) * scale is the max of the scaled row.
+    m_new = gl.maximum(m_i, gl.max(sc, 1) * qk_scale)
+    p = gl.exp2(sc * qk_scale - (m_new - LOG2_P_SCALE)[:, None])  # P_SCALE * exp2(s - m), in (0, P_SCALE]
+    alpha = gl.exp2(m_i - m_new)  # m_i = -inf on the first block: alpha = 0 (m_new is finite: >= 1 visible key)
+    l_i = l_i * alpha + gl.sum(p, 1)
+    acc = acc * gl.convert_layout(alpha, o_row_layout)[:, None]
+    p8 = gl.convert_layout(p.to(gl.float8e4nv), p_layout)
+    acc = warpgroup_mma(p8, v_ring.index(s).permute((1, 0)), acc, is_async=True)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+    mbarrier.arrive(empty.index(s), count=1)
+    return m_new, l_i, acc
+
+
+@gluon.jit
+def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, out, qk_scale, o_scale, q_first,
+              Sq, Sk, out_row0, out_col, stride_out, n_blocks, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
+              STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr):
+    """Consumer (one warp group): query rows HALF*64 .. HALF*64+63 of the program's block."""
+    WG_M: gl.constexpr = 64
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, BLOCK_N, 32])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                       instr_shape=[16, HEAD_DIM, 32])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=4)
+    row_layout: gl.constexpr = gl.SliceLayout(1, s_layout)
+    o_row_layout: gl.constexpr = gl.SliceLayout(1, o_layout)
+
+    mbarrier.wait(q_bar, 0)
+    q_half = q_smem.slice(HALF * WG_M, WG_M, dim=0)
+    m_i = gl.full([WG_M], float("-inf"), gl.float32, row_layout)
+    l_i = gl.zeros([WG_M], gl.float32, row_layout)
+    acc = gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout)
+    n_full = Sk // BLOCK_N
+    for j in range(n_full):
+        m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, s_layout,
+                              p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, False)
+    if n_blocks > n_full:
+        m_i, l_i, acc = _step(n_full, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, s_layout,
+                              p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True)
+
+    # O = acc / l (P_SCALE cancels) * v_descale; a row that saw no key (Sk = 0) has l = 0 and writes 0.
+    l_o = gl.convert_layout(l_i, o_row_layout)
+    inv = gl.where(l_o > 0, o_scale / l_o, 0.0)
+    o = (acc * inv[:, None]).to(out.dtype.element_ty)
+    rows = q_first + HALF * WG_M + gl.arange(0, WG_M, layout=o_row_layout)
+    cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, o_layout))
+    ptrs = out + (out_row0 + rows).to(gl.int64)[:, None] * stride_out + out_col + cols[None, :]
+    gl.store(ptrs, o, mask=(rows < Sq)[:, None])
+
+
+@gluon.jit(repr=_repr_from_constexpr, do_not_specialize=["Sq", "Sk"])
+def attn_fwd_glws_kernel(
+    q_desc, k_desc, vt_desc, out, q_descale, k_descale, v_descale, qk_scale,
+    Sq, Sk, Hq, Hkv, stride_out,
+    KERNEL_NAME: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, GROUP: gl.constexpr,
+    STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
+    num_warps: gl.constexpr,
+):
+    """O (B, Sq, Hq, D) bf16 = softmax(scale · Q Kᵀ) V for FP8 Q (B·Sq, Hq·D), K (B·Sk, Hkv·D) and Vᵀ
+    (B·Hkv·D, round32(Sk)); descales (B, Hkv) fp32; ``qk_scale`` = softmax_scale · log2(e) (> 0).
+    Grid (cdiv(Sq, 128), B·Hq); launch with num_warps=4 (the first consumer warp group)."""
+    gl.static_assert(num_warps == 4, "the default partition is one consumer warp group")
+    pid_m = gl.program_id(0)
+    bh = gl.program_id(1)
+    b = bh // Hq
+    h = bh % Hq
+    hk = h // GROUP
+    q_first = pid_m * 128
+    dsc = gl.load(q_descale + b * Hkv + hk) * gl.load(k_descale + b * Hkv + hk)
+    o_scale = gl.load(v_descale + b * Hkv + hk)
+    n_blocks = gl.cdiv(Sk, BLOCK_N)
+
+    q_smem = gl.allocate_shared_memory(q_desc.dtype, [128, HEAD_DIM], q_desc.layout)
+    k_ring = gl.allocate_shared_memory(k_desc.dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
+    v_ring = gl.allocate_shared_memory(vt_desc.dtype, [STAGES, HEAD_DIM, BLOCK_N], vt_desc.layout)
+    q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(q_bar, count=1)
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=2)  # both consumer warp groups read every slot
+    fence_async_shared()
+
+    gl.warp_specialize([
+        (_consumer, (0, q_smem, k_ring, v_ring, q_bar, ready, empty, out, qk_scale * dsc, o_scale, q_first, Sq, Sk,
+                     b * Sq, h * HEAD_DIM, stride_out, n_blocks, BLOCK_N, HEAD_DIM, STAGES, LOG2_P_SCALE)),
+        (_consumer, (1, q_smem, k_ring, v_ring, q_bar, ready, empty, out, qk_scale * dsc, o_scale, q_first, Sq, Sk,
+                     b * Sq, h * HEAD_DIM, stride_out, n_blocks, BLOCK_N, HEAD_DIM, STAGES, LOG2_P_SCALE)),
+        (_loader, (q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty, b * Sq + q_first,
+                   h * HEAD_DIM, b * Sk, hk * HEAD_DIM, (b * Hkv + hk) * HEAD_DIM, n_blocks, BLOCK_N, STAGES)),
+    ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Host side (prepared: used by tests/test_attention_gluon.py only)
+
+_LOG2E = 1.4426950408889634
+
+
+def vt_layout(v8):
+    """Vᵀ of an FP8 V (B, Sk, Hkv, D) in the kernel's layout: (B, Hkv, D, round32(Sk)), padding columns zero
+    (the library's relayout pass, ``attention._quantize_heads(transpose=True)``, writes the same layout)."""
+    import torch
+
+    b, sk, hkv, d = v8.shape
+    vt = torch.zeros((b, hkv, d, max(32, -(-sk // 32) * 32)), dtype=v8.dtype, device=v8.device)
+    vt[..., :sk] = v8.permute(0, 2, 3, 1)
+    return vt
+
+
+def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: float, *, block_n: int = 128,
+           stages: int = 3, warmup: bool = False):
+    """out (B, Sq, Hq, D) bf16 = attention of E4M3 q8 (B, Sq, Hq, D), k8 (B, Sk, Hkv, D) and ``vt`` from
+    :func:`vt_layout`; descales (B, Hkv) fp32 contiguous; dense, non-causal. Inputs are not validated here."""
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    B, Sq, Hq, D = q8.shape
+    Sk, Hkv = k8.shape[1], k8.shape[2]
+
+    def desc(t2, block):
+        return TensorDescriptor.from_tensor(t2, block, gl.NVMMASharedLayout.get_default_for(block, gl.float8e4nv))
+
+    q_desc = desc(q8.view(B * Sq, Hq * D), [BLOCK_M, D])
+    k_desc = desc(k8.view(B * Sk, Hkv * D), [block_n, D])
+    vt_desc = desc(vt.view(B * Hkv * D, vt.shape[-1]), [D, block_n])
+    name = codegen_spec(head_dim=D, block_n=block_n, stages=stages).name.build()
+    grid = (triton.cdiv(Sq, BLOCK_M), B * Hq)
+    args = (q_desc, k_desc, vt_desc, out, q_descale, k_descale, v_descale, softmax_scale * _LOG2E, Sq, Sk, Hq, Hkv,
+            Hq * D)
+    kw = dict(KERNEL_NAME=name, BLOCK_N=block_n, HEAD_DIM=D, GROUP=Hq // Hkv, STAGES=stages, LOG2_P_SCALE=8,
+              CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
+    if warmup:
+        return attn_fwd_glws_kernel.warmup(*args, grid=grid, **kw)
+    return attn_fwd_glws_kernel[grid](*args, **kw)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Offline codegen specs
+
+def _desc_sig(block: tuple[int, int]) -> str:
+    swizzle = min(128, block[1])
+    return (f"tensordesc<fp8e4nv[{block[0]}, {block[1]}],NVMMASharedLayout(swizzle_byte_width={swizzle}, "
+            f"element_bitwidth=8, rank=2, transposed=False, fp4_padded=False, cga_layout=[])>")
+
+
+def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, description: str = ""):
+    from tritonfp8.codegen import CodegenSpec
+    from tritonfp8.naming import KernelName
+
+    name = KernelName(arch=90, op="fmhafwd", types=("e4m3", "e4m3", "f32", "bf16"), tile=(BLOCK_M, block_n,
+                      head_dim), warps=4, stages=stages, schedule="glws", scaling="headwise", extras=())
+    sig = {"q_desc": _desc_sig((BLOCK_M, head_dim)), "k_desc": _desc_sig((block_n, head_dim)),
+           "vt_desc": _desc_sig((head_dim, block_n)), "out": "*bf16", "q_descale": "*fp32", "k_descale": "*fp32",
+           "v_descale": "*fp32", "qk_scale": "fp32", "Sq": "i32", "Sk": "i32", "Hq": "i32", "Hkv": "i32",
+           "stride_out": "i32"}
+    const = dict(BLOCK_N=block_n, HEAD_DIM=head_dim, GROUP=4, STAGES=stages, LOG2_P_SCALE=8,
+                 CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
+    for k in const:
+        sig[k] = "constexpr"
+    return CodegenSpec(fn=attn_fwd_glws_kernel, signature=sig, constexprs=const, name=name, num_warps=4,
+                       num_stages=stages, min_arch=90, description=description,
+                       divisible=("out", "q_descale", "k_descale", "v_descale"))
+
+
+def codegen_specs() -> dict:
+    return {
+        "attn_glws_hd128": codegen_spec(description="Gluon FP8 attention forward (prepared, not run): loader warp "
+                                                    "+ 2 consumer warp groups, hd128"),
+        "attn_glws_hd64": codegen_spec(head_dim=64, description="Gluon FP8 attention forward (prepared), hd64"),
+    }

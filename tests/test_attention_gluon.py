@@ -1,0 +1,64 @@
+"""The prepared Gluon FP8 attention forward (``tritonfp8/_kernels/attention_gluon.py``: loader warp + two consumer
+warp groups; not used by ``tritonfp8.attention`` yet).
+
+Offline sm_90 compile (CI): QGMMA in both consumers, no spills, each wgmma chain waited once. GPU (skipped without
+one): against ``attention_torch`` with the rule of ``test_attention.py`` (imported: stated once there): element
+error no worse than the FP8-P emulation's plus the bf16 rounding, Frobenius error no worse than the emulation's plus
+two bf16 units; partial query and key tiles, GQA, per-(batch, KV head) descales, poisoned output.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from conftest import requires_gpu
+
+
+@pytest.mark.codegen
+@pytest.mark.parametrize("kernel,qgmma", [("attn_glws_hd128", 32), ("attn_glws_hd64", 24)])
+def test_attn_glws_sass(kernel, qgmma):
+    """Per consumer and key-block step (unmasked and masked tail): S = Q·Kᵀ (D/32 QGMMA) and P·V (BLOCK_N/32);
+    two consumers: 2 x 2 x (D + 128) / 32."""
+    from tritonfp8.codegen import inspect_kernel
+
+    r = inspect_kernel(kernel, arch=90, compare_names=False)
+    assert r.qgmma == qgmma, r.as_dict()
+    assert r.spill_stores == 0 and r.spill_loads == 0, r.as_dict()
+    assert "USETMAXREG" in r.sass
+    assert r.gmma_waited == 8, r.as_dict()  # 2 consumers x 2 steps x (S, P·V), each chain waited once
+
+
+def test_vt_layout():
+    from tritonfp8._kernels.attention_gluon import vt_layout
+
+    v = torch.randn(2, 45, 3, 16).to(torch.float8_e4m3fn)
+    vt = vt_layout(v)
+    assert vt.shape == (2, 3, 16, 64)
+    assert torch.equal(vt[..., :45].float(), v.permute(0, 2, 3, 1).float())
+    assert (vt[..., 45:].float() == 0).all()
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("b,sq,sk,hq,hkv,d", [(2, 300, 333, 8, 2, 128), (1, 1024, 1024, 4, 4, 128),
+                                             (2, 257, 129, 4, 1, 64), (1, 128, 1, 2, 2, 128)],
+                         ids=["partial_gqa4", "full", "hd64_gqa4", "one_key"])
+def test_attn_glws_matches_reference(b, sq, sk, hq, hkv, d):
+    from test_attention import U_OUT, check_out, fp8_inputs, rel_error
+    from tritonfp8._kernels.attention_gluon import launch, vt_layout
+    from tritonfp8.attention import attention_torch
+
+    gen = torch.Generator().manual_seed(sq + sk + d)
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((b, sq, hq, d), (b, sk, hkv, d), hkv, b, True, gen, "cuda")
+    out = torch.full((b, sq, hq, d), float("nan"), device="cuda", dtype=torch.bfloat16)
+    scale = 1 / math.sqrt(d)
+    launch(q8, k8, vt_layout(v8), out, qd.contiguous(), kd.contiguous(), vd.contiguous(), scale)
+    torch.cuda.synchronize()
+    kw = dict(q_descale=qd, k_descale=kd, v_descale=vd)
+    ref = attention_torch(q8, k8, v8, **kw)
+    ref_pt = attention_torch(q8, k8, v8, p_fp8=True, **kw)
+    check_out(out, ref, ref_pt)
+    assert rel_error(out.float(), ref) <= rel_error(ref_pt, ref) + 2 * U_OUT[torch.bfloat16]
