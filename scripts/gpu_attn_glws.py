@@ -22,21 +22,27 @@ for B, S, H, D in [(4, 8192, 16, 128), (4, 8192, 16, 64), (16, 1024, 16, 128)]:
     q8, k8, v8 = (torch.randn(B, S, H, D, device="cuda", generator=g).to(FP8) for _ in range(3))
     ones = torch.ones(B, H, device="cuda")
     vt = AG.vt_layout(v8)
+    vtp = AG.vt_layout(v8, permute_keys=True)
     out = torch.empty(B, S, H, D, device="cuda", dtype=torch.bfloat16)
+    outp = torch.empty_like(out)
     scale = 1 / math.sqrt(D)
     fns = {"glws": lambda: AG.launch(q8, k8, vt, out, ones, ones, ones, scale),
+           "glws_permp": lambda: AG.launch(q8, k8, vtp, outp, ones, ones, ones, scale, permute_p=True),
            "triton": kernel_only_fn(q8, k8, v8, q_descale=ones, k_descale=ones, v_descale=ones)}
     ref = fns["triton"]().float()
     fns["glws"]()
+    fns["glws_permp"]()
     torch.cuda.synchronize()
     rel = ((out.float() - ref).norm() / ref.norm()).item()
+    relp = ((outp.float() - ref).norm() / ref.norm()).item()
     t = {k: [] for k in fns}
     for _ in range(ROUNDS):
         for k, f in fns.items():
             t[k].append(triton.testing.do_bench(f, warmup=25, rep=100))
     med = {k: statistics.median(v) for k, v in t.items()}
     flops = 4 * B * H * S * S * D
-    r = {"shape": f"B{B} S{S} H{H} D{D}", "rel_glws_vs_triton": rel, "rounds_ms": t, "median_ms": med,
+    r = {"shape": f"B{B} S{S} H{H} D{D}", "rel_glws_vs_triton": rel, "rel_permp_vs_triton": relp,
+         "rounds_ms": t, "median_ms": med,
          "tflops": {k: flops / v / 1e9 for k, v in med.items()}, "glws_vs_triton": med["triton"] / med["glws"]}
     rows.append(r)
     print(r["shape"], {k: round(v) for k, v in r["tflops"].items()}, round(r["glws_vs_triton"], 3), f"rel {rel:.2e}",

@@ -17,18 +17,41 @@ import torch
 from conftest import requires_gpu
 
 
-@pytest.mark.codegen
-@pytest.mark.parametrize("kernel,qgmma", [("attn_glws_hd128", 32), ("attn_glws_hd64", 24)])
-def test_attn_glws_sass(kernel, qgmma):
-    """Per consumer and key-block step (unmasked and masked tail): S = Q·Kᵀ (D/32 QGMMA) and P·V (BLOCK_N/32);
-    two consumers: 2 x 2 x (D + 128) / 32."""
-    from tritonfp8.codegen import inspect_kernel
+_SASS_SCRIPT = r"""
+import json, sys
+from tritonfp8 import codegen
+out = {}
+for key in sys.argv[1:]:
+    r = codegen.inspect_kernel(key, arch=90, compare_names=False)
+    out[key] = dict(r.as_dict(), usetmaxreg="USETMAXREG" in r.sass, shfl_idx=r.sass.count("SHFL.IDX"))
+print(json.dumps(out))
+"""
 
-    r = inspect_kernel(kernel, arch=90, compare_names=False)
-    assert r.qgmma == qgmma, r.as_dict()
-    assert r.spill_stores == 0 and r.spill_loads == 0, r.as_dict()
-    assert "USETMAXREG" in r.sass
-    assert r.gmma_waited == 8, r.as_dict()  # 2 consumers x 2 steps x (S, P·V), each chain waited once
+
+@pytest.mark.codegen
+def test_attn_glws_sass():
+    """Per consumer and key-block step (unmasked and masked tail): S = Q·Kᵀ (D/32 QGMMA) and P·V (BLOCK_N/32);
+    two consumers: 2 x 2 x (D + 128) / 32. No spills, registers re-split, each wgmma chain waited once; with the
+    key permutation P's operand conversion is thread-local (no SHFL.IDX). In a subprocess with the interpreter
+    off (``conftest.codegen_env``): Gluon's reductions cannot reference interpreter functions."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import codegen_env
+
+    expect = {"attn_glws_hd128": 32, "attn_glws_hd64": 24, "attn_glws_hd128_perm": 32}
+    res = subprocess.run([sys.executable, "-c", _SASS_SCRIPT, *expect], capture_output=True, text=True,
+                         env=codegen_env(), timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    facts = json.loads(res.stdout)
+    for kernel, qgmma in expect.items():
+        r = facts[kernel]
+        assert r["qgmma"] == qgmma, r
+        assert r["spill_stores"] == 0 and r["spill_loads"] == 0, r
+        assert r["usetmaxreg"], r
+        assert r["gmma_waited"] == 8, r  # 2 consumers x 2 steps x (S, P·V), each chain waited once
+    assert facts["attn_glws_hd128_perm"]["shfl_idx"] == 0 < facts["attn_glws_hd128"]["shfl_idx"]
 
 
 def test_vt_layout():
@@ -41,12 +64,25 @@ def test_vt_layout():
     assert (vt[..., 45:].float() == 0).all()
 
 
+def test_vt_layout_permuted_matches_the_relayout_pass():
+    """vt_layout(permute_keys=True) is what the library's relayout pass writes for the Triton kernel's PERMUTE_P
+    (CPU: that pass runs in the interpreter)."""
+    from tritonfp8._kernels.attention_gluon import vt_layout
+    from tritonfp8.attention import _quantize_heads
+
+    v = torch.randn(2, 70, 2, 64).to(torch.float8_e4m3fn)
+    y, _, _ = _quantize_heads(v, 2, None, 2, 70, quantize=False, transpose=True, permute_keys=True)
+    assert torch.equal(vt_layout(v, permute_keys=True).float(), y.float())
+    assert not torch.equal(vt_layout(v).float(), y.float())
+
+
 @requires_gpu
 @pytest.mark.gpu
+@pytest.mark.parametrize("permute_p", [False, True], ids=["plain", "permp"])
 @pytest.mark.parametrize("b,sq,sk,hq,hkv,d", [(2, 300, 333, 8, 2, 128), (1, 1024, 1024, 4, 4, 128),
                                              (2, 257, 129, 4, 1, 64), (1, 128, 1, 2, 2, 128)],
                          ids=["partial_gqa4", "full", "hd64_gqa4", "one_key"])
-def test_attn_glws_matches_reference(b, sq, sk, hq, hkv, d):
+def test_attn_glws_matches_reference(b, sq, sk, hq, hkv, d, permute_p):
     from test_attention import U_OUT, check_out, fp8_inputs, rel_error
     from tritonfp8._kernels.attention_gluon import launch, vt_layout
     from tritonfp8.attention import attention_torch
@@ -55,7 +91,8 @@ def test_attn_glws_matches_reference(b, sq, sk, hq, hkv, d):
     (q8, k8, v8), (qd, kd, vd) = fp8_inputs((b, sq, hq, d), (b, sk, hkv, d), hkv, b, True, gen, "cuda")
     out = torch.full((b, sq, hq, d), float("nan"), device="cuda", dtype=torch.bfloat16)
     scale = 1 / math.sqrt(d)
-    launch(q8, k8, vt_layout(v8), out, qd.contiguous(), kd.contiguous(), vd.contiguous(), scale)
+    launch(q8, k8, vt_layout(v8, permute_keys=permute_p), out, qd.contiguous(), kd.contiguous(), vd.contiguous(),
+           scale, permute_p=permute_p)
     torch.cuda.synchronize()
     kw = dict(q_descale=qd, k_descale=kd, v_descale=vd)
     ref = attention_torch(q8, k8, v8, **kw)

@@ -35,11 +35,17 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 
+from tritonfp8._kernels import attention as _triton_attn
 from tritonfp8.naming import _repr_from_constexpr
 
 BLOCK_M = 128  # query rows per program: two consumer warp groups of 64
 CONSUMER_REGS = 232
 LOADER_REGS = 40
+
+# The Triton kernel's key permutation within 32-key chunks (same source, compiled as Gluon): applied to P in
+# registers and to Vᵀ in memory (vt_layout(permute_keys=True)) it leaves P·V unchanged and makes the accumulator ->
+# A-operand conversion of P thread-local.
+_permute_keys = gluon.jit(_triton_attn._permute_keys.fn)
 
 
 @gluon.jit
@@ -62,7 +68,8 @@ def _loader(q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty
 @gluon.jit
 def _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk,
           s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr,
-          BLOCK_N: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr):
+          BLOCK_N: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr,
+          PERMUTE_P: gl.constexpr):
     """One key block of the online softmax for this warp group's 64 query rows."""
     WG_M: gl.constexpr = 64
     s = j % STAGES
@@ -79,7 +86,10 @@ def _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk,
     alpha = gl.exp2(m_i - m_new)  # m_i = -inf on the first block: alpha = 0 (m_new is finite: >= 1 visible key)
     l_i = l_i * alpha + gl.sum(p, 1)
     acc = acc * gl.convert_layout(alpha, o_row_layout)[:, None]
-    p8 = gl.convert_layout(p.to(gl.float8e4nv), p_layout)
+    p8 = p.to(gl.float8e4nv)
+    if PERMUTE_P:
+        p8 = _permute_keys(p8, WG_M, BLOCK_N)
+    p8 = gl.convert_layout(p8, p_layout)
     acc = warpgroup_mma(p8, v_ring.index(s).permute((1, 0)), acc, is_async=True)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
     mbarrier.arrive(empty.index(s), count=1)
@@ -89,7 +99,7 @@ def _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk,
 @gluon.jit
 def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, out, qk_scale, o_scale, q_first,
               Sq, Sk, out_row0, out_col, stride_out, n_blocks, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
-              STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr):
+              STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr):
     """Consumer (one warp group): query rows HALF*64 .. HALF*64+63 of the program's block."""
     WG_M: gl.constexpr = 64
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -108,10 +118,10 @@ def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, o
     n_full = Sk // BLOCK_N
     for j in range(n_full):
         m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, s_layout,
-                              p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, False)
+                              p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, False, PERMUTE_P)
     if n_blocks > n_full:
         m_i, l_i, acc = _step(n_full, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, s_layout,
-                              p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True)
+                              p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True, PERMUTE_P)
 
     # O = acc / l (P_SCALE cancels) * v_descale; a row that saw no key (Sk = 0) has l = 0 and writes 0.
     l_o = gl.convert_layout(l_i, o_row_layout)
@@ -128,8 +138,8 @@ def attn_fwd_glws_kernel(
     q_desc, k_desc, vt_desc, out, q_descale, k_descale, v_descale, qk_scale,
     Sq, Sk, Hq, Hkv, stride_out,
     KERNEL_NAME: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, GROUP: gl.constexpr,
-    STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
-    num_warps: gl.constexpr,
+    STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+    LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
 ):
     """O (B, Sq, Hq, D) bf16 = softmax(scale · Q Kᵀ) V for FP8 Q (B·Sq, Hq·D), K (B·Sk, Hkv·D) and Vᵀ
     (B·Hkv·D, round32(Sk)); descales (B, Hkv) fp32; ``qk_scale`` = softmax_scale · log2(e) (> 0).
@@ -159,9 +169,9 @@ def attn_fwd_glws_kernel(
 
     gl.warp_specialize([
         (_consumer, (0, q_smem, k_ring, v_ring, q_bar, ready, empty, out, qk_scale * dsc, o_scale, q_first, Sq, Sk,
-                     b * Sq, h * HEAD_DIM, stride_out, n_blocks, BLOCK_N, HEAD_DIM, STAGES, LOG2_P_SCALE)),
+                     b * Sq, h * HEAD_DIM, stride_out, n_blocks, BLOCK_N, HEAD_DIM, STAGES, LOG2_P_SCALE, PERMUTE_P)),
         (_consumer, (1, q_smem, k_ring, v_ring, q_bar, ready, empty, out, qk_scale * dsc, o_scale, q_first, Sq, Sk,
-                     b * Sq, h * HEAD_DIM, stride_out, n_blocks, BLOCK_N, HEAD_DIM, STAGES, LOG2_P_SCALE)),
+                     b * Sq, h * HEAD_DIM, stride_out, n_blocks, BLOCK_N, HEAD_DIM, STAGES, LOG2_P_SCALE, PERMUTE_P)),
         (_loader, (q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty, b * Sq + q_first,
                    h * HEAD_DIM, b * Sk, hk * HEAD_DIM, (b * Hkv + hk) * HEAD_DIM, n_blocks, BLOCK_N, STAGES)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -173,21 +183,27 @@ def attn_fwd_glws_kernel(
 _LOG2E = 1.4426950408889634
 
 
-def vt_layout(v8):
+def vt_layout(v8, permute_keys: bool = False):
     """Vᵀ of an FP8 V (B, Sk, Hkv, D) in the kernel's layout: (B, Hkv, D, round32(Sk)), padding columns zero
-    (the library's relayout pass, ``attention._quantize_heads(transpose=True)``, writes the same layout)."""
+    (the library's relayout pass, ``attention._quantize_heads(transpose=True)``, writes the same layout; with
+    ``permute_keys`` key 16a + 8b + 2r + e of each 32-key chunk sits at 16a + 4r + 2b + e, as there)."""
     import torch
 
     b, sk, hkv, d = v8.shape
-    vt = torch.zeros((b, hkv, d, max(32, -(-sk // 32) * 32)), dtype=v8.dtype, device=v8.device)
+    cols = max(32, -(-sk // 32) * 32)
+    vt = torch.zeros((b, hkv, d, cols), dtype=v8.dtype, device=v8.device)
     vt[..., :sk] = v8.permute(0, 2, 3, 1)
+    if permute_keys:
+        vt = vt.reshape(b, hkv, d, cols // 32, 2, 2, 4, 2).permute(0, 1, 2, 3, 4, 6, 5, 7).reshape(b, hkv, d, cols)
+        vt = vt.contiguous()
     return vt
 
 
 def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: float, *, block_n: int = 128,
-           stages: int = 3, warmup: bool = False):
+           stages: int = 3, permute_p: bool = False, warmup: bool = False):
     """out (B, Sq, Hq, D) bf16 = attention of E4M3 q8 (B, Sq, Hq, D), k8 (B, Sk, Hkv, D) and ``vt`` from
-    :func:`vt_layout`; descales (B, Hkv) fp32 contiguous; dense, non-causal. Inputs are not validated here."""
+    :func:`vt_layout` (``permute_keys=permute_p``); descales (B, Hkv) fp32 contiguous; dense, non-causal. Inputs
+    are not validated here."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     B, Sq, Hq, D = q8.shape
@@ -199,12 +215,12 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
     q_desc = desc(q8.view(B * Sq, Hq * D), [BLOCK_M, D])
     k_desc = desc(k8.view(B * Sk, Hkv * D), [block_n, D])
     vt_desc = desc(vt.view(B * Hkv * D, vt.shape[-1]), [D, block_n])
-    name = codegen_spec(head_dim=D, block_n=block_n, stages=stages).name.build()
+    name = codegen_spec(head_dim=D, block_n=block_n, stages=stages, permute_p=permute_p).name.build()
     grid = (triton.cdiv(Sq, BLOCK_M), B * Hq)
     args = (q_desc, k_desc, vt_desc, out, q_descale, k_descale, v_descale, softmax_scale * _LOG2E, Sq, Sk, Hq, Hkv,
             Hq * D)
     kw = dict(KERNEL_NAME=name, BLOCK_N=block_n, HEAD_DIM=D, GROUP=Hq // Hkv, STAGES=stages, LOG2_P_SCALE=8,
-              CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
+              PERMUTE_P=permute_p, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
     if warmup:
         return attn_fwd_glws_kernel.warmup(*args, grid=grid, **kw)
     return attn_fwd_glws_kernel[grid](*args, **kw)
@@ -219,17 +235,19 @@ def _desc_sig(block: tuple[int, int]) -> str:
             f"element_bitwidth=8, rank=2, transposed=False, fp4_padded=False, cga_layout=[])>")
 
 
-def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, description: str = ""):
+def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, permute_p: bool = False,
+                 description: str = ""):
     from tritonfp8.codegen import CodegenSpec
     from tritonfp8.naming import KernelName
 
     name = KernelName(arch=90, op="fmhafwd", types=("e4m3", "e4m3", "f32", "bf16"), tile=(BLOCK_M, block_n,
-                      head_dim), warps=4, stages=stages, schedule="glws", scaling="headwise", extras=())
+                      head_dim), warps=4, stages=stages, schedule="glws", scaling="headwise",
+                      extras=("permp",) if permute_p else ())
     sig = {"q_desc": _desc_sig((BLOCK_M, head_dim)), "k_desc": _desc_sig((block_n, head_dim)),
            "vt_desc": _desc_sig((head_dim, block_n)), "out": "*bf16", "q_descale": "*fp32", "k_descale": "*fp32",
            "v_descale": "*fp32", "qk_scale": "fp32", "Sq": "i32", "Sk": "i32", "Hq": "i32", "Hkv": "i32",
            "stride_out": "i32"}
-    const = dict(BLOCK_N=block_n, HEAD_DIM=head_dim, GROUP=4, STAGES=stages, LOG2_P_SCALE=8,
+    const = dict(BLOCK_N=block_n, HEAD_DIM=head_dim, GROUP=4, STAGES=stages, LOG2_P_SCALE=8, PERMUTE_P=permute_p,
                  CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
     for k in const:
         sig[k] = "constexpr"
@@ -243,4 +261,6 @@ def codegen_specs() -> dict:
         "attn_glws_hd128": codegen_spec(description="Gluon FP8 attention forward (prepared, not run): loader warp "
                                                     "+ 2 consumer warp groups, hd128"),
         "attn_glws_hd64": codegen_spec(head_dim=64, description="Gluon FP8 attention forward (prepared), hd64"),
+        "attn_glws_hd128_perm": codegen_spec(permute_p=True, description="Gluon FP8 attention forward (prepared), "
+                                                                         "hd128, keys permuted in P and Vᵀ"),
     }
