@@ -1,4 +1,5 @@
-"""Session 8 A/B: block-scaled glws on 128x256 tiles with b's 128x128 scales loaded in the K block itself (ahead0,
+"""Record of session 8, device call 6 (ran at commit 4f2912b: ``gemm_gluon.launch(sb_ahead=...)``; the option
+was removed after this measurement showed no difference, so the script no longer runs as is). Session 8 A/B: block-scaled glws on 128x256 tiles with b's 128x128 scales loaded in the K block itself (ahead0,
 the default) or one K block ahead (ahead1), next to the same kernel in precise mode (per-tensor scales: what the
 block scales cost) and cuBLAS blockwise, interleaved rounds, do_bench medians. Outputs of ahead0 / ahead1 must be
 bit-identical (same sums, same order). Writes benchmarks/results/glws-sb-ahead-<date>.json (copy under $OUT)."""

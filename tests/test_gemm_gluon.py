@@ -94,7 +94,7 @@ def test_gluon_config_choices(M, N, block, expect):
 
 def test_gluon_block_one_wave_never_exceeds_the_sms():
     from tritonfp8._kernels.gemm_configs import gluon_config
-    from tritonfp8._kernels.gemm_gluon import effective_split
+    from tritonfp8._kernels.gemm_configs import effective_split
 
     for M in (65, 128, 200, 256, 384, 512):
         for N in (1024, 4096, 7168, 16384):
@@ -135,7 +135,7 @@ def test_glws_rejects_wide_tiles_for_1x128_groups_of_b():
 @pytest.mark.parametrize("K,split,runs", [(3872, 3, 3), (256, 4, 2), (16384, 8, 8), (8192, 5, 5), (8192, 7, 7),
                                            (128, 4, 1), (8192, 1, 1)])
 def test_glws_effective_split_has_no_empty_run(K, split, runs):
-    from tritonfp8._kernels.gemm_gluon import effective_split
+    from tritonfp8._kernels.gemm_configs import effective_split
 
     assert effective_split(K, split) == runs
     kb = -(-K // 128)

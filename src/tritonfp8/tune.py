@@ -27,7 +27,8 @@ from typing import Callable, Iterable
 import torch
 
 from tritonfp8._kernels.gemm_configs import (
-    GemmConfig, heuristic_config, m_bucket, smem_bytes, table_key, table_path, with_max_stages, SMEM_BYTES_SM90,
+    GemmConfig, heuristic_config, m_bucket, smem_bytes, smem_spare, table_key, table_path, with_max_stages,
+    SMEM_BYTES_SM90,
 )
 
 # The shape set: (N, K) of LLM projections x M, and square sizes.
@@ -87,9 +88,9 @@ def _fit(cfgs: Iterable[GemmConfig], out_size: int, cap: int = 8, keep_first: bo
         if not (keep_first and i == 0):
             if c.num_stages == 0:
                 c = with_max_stages(dataclasses.replace(c, num_stages=2), out_size, cap=cap)
-            elif smem_bytes(c, out_size) + 1024 > SMEM_BYTES_SM90:
+            elif smem_bytes(c, out_size) + smem_spare(c) > SMEM_BYTES_SM90:
                 c = with_max_stages(c, out_size, cap=c.num_stages)
-        if c.num_stages < 2 or smem_bytes(c, out_size) + 1024 > SMEM_BYTES_SM90:
+        if c.num_stages < 2 or smem_bytes(c, out_size) + smem_spare(c) > SMEM_BYTES_SM90:
             continue
         if c not in seen:
             seen.add(c)

@@ -618,7 +618,7 @@ import torch  # noqa: E402
 
 from tritonfp8._formats import short_name, triton_sig  # noqa: E402
 from tritonfp8.naming import KernelName  # noqa: E402
-from tritonfp8._kernels.gemm_configs import GemmConfig  # noqa: E402
+from tritonfp8._kernels.gemm_configs import GemmConfig, effective_split  # noqa: E402
 
 _TL_OUT = {torch.bfloat16: tl.bfloat16, torch.float16: tl.float16, torch.float32: tl.float32}
 REDUCE_BLOCK = 1024
@@ -775,7 +775,7 @@ def launch_gemm(
             cfg, arch=arch, a_dtype=a.dtype, b_dtype=b.dtype, out_dtype=out.dtype, a_vec=a_vec, b_vec=b_vec,
             precise=precise, has_bias=bias is not None, activation=activation, b_block_rows=b_block_rows,
         ).build()
-        split = gemm_gluon.effective_split(a.shape[1], cfg.split_k)
+        split = effective_split(a.shape[1], cfg.split_k)
         rname = reduce_kernel_name(arch=arch, out_dtype=out.dtype, split_k=split, has_bias=bias is not None,
                                    activation=activation).build() if split > 1 else ""
         gemm_gluon.launch(a, b, scale_a, scale_b, bias, ACTIVATIONS[activation], out, block_n=cfg.block_n,

@@ -198,12 +198,12 @@ def max_stages(cfg: GemmConfig, out_size: int, smem_limit: int = SMEM_BYTES_SM90
     """The deepest pipeline (>= 2 when anything fits, else 1) that fits ``smem_limit``; at most ``cap``."""
     best = 1
     for s in range(2, cap + 1):
-        if smem_bytes(cfg, out_size, s) + _spare(cfg) <= smem_limit:
+        if smem_bytes(cfg, out_size, s) + smem_spare(cfg) <= smem_limit:
             best = s
     return best
 
 
-def _spare(cfg: GemmConfig) -> int:
+def smem_spare(cfg: GemmConfig) -> int:
     """Slack kept below the limit: the Triton kernel's estimate is within 0.4 KB of the compile metadata (1 KB
     kept); the Gluon kernel's allocation is explicit and its estimate never below the metadata (none kept)."""
     return 0 if cfg.schedule == "glws" else _SMEM_SPARE
@@ -215,7 +215,7 @@ def with_max_stages(cfg: GemmConfig, out_size: int, smem_limit: int = SMEM_BYTES
 
 def fit_stages(cfg: GemmConfig, out_size: int, smem_limit: int = SMEM_BYTES_SM90) -> GemmConfig:
     """``cfg`` itself when it fits ``smem_limit`` with this output size, else with fewer stages."""
-    if smem_bytes(cfg, out_size) + _spare(cfg) <= smem_limit:
+    if smem_bytes(cfg, out_size) + smem_spare(cfg) <= smem_limit:
         return cfg
     return dataclasses.replace(cfg, num_stages=max_stages(cfg, out_size, smem_limit, cap=cfg.num_stages))
 
@@ -291,13 +291,19 @@ GLUON_WIDE_GAIN = 1.05
 GLUON_BLOCK_MAX_SPLIT = 4
 
 
+def effective_split(K: int, split_k: int) -> int:
+    """The split-K count the Gluon kernel actually runs: ceil(k_blocks / ceil(k_blocks / split_k)) runs of 128-wide
+    K blocks, none empty."""
+    kb = _cdiv(K, 128)
+    return _cdiv(kb, _cdiv(kb, max(1, split_k)))
+
+
 def _gluon_block_one_wave(M: int, N: int, K: int, num_sms: int, out_size: int) -> GemmConfig | None:
     """Few-tile block-scaled problems: the (width, split-K) with the most work units that fit one wave; ties go to
     fewer splits (each split writes and re-reads an fp32 M x N partial)."""
-    kb = _cdiv(K, 128)
     best = None
     for split in range(1, GLUON_BLOCK_MAX_SPLIT + 1):
-        if split > 1 and _cdiv(kb, _cdiv(kb, split)) != split:  # that many non-empty runs of K blocks
+        if effective_split(K, split) != split:  # that many non-empty runs of K blocks
             continue
         for width in (128, 256):
             units = _cdiv(M, 128) * _cdiv(N, width) * split

@@ -54,6 +54,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from tritonfp8 import _launch as _fast
 from tritonfp8._kernels import gemm as _triton_gemm
+from tritonfp8._kernels.gemm_configs import effective_split
 from tritonfp8.naming import _repr_from_constexpr
 
 SCALE_TENSOR, SCALE_ROW, SCALE_BLOCK_1X128, SCALE_BLOCK_128X128 = 0, 1, 2, 3
@@ -72,6 +73,13 @@ _apply_activation = gluon.jit(_triton_gemm._apply_activation.fn)
 
 
 @gluon.jit
+def _block_scale_b(scale_b, kb, K_BLOCKS, off_n, N, stride_sb_n, stride_sb_k):
+    """b's 128x128 block scale of the N block at column off_n, K block kb (0 past K or N)."""
+    return gl.load(scale_b + (off_n // 128).to(gl.int64) * stride_sb_n + kb * stride_sb_k,
+                   mask=(kb < K_BLOCKS) & (off_n < N), other=0.0)
+
+
+@gluon.jit
 def _block_scales(scale_a, scale_b, kb, K_BLOCKS, offs_m, offs_n, off_n, M, N, stride_sa_m, stride_sa_k,
                   stride_sb_n, stride_sb_k, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr,
                   SA_TMA: gl.constexpr = False):
@@ -85,8 +93,7 @@ def _block_scales(scale_a, scale_b, kb, K_BLOCKS, offs_m, offs_n, off_n, M, N, s
             sa = gl.load(scale_a + offs_m.to(gl.int64) * stride_sa_m + kb * stride_sa_k,
                          mask=(offs_m < M) & kvalid, other=0.0)
         if SCALE_B == 3:
-            sb = gl.load(scale_b + (off_n // 128).to(gl.int64) * stride_sb_n + kb * stride_sb_k,
-                         mask=kvalid & (off_n < N), other=0.0)
+            sb = _block_scale_b(scale_b, kb, K_BLOCKS, off_n, N, stride_sb_n, stride_sb_k)
         else:
             sb = gl.load(scale_b + offs_n.to(gl.int64) * stride_sb_n + kb * stride_sb_k, mask=(offs_n < N) & kvalid,
                          other=0.0)
@@ -199,7 +206,7 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
               STAGES: gl.constexpr, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr, HAS_BIAS: gl.constexpr,
               ACTIVATION: gl.constexpr, FAST: gl.constexpr, SA_TMA: gl.constexpr, NSPLIT: gl.constexpr,
-              ws, SPLIT_K: gl.constexpr, SB_AHEAD: gl.constexpr):
+              ws, SPLIT_K: gl.constexpr):
     """Consumer partition (one warp group): rows HALF*64 .. HALF*64+63 of every tile of this program.
 
     NSPLIT (promoting modes, BLOCK_N = 256): the tile's columns are two 128-wide accumulators; each K block runs
@@ -250,32 +257,16 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
             mbarrier.arrive(empty.index((ci + STAGES - 1) % STAGES), count=1, pred=kb_hi > kb_lo)
         elif NSPLIT == 2:
-            # SB_AHEAD: b's scales of the next K block are loaded during this one (their L2 latency, new
-            # addresses every K block, otherwise sits before the first promotion); else loaded under the first
-            # wgmma of the block itself.
-            sa_n, sb_n = _block_scales(scale_a, scale_b, kb_lo, k_blocks, offs_m, offs_n, off_n, M, N, stride_sa_m,
-                                       stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A, SCALE_B, SA_TMA)
-            sa2_n, sb2_n = _block_scales(scale_a, scale_b, kb_lo, k_blocks, offs_m, offs_n, off_n + MMA_N, M, N,
-                                         stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A, SCALE_B, True)
             for kb in range(kb_lo, kb_hi):
                 s = ci % STAGES
                 mbarrier.wait(ready.index(s), (ci // STAGES) & 1)
-                if SB_AHEAD:
-                    sa = sa_n
-                    sb = sb_n
-                    sb2 = sb2_n
-                    sa_n, sb_n = _block_scales(scale_a, scale_b, kb + 1, k_blocks, offs_m, offs_n, off_n, M, N,
-                                               stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A, SCALE_B,
-                                               SA_TMA)
-                    sa2_n, sb2_n = _block_scales(scale_a, scale_b, kb + 1, k_blocks, offs_m, offs_n, off_n + MMA_N,
-                                                 M, N, stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A,
-                                                 SCALE_B, True)
-                else:
-                    sa, sb = _block_scales(scale_a, scale_b, kb, k_blocks, offs_m, offs_n, off_n, M, N, stride_sa_m,
-                                           stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A, SCALE_B, SA_TMA)
-                    sa2, sb2 = _block_scales(scale_a, scale_b, kb, k_blocks, offs_m, offs_n, off_n + MMA_N, M, N,
-                                             stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A, SCALE_B,
-                                             True)
+                # This K block's scales, loaded under the first wgmma (b's: one scalar per 128-wide column half;
+                # loading them a K block ahead measured no different, glws-sb-ahead-20261202-000953.json).
+                sa, sb = _block_scales(scale_a, scale_b, kb, k_blocks, offs_m, offs_n, off_n, M, N, stride_sa_m,
+                                       stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A, SCALE_B, SA_TMA)
+                sb2 = sb
+                if SCALE_A == 2:
+                    sb2 = _block_scale_b(scale_b, kb, k_blocks, off_n + MMA_N, N, stride_sb_n, stride_sb_k)
                 if SA_TMA:
                     sa = sa_ring.index(s).slice(HALF * WG_M, WG_M).load(row_layout)
                 a_half = a_ring.index(s).slice(HALF * WG_M, WG_M, dim=0)
@@ -357,7 +348,7 @@ def fp8_gemm_promote_kernel(
     GROUP_M: gl.constexpr, STAGES: gl.constexpr,
     SCALE_A: gl.constexpr, SCALE_B: gl.constexpr,
     HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, FAST: gl.constexpr, SPLIT_K: gl.constexpr,
-    SB_AHEAD: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
+    CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
     num_warps: gl.constexpr,
 ):
     """C = (a·scale_a)(b·scale_b)ᵀ (+ bias, activation) with fp32 promotion every 128 of K (module docstring).
@@ -399,10 +390,10 @@ def fp8_gemm_promote_kernel(
     gl.warp_specialize([
         (_consumer, (0, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem.index(0), scale_a, scale_b, bias,
                      M, N, K, stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                     STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA, NSPLIT, ws, SPLIT_K, SB_AHEAD)),
+                     STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA, NSPLIT, ws, SPLIT_K)),
         (_consumer, (1, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem.index(1), scale_a, scale_b, bias,
                      M, N, K, stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                     STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA, NSPLIT, ws, SPLIT_K, SB_AHEAD)),
+                     STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA, NSPLIT, ws, SPLIT_K)),
         (_loader, (a_desc, b_desc, sa_desc, a_ring, b_ring, sa_ring, ready, empty, M, N, K, stride_sa_k, BLOCK_M,
                    BLOCK_N,
                    BLOCK_K, GROUP_M, STAGES, SA_TMA, SPLIT_K)),
@@ -416,14 +407,11 @@ SMEM_LIMIT_SM90 = 232448  # bytes of shared memory one block may take on sm_90 (
 _BARRIER_BYTES = 1024     # the two barrier arrays and alignment slack (compile metadata: 164056 = 5*32 KB + 32 KB + 216)
 CONSUMER_REGS = 232
 LOADER_REGS = 40
-SB_AHEAD = 0  # block scales of b one K block ahead on 128x256 tiles (launch(sb_ahead=...) for A/B runs)
 _GL_DTYPES = {}
 
 
 def _gl_dtype(t):
     if not _GL_DTYPES:
-        import torch
-
         _GL_DTYPES.update({torch.float8_e4m3fn: gl.float8e4nv, torch.float8_e5m2: gl.float8e5,
                            torch.bfloat16: gl.bfloat16, torch.float16: gl.float16, torch.float32: gl.float32})
     return _GL_DTYPES[t]
@@ -449,13 +437,6 @@ def scale_modes(a_vec: bool, b_vec: bool, b_block_rows: int | None) -> tuple[int
     if b_block_rows is not None:
         return SCALE_BLOCK_1X128, (SCALE_BLOCK_128X128 if b_block_rows == 128 else SCALE_BLOCK_1X128)
     return (SCALE_ROW if a_vec else SCALE_TENSOR), (SCALE_ROW if b_vec else SCALE_TENSOR)
-
-
-def effective_split(K: int, split_k: int) -> int:
-    """The split count actually run: ceil(k_blocks / ceil(k_blocks / split_k)) runs of K blocks, none empty."""
-    kb = -(-K // 128)
-    per = -(-kb // max(1, split_k))
-    return -(-kb // per)
 
 
 def _runtime_args(a, b, scale_a, scale_b, bias, out, block_n: int, sa_mode: int, sb_mode: int, split: int):
@@ -519,8 +500,7 @@ def _compiled(k) -> bool:
 
 def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: int, num_stages: int, group_m: int,
            a_vec: bool, b_vec: bool, b_block_rows: int | None, sms: int, name: str, fast: bool = False,
-           warmup: bool = False, split_k: int = 1, reduce_name: str = "", record: list | None = None,
-           sb_ahead: int | None = None):
+           warmup: bool = False, split_k: int = 1, reduce_name: str = "", record: list | None = None):
     """Launch :func:`fp8_gemm_promote_kernel` for ``out = act((a·scale_a)(b·scale_b)ᵀ + bias)``; inputs validated
     by ``tritonfp8.gemm`` (a (M, K), b (N, K) TMA-ready FP8; out (M, N) contiguous). Scales as in
     ``launch_gemm``: (M,)/(1,) and (N,)/(1,) vectors, or block scales read in place with their strides.
@@ -534,8 +514,7 @@ def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: 
     args, ws = _runtime_args(a, b, scale_a, scale_b, bias, out, block_n, sa_mode, sb_mode, split)
     kw = dict(KERNEL_NAME=name, GROUP_M=group_m, STAGES=num_stages, SCALE_A=sa_mode, SCALE_B=sb_mode,
               HAS_BIAS=bias is not None and split == 1, ACTIVATION=activation_code if split == 1 else 0, FAST=fast,
-              SPLIT_K=split, SB_AHEAD=SB_AHEAD if sb_ahead is None else sb_ahead, CONSUMER_REGS=CONSUMER_REGS,
-              LOADER_REGS=LOADER_REGS, num_warps=4)
+              SPLIT_K=split, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
     red = rgrid = rkw = None
     if split > 1:
         rgrid = (-(-M * N // _triton_gemm.REDUCE_BLOCK),)
@@ -575,7 +554,7 @@ _SA_DESC_SIG = ("tensordesc<fp32[128],NVMMASharedLayout(swizzle_byte_width=0, el
 
 def codegen_spec(*, block_n: int = 128, stages: int = 6, scale_a: int = SCALE_TENSOR, scale_b: int = SCALE_TENSOR,
                  has_bias: bool = False, activation: int = 0, fast: bool = False, split_k: int = 1,
-                 sb_ahead: int = SB_AHEAD, description: str = ""):
+                 description: str = ""):
     from tritonfp8.codegen import CodegenSpec
     from tritonfp8.naming import KernelName
 
@@ -595,7 +574,7 @@ def codegen_spec(*, block_n: int = 128, stages: int = 6, scale_a: int = SCALE_TE
            "M": "i32", "N": "i32", "K": "i32", "stride_sa_m": "i32", "stride_sa_k": "i32", "stride_sb_n": "i32",
            "stride_sb_k": "i32"}
     const = dict(GROUP_M=8, STAGES=stages, SCALE_A=scale_a, SCALE_B=scale_b, HAS_BIAS=has_bias,
-                 ACTIVATION=activation, FAST=fast, SPLIT_K=split_k, SB_AHEAD=sb_ahead, CONSUMER_REGS=CONSUMER_REGS,
+                 ACTIVATION=activation, FAST=fast, SPLIT_K=split_k, CONSUMER_REGS=CONSUMER_REGS,
                  LOADER_REGS=LOADER_REGS, num_warps=4)
     for k in const:
         sig[k] = "constexpr"
@@ -616,9 +595,6 @@ def codegen_specs() -> dict:
                                                                               "column halves per consumer group"),
         "gemm_glws_block_n256": codegen_spec(block_n=256, stages=3, scale_a=SCALE_BLOCK_1X128,
                                              scale_b=SCALE_BLOCK_128X128, description="block scales, 128x256"),
-        "gemm_glws_block_n256_ahead": codegen_spec(block_n=256, stages=3, scale_a=SCALE_BLOCK_1X128,
-                                                   scale_b=SCALE_BLOCK_128X128, sb_ahead=1,
-                                                   description="block scales, 128x256, b's scales a K block ahead"),
         "gemm_glws_precise_splitk": codegen_spec(split_k=3, description="precise, split-K 3 (fp32 partials)"),
         "gemm_glws_block_n256_splitk": codegen_spec(block_n=256, stages=3, scale_a=SCALE_BLOCK_1X128,
                                                     scale_b=SCALE_BLOCK_128X128, split_k=4,
