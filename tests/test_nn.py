@@ -362,10 +362,10 @@ def test_fp8_linear_gpu_large(name):
     assert _rel(m(x), ref) <= TOL_VS_DEQUANT_WEIGHT
 
 
-# -- the end-to-end bench suite (bookkeeping on CPU) ---------------------------------------------------------------
+# -- the end-to-end bench suite, tiny shape (interpreter on CPU, compiled kernels on a GPU) -------------------
 
 
-def test_model_bench_suite_on_cpu(tmp_path, monkeypatch, capsys):
+def test_model_bench_suite(tmp_path, monkeypatch, capsys, device):
     """``bench model`` with the tiny shape in the interpreter: runs prefill, decode (paged FP8 cache) and the
     agreement check for every recipe, writes its JSON and plot. Timings here are wall-clock and meaningless."""
     _need_gemm()
@@ -376,7 +376,7 @@ def test_model_bench_suite_on_cpu(tmp_path, monkeypatch, capsys):
 
     from tritonfp8 import guard
 
-    monkeypatch.setattr(suite, "_DEVICE", "cpu")
+    monkeypatch.setattr(suite, "_DEVICE", device)
     captured = []
 
     def capture_stand_in(fn):  # no CUDA graphs on CPU: record the guard policy in force, replay = the call itself
@@ -429,7 +429,7 @@ def test_model_bench_suite_on_cpu(tmp_path, monkeypatch, capsys):
             assert "graphed" not in r and "fp8g_x" not in r
 
 
-def test_model_bench_decode_only_on_cpu(tmp_path, monkeypatch, capsys):
+def test_model_bench_decode_only(tmp_path, monkeypatch, capsys, device):
     """``--decode-only --no-graph``: decode rows alone (no prefill, no agreement, no capture), the 8b default shape
     replaced by the given one; the JSON says no rows are graphed."""
     _need_gemm()
@@ -438,7 +438,7 @@ def test_model_bench_decode_only_on_cpu(tmp_path, monkeypatch, capsys):
 
     from tritonfp8.bench.suites import model as suite
 
-    monkeypatch.setattr(suite, "_DEVICE", "cpu")
+    monkeypatch.setattr(suite, "_DEVICE", device)
     monkeypatch.setattr(suite, "_capture", lambda fn: pytest.fail("captured despite --no-graph"))
     monkeypatch.setattr(suite, "_agreement", lambda *a: pytest.fail("agreement run despite --decode-only"))
     args = argparse.Namespace(quick=True, repeats=1, out=str(tmp_path), no_save=False, profile=False, shape=["tiny"],
@@ -482,14 +482,14 @@ def test_model_bench_agreement_only_on_cpu(tmp_path, monkeypatch, capsys):
         suite.run(args)
 
 
-def test_model_bench_prefill_only_on_cpu(tmp_path, monkeypatch):
+def test_model_bench_prefill_only(tmp_path, monkeypatch, device):
     """``--prefill-only``: prefill rows alone (no agreement check, no decode step, nothing captured)."""
     import argparse
     import json
 
     from tritonfp8.bench.suites import model as suite
 
-    monkeypatch.setattr(suite, "_DEVICE", "cpu")
+    monkeypatch.setattr(suite, "_DEVICE", device)
     monkeypatch.setattr(suite, "_agreement", lambda *a: pytest.fail("agreement ran despite --prefill-only"))
     monkeypatch.setattr(suite, "_capture", lambda fn: pytest.fail("captured despite --prefill-only"))
     monkeypatch.setattr(suite, "_bench", lambda fns, args, rep_ms, graphed=frozenset(): {k: [1.0] for k in fns})
@@ -580,22 +580,22 @@ def test_per_module_agreement_finds_a_wrong_scale():
         assert all(bad[k]["cos_min"] >= 0.998 for k in bad if k != "down_proj")
 
 
-def test_model_bench_decode_matches_prefill_on_cpu(monkeypatch):
+def test_model_bench_decode_matches_prefill(monkeypatch, device):
     """The suite's decode path is a real decode: the FP8 paged-cache step for token n equals (within FP8 error) the
     last position of a prefill over n + 1 tokens, and the BF16 dense-cache step does the same for BF16."""
     _need_gemm()
     from tritonfp8.bench.suites import model as suite
 
     s = suite.SHAPES["tiny"]
-    bf16 = suite.build(s, "cpu")
+    bf16 = suite.build(s, device)
     fp8 = suite.to_fp8(bf16, "row")
     n = 20
-    x, pos = suite._inputs(s, 1, n + 1, "cpu")
+    x, pos = suite._inputs(s, 1, n + 1, device)
     with torch.no_grad():
         ref_h, _ = bf16(x, pos, logits_last=0)
         for model, fp8_attn in ((bf16, False), (fp8, True)):
-            dense = suite.DenseCache(s, 1, n + 1, "cpu")
-            paged = suite.PagedCache(s, 1, n + 1, "cpu")
+            dense = suite.DenseCache(s, 1, n + 1, device)
+            paged = suite.PagedCache(s, 1, n + 1, device)
             _prefill_caches(suite, model, x[:, :n], pos[:, :n], dense, paged)
             h, _ = model(x[:, n:], pos[:, n:], paged if fp8_attn else dense, decode=True, logits_last=0)
             tol = 1e-2 if not fp8_attn else 3 * TOL_VS_DEQUANT_WEIGHT
@@ -610,7 +610,7 @@ def _prefill_caches(suite, model, x, pos, dense, paged):
     h = model.embed_tokens(x)
     cos, sin = suite.rope_tables(s, pos, h.dtype)
     n = x.shape[1]
-    slots = torch.arange(n, dtype=torch.int64)
+    slots = torch.arange(n, dtype=torch.int64, device=x.device)
     for i, layer in enumerate(model.layers):
         a = layer.self_attn
         hn = layer.input_layernorm(h)
@@ -626,7 +626,7 @@ def _prefill_caches(suite, model, x, pos, dense, paged):
     paged.set_length(n)
 
 
-def test_model_bench_fused_projections_match_separate_on_cpu():
+def test_model_bench_fused_projections_match_separate(device):
     """``fuse_projections`` only regroups the weights: the fused BF16 model matches the separate one, and with the
     rowwise recipe (per-row weight scales) the fused FP8 model does too; the fused layout is what the suite times
     by default (``--proj fused``) for both models."""
@@ -634,12 +634,12 @@ def test_model_bench_fused_projections_match_separate_on_cpu():
     from tritonfp8.bench.suites import model as suite
 
     s = suite.SHAPES["tiny"]
-    sep = suite.build(s, "cpu")
+    sep = suite.build(s, device)
     fused = suite.fuse_projections(copy.deepcopy(sep))
     attn, mlp = fused.layers[0].self_attn, fused.layers[0].mlp
     assert not hasattr(attn, "q_proj") and attn.qkv_proj.out_features == (s.heads + 2 * s.kv_heads) * s.head_dim
     assert not hasattr(mlp, "gate_proj") and mlp.gate_up_proj.out_features == 2 * s.intermediate
-    x, pos = suite._inputs(s, 1, 16, "cpu")
+    x, pos = suite._inputs(s, 1, 16, device)
     with torch.no_grad():
         h_sep, _ = sep(x, pos, logits_last=0)
         h_fused, _ = fused(x, pos, logits_last=0)

@@ -105,8 +105,8 @@ def test_attention_on_fused_outputs_equals_separately_quantized(device):
     assert torch.equal(out, ref)
 
 
-def test_bad_inputs():
-    x, w, sx, sw, qs, ks, vs = _operands((1, 16), 4, 2, 64, per_head=True)
+def test_bad_inputs(device):
+    x, w, sx, sw, qs, ks, vs = _operands((1, 16), 4, 2, 64, per_head=True, device=device)
     kw = dict(num_heads=4, num_kv_heads=2, head_dim=64, q_scale=qs, k_scale=ks, v_scale=vs)
     with pytest.raises(ValueError, match="w_qkv must be .* N = .* = 512"):
         qkv_projection(x, w[:448], sx, sw, **kw)
@@ -115,7 +115,7 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="num_heads .* multiple of num_kv_heads"):
         qkv_projection(x, w, sx, sw, **{**kw, "num_heads": 3})
     with pytest.raises(ValueError, match=r"k_scale must have shape \(\) or \(1,\) .* \(Hkv,\) = \(2,\)"):
-        qkv_projection(x, w, sx, sw, **{**kw, "k_scale": torch.ones(4)})
+        qkv_projection(x, w, sx, sw, **{**kw, "k_scale": torch.ones(4, device=device)})
     with pytest.raises(TypeError, match="v_scale must be float32"):
         qkv_projection(x, w, sx, sw, **{**kw, "v_scale": vs.half()})
     with pytest.raises(ValueError, match="x must be"):
