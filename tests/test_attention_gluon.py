@@ -64,13 +64,13 @@ def test_vt_layout():
     assert (vt[..., 45:].float() == 0).all()
 
 
-def test_vt_layout_permuted_matches_the_relayout_pass():
+def test_vt_layout_permuted_matches_the_relayout_pass(device):
     """vt_layout(permute_keys=True) is what the library's relayout pass writes for the Triton kernel's PERMUTE_P
-    (CPU: that pass runs in the interpreter)."""
+    (on CPU that pass runs in the interpreter)."""
     from tritonfp8._kernels.attention_gluon import vt_layout
     from tritonfp8.attention import _quantize_heads
 
-    v = torch.randn(2, 70, 2, 64).to(torch.float8_e4m3fn)
+    v = torch.randn(2, 70, 2, 64).to(torch.float8_e4m3fn).to(device)
     y, _, _ = _quantize_heads(v, 2, None, 2, 70, quantize=False, transpose=True, permute_keys=True)
     assert torch.equal(vt_layout(v, permute_keys=True).float(), y.float())
     assert not torch.equal(vt_layout(v).float(), y.float())
