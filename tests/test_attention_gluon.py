@@ -31,7 +31,7 @@ print(json.dumps(out))
 @pytest.mark.codegen
 def test_attn_glws_sass():
     """Per consumer and key-block step (unmasked and masked tail): S = Q·Kᵀ (D/32 QGMMA) and P·V (BLOCK_N/32);
-    two consumers: 2 x 2 x (D + 128) / 32. No spills, registers re-split, each wgmma chain waited once; with the
+    two consumers: 2 x 2 x (D + 128) / 32; the overlapped form adds block 0's S and the last P·V per consumer. No spills, registers re-split, each wgmma chain waited once; with the
     key permutation P's operand conversion is thread-local (no SHFL.IDX). In a subprocess with the interpreter
     off (``conftest.codegen_env``): Gluon's reductions cannot reference interpreter functions."""
     import json
@@ -40,7 +40,8 @@ def test_attn_glws_sass():
 
     from conftest import codegen_env
 
-    expect = {"attn_glws_hd128": 32, "attn_glws_hd64": 24, "attn_glws_hd128_perm": 32}
+    expect = {"attn_glws_hd128": 32, "attn_glws_hd64": 24, "attn_glws_hd128_perm": 32, "attn_glws_hd128_ovl": 48,
+              "attn_glws_hd64_ovl": 36}
     res = subprocess.run([sys.executable, "-c", _SASS_SCRIPT, *expect], capture_output=True, text=True,
                          env=codegen_env(), timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -50,7 +51,12 @@ def test_attn_glws_sass():
         assert r["qgmma"] == qgmma, r
         assert r["spill_stores"] == 0 and r["spill_loads"] == 0, r
         assert r["usetmaxreg"], r
-        assert r["gmma_waited"] == 8, r  # 2 consumers x 2 steps x (S, P·V), each chain waited once
+        if kernel.endswith("_ovl"):
+            # 2 consumers x (S_0; loop and tail: S_j, P_{j-1}·V; the last P·V): 12 chains, each waited once, and
+            # the softmax of the loop and the tail (2 x 66 MUFU.EX2 per consumer) under P_{j-1}·V.
+            assert r["gmma_waited"] == 12 and r["mufu_in_flight"] == 264, r
+        else:
+            assert r["gmma_waited"] == 8 and r["mufu_in_flight"] == 0, r  # 2 consumers x 2 steps x (S, P·V)
     assert facts["attn_glws_hd128_perm"]["shfl_idx"] == 0 < facts["attn_glws_hd128"]["shfl_idx"]
 
 
@@ -76,23 +82,37 @@ def test_vt_layout_permuted_matches_the_relayout_pass(device):
     assert not torch.equal(vt_layout(v).float(), y.float())
 
 
+_GPU_VARIANTS = {"plain": {}, "permp": dict(permute_p=True), "ovl": dict(overlap=True),
+                 "ovlperm": dict(overlap=True, permute_p=True), "ovls4": dict(overlap=True, stages=4)}
+
+
 @requires_gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("permute_p", [False, True], ids=["plain", "permp"])
+@pytest.mark.parametrize("variant", list(_GPU_VARIANTS))
 @pytest.mark.parametrize("b,sq,sk,hq,hkv,d", [(2, 300, 333, 8, 2, 128), (1, 1024, 1024, 4, 4, 128),
-                                             (2, 257, 129, 4, 1, 64), (1, 128, 1, 2, 2, 128)],
-                         ids=["partial_gqa4", "full", "hd64_gqa4", "one_key"])
-def test_attn_glws_matches_reference(b, sq, sk, hq, hkv, d, permute_p):
+                                             (2, 257, 129, 4, 1, 64), (1, 128, 1, 2, 2, 128),
+                                             (1, 200, 128, 2, 2, 128), (1, 130, 256, 2, 1, 128),
+                                             (1, 333, 300, 4, 2, 256)],
+                         ids=["partial_gqa4", "full", "hd64_gqa4", "one_key", "one_block", "two_blocks", "hd256"])
+def test_attn_glws_matches_reference(b, sq, sk, hq, hkv, d, variant):
+    """Key counts cover every path of the overlapped loop: one key, exactly one / two full blocks (no tail),
+    partial tails after one and several full blocks."""
     from test_attention import U_OUT, check_out, fp8_inputs, rel_error
     from tritonfp8._kernels.attention_gluon import launch, vt_layout
     from tritonfp8.attention import attention_torch
 
+    opts = dict(_GPU_VARIANTS[variant])
+    if d == 256:
+        if not opts.get("overlap") or opts.get("stages"):
+            pytest.skip("hd256 runs the overlapped form on 128 x 64 tiles, 2 stages (shared memory)")
+        opts.update(block_n=64, stages=2)
+    permute_p = opts.get("permute_p", False)
     gen = torch.Generator().manual_seed(sq + sk + d)
     (q8, k8, v8), (qd, kd, vd) = fp8_inputs((b, sq, hq, d), (b, sk, hkv, d), hkv, b, True, gen, "cuda")
     out = torch.full((b, sq, hq, d), float("nan"), device="cuda", dtype=torch.bfloat16)
     scale = 1 / math.sqrt(d)
     launch(q8, k8, vt_layout(v8, permute_keys=permute_p), out, qd.contiguous(), kd.contiguous(), vd.contiguous(),
-           scale, permute_p=permute_p)
+           scale, **opts)
     torch.cuda.synchronize()
     kw = dict(q_descale=qd, k_descale=kd, v_descale=vd)
     ref = attention_torch(q8, k8, v8, **kw)

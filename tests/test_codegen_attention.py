@@ -141,3 +141,19 @@ def test_lazy_rescale_in_the_plain_loop_branches_over_the_acc_rescale():
         assert r["registers"] <= max_regs and r["spill_stores"] == 0 and r["spill_loads"] == 0, (key, r)
         assert r["qgmma"] > 0, (key, r)
         assert r["skipped"] == [["FMUL"] * fmuls], (key, r["skipped"])
+
+
+def test_gmma_overlap_facts_counts_groups():
+    """MUFU.EX2 after ``DEPBAR.LE gsb0, 0x1`` still overlaps the newest group; after ``0x0`` nothing does; a
+    serialized chain (every wgmma tagged gsb0) counts each wgmma as waited."""
+    from tritonfp8.codegen import _gmma_overlap_facts
+
+    def sass(*ops):
+        return "\n".join(f"        /*{16 * i:04x}*/                   {op} ;" for i, op in enumerate(ops))
+
+    s = sass("QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR8], RZ, !UPT, gsb0",
+             "QGMMA.64x128x32.F32.E4M3.E4M3 R88, R152, gdesc[UR8], R88", "MUFU.EX2 R1, R2",
+             "QGMMA.64x128x32.F32.E4M3.E4M3 R88, R156, gdesc[UR8], R88, gsb0",
+             "WARPGROUP.DEPBAR.LE gsb0, 0x1", "MUFU.EX2 R3, R4", "MUFU.EX2 R5, R6",
+             "WARPGROUP.DEPBAR.LE gsb0, 0x0", "MUFU.EX2 R7, R8")
+    assert _gmma_overlap_facts(s) == (2, 3)

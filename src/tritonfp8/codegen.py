@@ -164,20 +164,26 @@ def _gmma_overlap_facts(sass: str) -> tuple[int, int]:
     the warp waits for the group at a later ``WARPGROUP.DEPBAR``; when ptxas serializes the wgmmas (it does so
     silently, e.g. when an in-flight accumulator would have to be copied, or registers are short) every
     instruction carries ``gsb0`` and is followed by its own wait. MUFU.EX2 between a wgmma and the next
-    WARPGROUP.DEPBAR runs on the SFU while the tensor core works (the softmax/GEMM overlap)."""
+    WARPGROUP.DEPBAR runs on the SFU while the tensor core works (the softmax/GEMM overlap). Groups are counted:
+    ``DEPBAR.LE gsb0, N`` leaves the N newest in flight (a MUFU.EX2 after ``LE 1`` still overlaps the last one).
+    Straight-line count: a loop's back edge is not followed."""
     waited = in_flight = 0
-    open_group = False
+    open_group = False  # wgmmas issued since the last gsb0 (a group not yet committed)
+    outstanding = 0  # committed groups not yet waited for
     for line in sass.splitlines():
         m = _INSTR.match(line)
         if not m:
             continue
         op = m.group(2)
         if op.startswith(("QGMMA", "HGMMA")):
-            open_group = True
+            open_group = "gsb0" not in line
+            outstanding += "gsb0" in line
             waited += "gsb0" in line
         elif op.startswith("WARPGROUP.DEPBAR"):
-            open_group = False
-        elif op.startswith("MUFU.EX2") and open_group:
+            n = re.search(r"gsb0,\s*(0x[0-9a-f]+|\d+)", line)
+            outstanding = min(outstanding, int(n.group(1), 0)) if n else 0
+            open_group = open_group and outstanding > 0
+        elif op.startswith("MUFU.EX2") and (open_group or outstanding > 0):
             in_flight += 1
     return waited, in_flight
 

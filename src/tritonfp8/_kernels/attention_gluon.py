@@ -66,40 +66,91 @@ def _loader(q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty
 
 
 @gluon.jit
-def _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk,
-          s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr,
-          BLOCK_N: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr,
-          PERMUTE_P: gl.constexpr):
-    """One key block of the online softmax for this warp group's 64 query rows."""
-    WG_M: gl.constexpr = 64
-    s = j % STAGES
-    mbarrier.wait(ready.index(s), (j // STAGES) & 1)
-    sc = warpgroup_mma(q_half, k_ring.index(s).permute((1, 0)), gl.zeros([WG_M, BLOCK_N], gl.float32, s_layout),
-                       use_acc=False, is_async=True)
-    sc = warpgroup_mma_wait(num_outstanding=0, deps=(sc,))
+def _softmax(sc, m_i, l_i, cols0, qk_scale, Sk, s_layout: gl.constexpr, p_layout: gl.constexpr,
+             BLOCK_N: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr, PERMUTE_P: gl.constexpr):
+    """Online-softmax update of one key block's scores: (m_new, l_new, alpha, P in fp32 times P_SCALE)."""
     if MASK:  # the tail block: keys >= Sk (the next sequence's rows, or TMA's zero fill) are invisible
-        cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+        cols = cols0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
         sc = gl.where((cols < Sk)[None, :], sc, float("-inf"))
     # qk_scale > 0 (checked on the host): max(S) * scale is the max of the scaled row.
     m_new = gl.maximum(m_i, gl.max(sc, 1) * qk_scale)
     p = gl.exp2(sc * qk_scale - (m_new - LOG2_P_SCALE)[:, None])  # P_SCALE * exp2(s - m), in (0, P_SCALE]
     alpha = gl.exp2(m_i - m_new)  # m_i = -inf on the first block: alpha = 0 (m_new is finite: >= 1 visible key)
     l_i = l_i * alpha + gl.sum(p, 1)
-    acc = acc * gl.convert_layout(alpha, o_row_layout)[:, None]
+    return m_new, l_i, alpha, p
+
+
+@gluon.jit
+def _p_operand(p, p_layout: gl.constexpr, BLOCK_N: gl.constexpr, PERMUTE_P: gl.constexpr):
+    """P (fp32, accumulator layout) as the E4M3 A operand of P·V."""
     p8 = p.to(gl.float8e4nv)
     if PERMUTE_P:
-        p8 = _permute_keys(p8, WG_M, BLOCK_N)
-    p8 = gl.convert_layout(p8, p_layout)
-    acc = warpgroup_mma(p8, v_ring.index(s).permute((1, 0)), acc, is_async=True)
+        p8 = _permute_keys(p8, 64, BLOCK_N)
+    return gl.convert_layout(p8, p_layout)
+
+
+@gluon.jit
+def _scores(j, q_half, k_ring, ready, s_layout: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+    """Issue S_j = Q·K_jᵀ (async wgmma; waits for the slot's data first)."""
+    WG_M: gl.constexpr = 64
+    s = j % STAGES
+    mbarrier.wait(ready.index(s), (j // STAGES) & 1)
+    return warpgroup_mma(q_half, k_ring.index(s).permute((1, 0)),
+                         gl.zeros([WG_M, BLOCK_N], gl.float32, s_layout), use_acc=False, is_async=True)
+
+
+@gluon.jit
+def _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk,
+          s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr,
+          BLOCK_N: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr,
+          PERMUTE_P: gl.constexpr):
+    """One key block, serial: S_j, its softmax, then P_j·V_j (the other warp group's work is the only overlap)."""
+    s = j % STAGES
+    sc = warpgroup_mma_wait(num_outstanding=0, deps=(_scores(j, q_half, k_ring, ready, s_layout, BLOCK_N, STAGES),))
+    m_new, l_i, alpha, p = _softmax(sc, m_i, l_i, j * BLOCK_N, qk_scale, Sk, s_layout, p_layout, BLOCK_N,
+                                    LOG2_P_SCALE, MASK, PERMUTE_P)
+    acc = acc * gl.convert_layout(alpha, o_row_layout)[:, None]
+    acc = warpgroup_mma(_p_operand(p, p_layout, BLOCK_N, PERMUTE_P), v_ring.index(s).permute((1, 0)), acc, is_async=True)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
     mbarrier.arrive(empty.index(s), count=1)
     return m_new, l_i, acc
 
 
 @gluon.jit
+def _overlap_step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, p8, qk_scale, Sk, n_blocks,
+                  s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr,
+                  BLOCK_N: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr,
+                  PERMUTE_P: gl.constexpr):
+    """Key block j, software-pipelined in the warp group (FlashAttention-3's intra-warpgroup overlap): issue S_j,
+    then P_{j-1}·V_{j-1} (``p8`` = P_{j-1}); wait for S_j alone (wgmma groups retire in order), and run block j's
+    softmax while the tensor core still computes P_{j-1}·V_{j-1}; then wait for it, release its slot and rescale
+    O by alpha_j (O then holds blocks <= j-1 under m_j).
+
+    Two things the SASS needed. (1) ptxas hoists a wgmma wait above independent ALU work: placed right after the
+    softmax, the wait for P·V moved up to the first shuffle of the row max, and nothing overlapped. The wait for
+    the next block's data (an mbarrier spin loop, a basic-block boundary) now sits between the two; it is needed
+    next anyway. (2) A product in flight across the loop's back edge (waiting for it in the next iteration)
+    made ptxas serialize every wgmma of the function (C7512, "insufficient register resources"); here each
+    iteration retires its own."""
+    prev = (j - 1) % STAGES
+    sc = _scores(j, q_half, k_ring, ready, s_layout, BLOCK_N, STAGES)
+    acc = warpgroup_mma(p8, v_ring.index(prev).permute((1, 0)), acc, is_async=True)
+    sc = warpgroup_mma_wait(num_outstanding=1, deps=(sc,))
+    m_new, l_i, alpha, p = _softmax(sc, m_i, l_i, j * BLOCK_N, qk_scale, Sk, s_layout, p_layout, BLOCK_N,
+                                    LOG2_P_SCALE, MASK, PERMUTE_P)
+    p8 = _p_operand(p, p_layout, BLOCK_N, PERMUTE_P)
+    nxt = j + 1
+    mbarrier.wait(ready.index(nxt % STAGES), (nxt // STAGES) & 1, pred=nxt < n_blocks)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+    mbarrier.arrive(empty.index(prev), count=1)
+    acc = acc * gl.convert_layout(alpha, o_row_layout)[:, None]
+    return m_new, l_i, acc, p8
+
+
+@gluon.jit
 def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, out, qk_scale, o_scale, q_first,
               Sq, Sk, out_row0, out_col, stride_out, n_blocks, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
-              STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr):
+              STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, OVERLAP: gl.constexpr):
     """Consumer (one warp group): query rows HALF*64 .. HALF*64+63 of the program's block."""
     WG_M: gl.constexpr = 64
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -116,12 +167,33 @@ def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, o
     l_i = gl.zeros([WG_M], gl.float32, row_layout)
     acc = gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout)
     n_full = Sk // BLOCK_N
-    for j in range(n_full):
-        m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, s_layout,
-                              p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, False, PERMUTE_P)
-    if n_blocks > n_full:
-        m_i, l_i, acc = _step(n_full, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, s_layout,
-                              p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True, PERMUTE_P)
+    if OVERLAP:
+        # n_blocks >= 1 (the host launches no program for Sk = 0). Block 0 alone (masked: it may be the tail),
+        # blocks 1 .. n_full-1 unmasked, the tail masked, then the last P·V.
+        sc = warpgroup_mma_wait(num_outstanding=0, deps=(_scores(0, q_half, k_ring, ready, s_layout, BLOCK_N,
+                                                                 STAGES),))
+        m_i, l_i, alpha, p = _softmax(sc, m_i, l_i, 0, qk_scale, Sk, s_layout, p_layout, BLOCK_N, LOG2_P_SCALE,
+                                      True, PERMUTE_P)
+        p8 = _p_operand(p, p_layout, BLOCK_N, PERMUTE_P)
+        for j in range(1, n_full):
+            m_i, l_i, acc, p8 = _overlap_step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, p8, qk_scale,
+                                              Sk, n_blocks, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES,
+                                              LOG2_P_SCALE, False, PERMUTE_P)
+        if (n_full >= 1) & (n_blocks > n_full):
+            m_i, l_i, acc, p8 = _overlap_step(n_full, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, p8,
+                                              qk_scale, Sk, n_blocks, s_layout, p_layout, o_row_layout, BLOCK_N,
+                                              STAGES, LOG2_P_SCALE, True, PERMUTE_P)
+        last = (n_blocks - 1) % STAGES
+        acc = warpgroup_mma(p8, v_ring.index(last).permute((1, 0)), acc, is_async=True)
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+        mbarrier.arrive(empty.index(last), count=1)
+    else:
+        for j in range(n_full):
+            m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, s_layout,
+                                  p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, False, PERMUTE_P)
+        if n_blocks > n_full:
+            m_i, l_i, acc = _step(n_full, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk,
+                                  s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True, PERMUTE_P)
 
     # O = acc / l (P_SCALE cancels) * v_descale; a row that saw no key (Sk = 0) has l = 0 and writes 0.
     l_o = gl.convert_layout(l_i, o_row_layout)
@@ -138,8 +210,8 @@ def attn_fwd_glws_kernel(
     q_desc, k_desc, vt_desc, out, q_descale, k_descale, v_descale, qk_scale,
     Sq, Sk, Hq, Hkv, stride_out,
     KERNEL_NAME: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, GROUP: gl.constexpr,
-    STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, CONSUMER_REGS: gl.constexpr,
-    LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
+    STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, OVERLAP: gl.constexpr,
+    CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
 ):
     """O (B, Sq, Hq, D) bf16 = softmax(scale · Q Kᵀ) V for FP8 Q (B·Sq, Hq·D), K (B·Sk, Hkv·D) and Vᵀ
     (B·Hkv·D, round32(Sk)); descales (B, Hkv) fp32; ``qk_scale`` = softmax_scale · log2(e) (> 0).
@@ -169,9 +241,11 @@ def attn_fwd_glws_kernel(
 
     gl.warp_specialize([
         (_consumer, (0, q_smem, k_ring, v_ring, q_bar, ready, empty, out, qk_scale * dsc, o_scale, q_first, Sq, Sk,
-                     b * Sq, h * HEAD_DIM, stride_out, n_blocks, BLOCK_N, HEAD_DIM, STAGES, LOG2_P_SCALE, PERMUTE_P)),
+                     b * Sq, h * HEAD_DIM, stride_out, n_blocks, BLOCK_N, HEAD_DIM, STAGES, LOG2_P_SCALE, PERMUTE_P,
+                     OVERLAP)),
         (_consumer, (1, q_smem, k_ring, v_ring, q_bar, ready, empty, out, qk_scale * dsc, o_scale, q_first, Sq, Sk,
-                     b * Sq, h * HEAD_DIM, stride_out, n_blocks, BLOCK_N, HEAD_DIM, STAGES, LOG2_P_SCALE, PERMUTE_P)),
+                     b * Sq, h * HEAD_DIM, stride_out, n_blocks, BLOCK_N, HEAD_DIM, STAGES, LOG2_P_SCALE, PERMUTE_P,
+                     OVERLAP)),
         (_loader, (q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty, b * Sq + q_first,
                    h * HEAD_DIM, b * Sk, hk * HEAD_DIM, (b * Hkv + hk) * HEAD_DIM, n_blocks, BLOCK_N, STAGES)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -200,14 +274,15 @@ def vt_layout(v8, permute_keys: bool = False):
 
 
 def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: float, *, block_n: int = 128,
-           stages: int = 3, permute_p: bool = False, warmup: bool = False):
+           stages: int = 3, permute_p: bool = False, overlap: bool = False, warmup: bool = False):
     """out (B, Sq, Hq, D) bf16 = attention of E4M3 q8 (B, Sq, Hq, D), k8 (B, Sk, Hkv, D) and ``vt`` from
     :func:`vt_layout` (``permute_keys=permute_p``); descales (B, Hkv) fp32 contiguous; dense, non-causal. Inputs
-    are not validated here."""
+    are not validated here; Sk >= 1 (the overlapped form always reads block 0)."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     B, Sq, Hq, D = q8.shape
     Sk, Hkv = k8.shape[1], k8.shape[2]
+    assert Sk >= 1, "launch: Sk = 0 (the caller writes zeros)"
 
     def desc(t2, block):
         return TensorDescriptor.from_tensor(t2, block, gl.NVMMASharedLayout.get_default_for(block, gl.float8e4nv))
@@ -215,15 +290,32 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
     q_desc = desc(q8.view(B * Sq, Hq * D), [BLOCK_M, D])
     k_desc = desc(k8.view(B * Sk, Hkv * D), [block_n, D])
     vt_desc = desc(vt.view(B * Hkv * D, vt.shape[-1]), [D, block_n])
-    name = codegen_spec(head_dim=D, block_n=block_n, stages=stages, permute_p=permute_p).name.build()
+    name = codegen_spec(head_dim=D, block_n=block_n, stages=stages, permute_p=permute_p,
+                        overlap=overlap).name.build()
     grid = (triton.cdiv(Sq, BLOCK_M), B * Hq)
     args = (q_desc, k_desc, vt_desc, out, q_descale, k_descale, v_descale, softmax_scale * _LOG2E, Sq, Sk, Hq, Hkv,
             Hq * D)
     kw = dict(KERNEL_NAME=name, BLOCK_N=block_n, HEAD_DIM=D, GROUP=Hq // Hkv, STAGES=stages, LOG2_P_SCALE=8,
-              PERMUTE_P=permute_p, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
+              PERMUTE_P=permute_p, OVERLAP=overlap, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS,
+              num_warps=4)
     if warmup:
         return attn_fwd_glws_kernel.warmup(*args, grid=grid, **kw)
     return attn_fwd_glws_kernel[grid](*args, **kw)
+
+
+def kernel_fn(q8, k8, v8, q_descale, k_descale, v_descale, softmax_scale: float, **opts):
+    """A zero-argument callable timing the kernel alone (Vᵀ laid out and descales expanded once, as
+    ``attention.kernel_only_fn`` does for the Triton kernel), and the output it writes; ``opts`` go to
+    :func:`launch`. Descales: () or (B, Hkv) fp32."""
+    import torch
+
+    B, Sq, Hq, D = q8.shape
+    Hkv = k8.shape[2]
+    vt = vt_layout(v8, permute_keys=opts.get("permute_p", False))
+    ds = [torch.as_tensor(t, dtype=torch.float32, device=q8.device).expand(B, Hkv).contiguous()
+          for t in (q_descale, k_descale, v_descale)]
+    out = torch.empty(B, Sq, Hq, D, device=q8.device, dtype=torch.bfloat16)
+    return (lambda: launch(q8, k8, vt, out, *ds, softmax_scale, **opts)), out
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -236,19 +328,19 @@ def _desc_sig(block: tuple[int, int]) -> str:
 
 
 def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, permute_p: bool = False,
-                 description: str = ""):
+                 overlap: bool = False, description: str = ""):
     from tritonfp8.codegen import CodegenSpec
     from tritonfp8.naming import KernelName
 
     name = KernelName(arch=90, op="fmhafwd", types=("e4m3", "e4m3", "f32", "bf16"), tile=(BLOCK_M, block_n,
                       head_dim), warps=4, stages=stages, schedule="glws", scaling="headwise",
-                      extras=("permp",) if permute_p else ())
+                      extras=(("permp",) if permute_p else ()) + (("ovl",) if overlap else ()))
     sig = {"q_desc": _desc_sig((BLOCK_M, head_dim)), "k_desc": _desc_sig((block_n, head_dim)),
            "vt_desc": _desc_sig((head_dim, block_n)), "out": "*bf16", "q_descale": "*fp32", "k_descale": "*fp32",
            "v_descale": "*fp32", "qk_scale": "fp32", "Sq": "i32", "Sk": "i32", "Hq": "i32", "Hkv": "i32",
            "stride_out": "i32"}
     const = dict(BLOCK_N=block_n, HEAD_DIM=head_dim, GROUP=4, STAGES=stages, LOG2_P_SCALE=8, PERMUTE_P=permute_p,
-                 CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
+                 OVERLAP=overlap, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=attn_fwd_glws_kernel, signature=sig, constexprs=const, name=name, num_warps=4,
@@ -263,4 +355,8 @@ def codegen_specs() -> dict:
         "attn_glws_hd64": codegen_spec(head_dim=64, description="Gluon FP8 attention forward (prepared), hd64"),
         "attn_glws_hd128_perm": codegen_spec(permute_p=True, description="Gluon FP8 attention forward (prepared), "
                                                                          "hd128, keys permuted in P and Vᵀ"),
+        "attn_glws_hd128_ovl": codegen_spec(overlap=True, description="Gluon FP8 attention forward, hd128, "
+                                                                      "intra-warpgroup overlap (S_j under P_{j-1}V)"),
+        "attn_glws_hd64_ovl": codegen_spec(head_dim=64, overlap=True, description="Gluon FP8 attention forward, "
+                                                                                  "hd64, intra-warpgroup overlap"),
     }

@@ -104,6 +104,15 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "lazy64": (dict(lazy_rescale=True), (64,)),
     "lazy256": (dict(lazy_rescale=True), (256,)),
 }
+# The Gluon warp-specialized forward (``_kernels/attention_gluon.py``: loader warp + two 64-row consumer warp groups;
+# dense non-causal only, skipped for causal cases): name -> (launch options, head dims).
+GLUON_VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
+    "glws": (dict(), (64, 128)),  # serial per block: S, softmax, P·V
+    "glwsovl": (dict(overlap=True), (64, 128)),  # softmax of block j under P_{j-1}·V_{j-1}
+    "glwsovls4": (dict(overlap=True, stages=4), (64, 128)),
+    "glwsovlperm": (dict(overlap=True, permute_p=True), (64, 128)),
+    "glwsovl256": (dict(overlap=True, block_n=64, stages=2), (256,)),
+}
 DEFAULT_VARIANTS = ("vonchip", "prev128", "prev64", "prev256", "s3")
 QUICK_VARIANTS = ("vonchip", "noperm")
 
@@ -138,8 +147,8 @@ def _variant_list(args) -> list[str]:
         return []
     out = [v.strip() for v in raw.split(",") if v.strip()]
     for v in out:
-        if v not in VARIANTS:
-            raise SystemExit(f"--variants: unknown variant {v!r}; known: {', '.join(VARIANTS)}")
+        if v not in VARIANTS and v not in GLUON_VARIANTS:
+            raise SystemExit(f"--variants: unknown variant {v!r}; known: {', '.join([*VARIANTS, *GLUON_VARIANTS])}")
     return out
 
 
@@ -305,6 +314,15 @@ def _case(args, b, hq, hkv, s, d, causal, variants, notes) -> dict:
     fns["ours_kernel"] = kernel_only_fn(q8, k8, v8, **kw)
     base = default_config(d)
     for var in variants:
+        if var in GLUON_VARIANTS:
+            opts, dims = GLUON_VARIANTS[var]
+            if causal or (dims is not None and d not in dims):
+                continue
+            from tritonfp8._kernels import attention_gluon
+
+            fn, o = attention_gluon.kernel_fn(q8, k8, v8, qd, kd, vd, scale, **opts)
+            fns[f"ours_{var}"], outs[f"ours_{var}"] = fn, (fn(), o)[1]
+            continue
         over, dims = VARIANTS[var]
         if dims is not None and d not in dims:
             continue
