@@ -1,8 +1,9 @@
-"""Prepared in session 8 (not yet run): the Gluon FP8 attention forward (``_kernels/attention_gluon.py``, plain and
-PERMUTE_P) against the library's Triton forward kernel (``attention.kernel_only_fn``: the kernel alone, inputs
-quantized / transposed once) on dense non-causal problems: interleaved rounds (harness.bench_interleaved), each
-output's relative Frobenius difference from the Triton kernel's. Writes benchmarks/results/attn-glws-<gpu>-<date>.json
-(harness.ResultsWriter; scripts/gpu_common.sh's ``save`` copies it under $OUT)."""
+"""The Gluon FP8 attention forward (``_kernels/attention_gluon.py``: serial and overlapped forms) against the library's
+Triton forward kernel (``attention.kernel_only_fn``: the kernel alone, inputs quantized / transposed once) and cuDNN
+FP8 (cudnn-frontend ``sdpa_fp8``, FP8 output, as ``bench attention``) on the issue's dense non-causal problems:
+interleaved rounds (harness.bench_interleaved); each output's relative Frobenius error against the fp32 reference
+of the dequantized inputs on two heads of batch 0. Writes benchmarks/results/attn-glws-<gpu>-<date>.json.
+(Session 8 prepared the first form of this script; session 9 added the overlapped variants and cuDNN FP8.)"""
 import math
 
 import torch
@@ -10,31 +11,50 @@ import torch
 from tritonfp8._kernels import attention_gluon as AG
 from tritonfp8.attention import kernel_only_fn
 from tritonfp8.bench import harness as H
+from tritonfp8.bench.suites import attention as suite
 
-FP8 = torch.float8_e4m3fn
 ROUNDS = 3
-rows = []
-for B, S, Hh, D in [(4, 8192, 16, 128), (4, 8192, 16, 64), (16, 1024, 16, 128)]:
-    g = torch.Generator(device="cuda").manual_seed(S + D)
-    q8, k8, v8 = (torch.randn(B, S, Hh, D, device="cuda", generator=g).to(FP8) for _ in range(3))
-    ones = torch.ones(B, Hh, device="cuda")
-    vts = {False: AG.vt_layout(v8), True: AG.vt_layout(v8, permute_keys=True)}
-    outs = {p: torch.empty(B, S, Hh, D, device="cuda", dtype=torch.bfloat16) for p in vts}
+VARIANTS = {  # name -> (launch options, head dims)
+    "glws": (dict(), (64, 128)),
+    "glwsovl": (dict(overlap=True), (64, 128)),
+    "glwsovls4": (dict(overlap=True, stages=4), (64, 128)),
+    "glwsovl256": (dict(overlap=True, block_n=64, stages=3), (256,)),
+}
+rows, notes = [], []
+for B, Hh, S, D in [(2, 16, 8192, 128), (1, 16, 16384, 128), (8, 16, 2048, 128), (2, 32, 8192, 64), (4, 8, 8192, 256)]:
+    _, (q8, k8, v8), (qd, kd, vd) = suite._make_inputs(B, Hh, Hh, S, D, "cuda")
     scale = 1 / math.sqrt(D)
-    fns = {f"glws{'_permp' if p else ''}": (lambda p=p: AG.launch(q8, k8, vts[p], outs[p], ones, ones, ones, scale,
-                                                                   permute_p=p)) for p in vts}
-    fns["triton"] = kernel_only_fn(q8, k8, v8, q_descale=ones, k_descale=ones, v_descale=ones)
-    ref = fns["triton"]().float()
-    for p in vts:
-        fns[f"glws{'_permp' if p else ''}"]()
+    fns, outs = {}, {}
+    fns["triton"] = kernel_only_fn(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd)
+    outs["triton"] = fns["triton"]()
+    for name, (opts, dims) in VARIANTS.items():
+        if D in dims:
+            fn, o = AG.kernel_fn(q8, k8, v8, qd, kd, vd, scale, **opts)
+            fn()
+            fns[name], outs[name] = fn, o
+    qf, kf, vf = q8.float() * qd, k8.float() * kd, v8.float() * vd
+    out_scale = float(vf.abs().amax()) / 448.0
+    fn, o = suite._cudnn_fp8_fn(q8, k8, v8, float(qd), float(kd), float(vd), out_scale, False, scale)
+    if fn is None:
+        notes.append(o)
+    else:
+        fns["cudnn_fp8"], outs["cudnn_fp8"] = fn, o
     torch.cuda.synchronize()
-    rel = {f"glws{'_permp' if p else ''}": H.rel_error(outs[p], ref) for p in vts}
+    heads = [0, Hh - 1]
+    ref = suite._ref_slice(qf, kf, vf, False, scale, heads)
+    err = {k: suite._rel(o[0][:, heads].float() * (out_scale if k == "cudnn_fp8" else 1.0), ref)
+           for k, o in outs.items()}
     t = H.bench_interleaved(fns, repeats=ROUNDS)
     med = {k: H.summarize(v).median for k, v in t.items()}
     flops = 4 * B * Hh * S * S * D
-    r = {"shape": f"B{B} S{S} H{Hh} D{D}", "rel_vs_triton": rel, "rounds_ms": t, "median_ms": med,
+    r = {"shape": f"B{B} H{Hh} S{S} D{D}", "err": err, "rounds_ms": t, "median_ms": med,
          "tflops": {k: H.tflops(flops, v) for k, v in med.items()},
          "vs_triton": {k: H.compare(t[k], t["triton"]).ratio for k in t if k != "triton"}}
+    if "cudnn_fp8" in t:
+        r["vs_cudnn_fp8"] = {k: H.compare(t[k], t["cudnn_fp8"]).ratio for k in t if k != "cudnn_fp8"}
     rows.append(r)
-    print(r["shape"], {k: round(v) for k, v in r["tflops"].items()}, r["vs_triton"], rel, flush=True)
-print("wrote", H.ResultsWriter("attn-glws").write(rows, config={"rounds": ROUNDS}))
+    print(r["shape"], {k: round(v) for k, v in r["tflops"].items()},
+          {k: round(v, 3) for k, v in r.get("vs_cudnn_fp8", {}).items()}, {k: f"{v:.2e}" for k, v in err.items()},
+          flush=True)
+print("notes:", notes)
+print("wrote", H.ResultsWriter("attn-glws").write(rows, config={"rounds": ROUNDS, "notes": notes}))

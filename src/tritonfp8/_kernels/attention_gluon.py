@@ -283,6 +283,8 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
     B, Sq, Hq, D = q8.shape
     Sk, Hkv = k8.shape[1], k8.shape[2]
     assert Sk >= 1, "launch: Sk = 0 (the caller writes zeros)"
+    # The overlapped loop holds blocks j-1 and j and waits for j+1 before releasing j-1: 2 stages deadlock.
+    assert stages >= 3 or not overlap, "launch: the overlapped form needs stages >= 3"
 
     def desc(t2, block):
         return TensorDescriptor.from_tensor(t2, block, gl.NVMMASharedLayout.get_default_for(block, gl.float8e4nv))
