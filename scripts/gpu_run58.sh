@@ -5,7 +5,7 @@
 source scripts/gpu_common.sh
 el tests-attn-glws
 timeout 120 python3 -m pytest -v -p no:cacheprovider tests/test_attention_gluon.py > /tmp/t.log 2>&1
-grep -E "PASSED|FAILED|ERROR|SKIPPED" /tmp/t.log | sed 's/ *\[.*%\]//' | awk '{print $NF, $1}' | sort | uniq -c | sort -rn | head -5
+for w in PASSED FAILED SKIPPED ERROR; do echo "$w $(grep -c " $w" /tmp/t.log)"; done
 grep -E "FAILED|^E  " /tmp/t.log | head -20; tail -2 /tmp/t.log
 el time-attn-glws
 timeout 300 python3 scripts/gpu_attn_glws.py 2>&1 | tail -9
