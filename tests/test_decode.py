@@ -113,6 +113,18 @@ def test_decode_matches_reference(case, device):
     assert_decode_close(out, ref, pt, max(case.lens), torch.float32)
 
 
+def test_decode_one_page_cache(device):
+    """A cache of exactly one page (num_blocks = 1, which Triton would specialize into a constexpr: the kernel's
+    page-range check then failed to compile on the GPU; found by the model bench's decode test)."""
+    case = Case((20,), 2, 1, page=64)
+    q, kc, vc, bt, sl, ks, vs = _make(case, device)
+    kc, vc = kc[:1].contiguous(), vc[:1].contiguous()
+    out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, out_dtype=torch.float32)
+    ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
+    pt = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, p_dtype=torch.float16)
+    assert_decode_close(out, ref, pt, 20, torch.float32)
+
+
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16])
 def test_decode_output_dtypes(out_dtype, device):
     case = Case((1, 17, 80), 4, 2, sq=3)

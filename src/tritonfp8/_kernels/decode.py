@@ -415,7 +415,7 @@ def _decode_any_step(q, acc, m_i, l_i, offs, page, d, d_ok, k_base, v_base, end,
                             PAGE, DOT_DTYPE, MASKED, V_STAGE)
 
 
-@named_jit
+@named_jit(do_not_specialize=["num_blocks"])  # a one-page cache: num_blocks = 1 would become a constexpr (no .to)
 def _decode_kernel(
     q_ptr,
     k_cache_ptr,
