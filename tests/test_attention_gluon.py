@@ -41,7 +41,7 @@ def test_attn_glws_sass():
     from conftest import codegen_env
 
     expect = {"attn_glws_hd128": 32, "attn_glws_hd64": 24, "attn_glws_hd128_perm": 32, "attn_glws_hd128_ovl": 48,
-              "attn_glws_hd64_ovl": 36}
+              "attn_glws_hd64_ovl": 36, "attn_glws_hd128_ovlpp": 48}
     res = subprocess.run([sys.executable, "-c", _SASS_SCRIPT, *expect], capture_output=True, text=True,
                          env=codegen_env(), timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -51,7 +51,7 @@ def test_attn_glws_sass():
         assert r["qgmma"] == qgmma, r
         assert r["spill_stores"] == 0 and r["spill_loads"] == 0, r
         assert r["usetmaxreg"], r
-        if kernel.endswith("_ovl"):
+        if "_ovl" in kernel:
             # 2 consumers x (S_0; loop and tail: S_j, P_{j-1}·V; the last P·V): 12 chains, each waited once, and
             # the softmax of the loop and the tail (2 x 66 MUFU.EX2 per consumer) under P_{j-1}·V.
             assert r["gmma_waited"] == 12 and r["mufu_in_flight"] == 264, r
@@ -83,7 +83,8 @@ def test_vt_layout_permuted_matches_the_relayout_pass(device):
 
 
 _GPU_VARIANTS = {"plain": {}, "permp": dict(permute_p=True), "ovl": dict(overlap=True),
-                 "ovlperm": dict(overlap=True, permute_p=True), "ovls4": dict(overlap=True, stages=4)}
+                 "ovlperm": dict(overlap=True, permute_p=True), "ovls4": dict(overlap=True, stages=4),
+                 "ovlpp": dict(overlap=True, pingpong=True)}
 
 
 @requires_gpu

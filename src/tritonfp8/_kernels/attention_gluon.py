@@ -117,10 +117,26 @@ def _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk,
 
 
 @gluon.jit
-def _overlap_step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, p8, qk_scale, Sk, n_blocks,
+def _take_turn(turn, t, HALF: gl.constexpr, PINGPONG: gl.constexpr):
+    """Ping-pong between the consumer groups (FlashAttention-3's warp-scheduler barriers, here an mbarrier per
+    group): group HALF's t-th wgmma issue waits until the other group has issued its (t - 1 + HALF)-th, so one
+    group's softmax runs while the other's wgmmas hold the tensor core. Group 0's first turn passes (a fresh
+    barrier counts as having completed the phase before phase 0)."""
+    if PINGPONG:
+        mbarrier.wait(turn.index(HALF), (t & 1) ^ (1 - HALF))
+
+
+@gluon.jit
+def _give_turn(turn, HALF: gl.constexpr, PINGPONG: gl.constexpr):
+    if PINGPONG:
+        mbarrier.arrive(turn.index(1 - HALF), count=1)
+
+
+@gluon.jit
+def _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, p8, qk_scale, Sk, n_blocks,
                   s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr,
                   BLOCK_N: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr,
-                  PERMUTE_P: gl.constexpr):
+                  PERMUTE_P: gl.constexpr, HALF: gl.constexpr, PINGPONG: gl.constexpr):
     """Key block j, software-pipelined in the warp group (FlashAttention-3's intra-warpgroup overlap): issue S_j,
     then P_{j-1}·V_{j-1} (``p8`` = P_{j-1}); wait for S_j alone (wgmma groups retire in order), and run block j's
     softmax while the tensor core still computes P_{j-1}·V_{j-1}; then wait for it, release its slot and rescale
@@ -133,8 +149,10 @@ def _overlap_step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, p8, qk
     made ptxas serialize every wgmma of the function (C7512, "insufficient register resources"); here each
     iteration retires its own."""
     prev = (j - 1) % STAGES
+    _take_turn(turn, j, HALF, PINGPONG)
     sc = _scores(j, q_half, k_ring, ready, s_layout, BLOCK_N, STAGES)
     acc = warpgroup_mma(p8, v_ring.index(prev).permute((1, 0)), acc, is_async=True)
+    _give_turn(turn, HALF, PINGPONG)
     sc = warpgroup_mma_wait(num_outstanding=1, deps=(sc,))
     m_new, l_i, alpha, p = _softmax(sc, m_i, l_i, j * BLOCK_N, qk_scale, Sk, s_layout, p_layout, BLOCK_N,
                                     LOG2_P_SCALE, MASK, PERMUTE_P)
@@ -148,9 +166,10 @@ def _overlap_step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, p8, qk
 
 
 @gluon.jit
-def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, out, qk_scale, o_scale, q_first,
+def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, qk_scale, o_scale, q_first,
               Sq, Sk, out_row0, out_col, stride_out, n_blocks, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
-              STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, OVERLAP: gl.constexpr):
+              STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, OVERLAP: gl.constexpr,
+              PINGPONG: gl.constexpr):
     """Consumer (one warp group): query rows HALF*64 .. HALF*64+63 of the program's block."""
     WG_M: gl.constexpr = 64
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -170,21 +189,25 @@ def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, o
     if OVERLAP:
         # n_blocks >= 1 (the host launches no program for Sk = 0). Block 0 alone (masked: it may be the tail),
         # blocks 1 .. n_full-1 unmasked, the tail masked, then the last P·V.
-        sc = warpgroup_mma_wait(num_outstanding=0, deps=(_scores(0, q_half, k_ring, ready, s_layout, BLOCK_N,
-                                                                 STAGES),))
+        _take_turn(turn, 0, HALF, PINGPONG)
+        sc = _scores(0, q_half, k_ring, ready, s_layout, BLOCK_N, STAGES)
+        _give_turn(turn, HALF, PINGPONG)
+        sc = warpgroup_mma_wait(num_outstanding=0, deps=(sc,))
         m_i, l_i, alpha, p = _softmax(sc, m_i, l_i, 0, qk_scale, Sk, s_layout, p_layout, BLOCK_N, LOG2_P_SCALE,
                                       True, PERMUTE_P)
         p8 = _p_operand(p, p_layout, BLOCK_N, PERMUTE_P)
         for j in range(1, n_full):
-            m_i, l_i, acc, p8 = _overlap_step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, p8, qk_scale,
-                                              Sk, n_blocks, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES,
-                                              LOG2_P_SCALE, False, PERMUTE_P)
-        if (n_full >= 1) & (n_blocks > n_full):
-            m_i, l_i, acc, p8 = _overlap_step(n_full, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, p8,
+            m_i, l_i, acc, p8 = _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, p8,
                                               qk_scale, Sk, n_blocks, s_layout, p_layout, o_row_layout, BLOCK_N,
-                                              STAGES, LOG2_P_SCALE, True, PERMUTE_P)
+                                              STAGES, LOG2_P_SCALE, False, PERMUTE_P, HALF, PINGPONG)
+        if (n_full >= 1) & (n_blocks > n_full):
+            m_i, l_i, acc, p8 = _overlap_step(n_full, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc,
+                                              p8, qk_scale, Sk, n_blocks, s_layout, p_layout, o_row_layout,
+                                              BLOCK_N, STAGES, LOG2_P_SCALE, True, PERMUTE_P, HALF, PINGPONG)
         last = (n_blocks - 1) % STAGES
+        _take_turn(turn, n_blocks, HALF, PINGPONG)
         acc = warpgroup_mma(p8, v_ring.index(last).permute((1, 0)), acc, is_async=True)
+        _give_turn(turn, HALF, PINGPONG)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
         mbarrier.arrive(empty.index(last), count=1)
     else:
@@ -211,7 +234,7 @@ def attn_fwd_glws_kernel(
     Sq, Sk, Hq, Hkv, stride_out,
     KERNEL_NAME: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, GROUP: gl.constexpr,
     STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, OVERLAP: gl.constexpr,
-    CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
+    PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
 ):
     """O (B, Sq, Hq, D) bf16 = softmax(scale · Q Kᵀ) V for FP8 Q (B·Sq, Hq·D), K (B·Sk, Hkv·D) and Vᵀ
     (B·Hkv·D, round32(Sk)); descales (B, Hkv) fp32; ``qk_scale`` = softmax_scale · log2(e) (> 0).
@@ -233,19 +256,23 @@ def attn_fwd_glws_kernel(
     q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    gl.static_assert(OVERLAP or not PINGPONG, "ping-pong is built on the overlapped loop")
     mbarrier.init(q_bar, count=1)
+    mbarrier.init(turn.index(0), count=1)
+    mbarrier.init(turn.index(1), count=1)
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)
         mbarrier.init(empty.index(i), count=2)  # both consumer warp groups read every slot
     fence_async_shared()
 
     gl.warp_specialize([
-        (_consumer, (0, q_smem, k_ring, v_ring, q_bar, ready, empty, out, qk_scale * dsc, o_scale, q_first, Sq, Sk,
+        (_consumer, (0, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, qk_scale * dsc, o_scale, q_first, Sq, Sk,
                      b * Sq, h * HEAD_DIM, stride_out, n_blocks, BLOCK_N, HEAD_DIM, STAGES, LOG2_P_SCALE, PERMUTE_P,
-                     OVERLAP)),
-        (_consumer, (1, q_smem, k_ring, v_ring, q_bar, ready, empty, out, qk_scale * dsc, o_scale, q_first, Sq, Sk,
+                     OVERLAP, PINGPONG)),
+        (_consumer, (1, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, qk_scale * dsc, o_scale, q_first, Sq, Sk,
                      b * Sq, h * HEAD_DIM, stride_out, n_blocks, BLOCK_N, HEAD_DIM, STAGES, LOG2_P_SCALE, PERMUTE_P,
-                     OVERLAP)),
+                     OVERLAP, PINGPONG)),
         (_loader, (q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty, b * Sq + q_first,
                    h * HEAD_DIM, b * Sk, hk * HEAD_DIM, (b * Hkv + hk) * HEAD_DIM, n_blocks, BLOCK_N, STAGES)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -274,7 +301,8 @@ def vt_layout(v8, permute_keys: bool = False):
 
 
 def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: float, *, block_n: int = 128,
-           stages: int = 3, permute_p: bool = False, overlap: bool = False, warmup: bool = False):
+           stages: int = 3, permute_p: bool = False, overlap: bool = False, pingpong: bool = False,
+           warmup: bool = False):
     """out (B, Sq, Hq, D) bf16 = attention of E4M3 q8 (B, Sq, Hq, D), k8 (B, Sk, Hkv, D) and ``vt`` from
     :func:`vt_layout` (``permute_keys=permute_p``); descales (B, Hkv) fp32 contiguous; dense, non-causal. Inputs
     are not validated here; Sk >= 1 (the overlapped form always reads block 0)."""
@@ -292,13 +320,13 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
     q_desc = desc(q8.view(B * Sq, Hq * D), [BLOCK_M, D])
     k_desc = desc(k8.view(B * Sk, Hkv * D), [block_n, D])
     vt_desc = desc(vt.view(B * Hkv * D, vt.shape[-1]), [D, block_n])
-    name = codegen_spec(head_dim=D, block_n=block_n, stages=stages, permute_p=permute_p,
-                        overlap=overlap).name.build()
+    name = codegen_spec(head_dim=D, block_n=block_n, stages=stages, permute_p=permute_p, overlap=overlap,
+                        pingpong=pingpong).name.build()
     grid = (triton.cdiv(Sq, BLOCK_M), B * Hq)
     args = (q_desc, k_desc, vt_desc, out, q_descale, k_descale, v_descale, softmax_scale * _LOG2E, Sq, Sk, Hq, Hkv,
             Hq * D)
     kw = dict(KERNEL_NAME=name, BLOCK_N=block_n, HEAD_DIM=D, GROUP=Hq // Hkv, STAGES=stages, LOG2_P_SCALE=8,
-              PERMUTE_P=permute_p, OVERLAP=overlap, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS,
+              PERMUTE_P=permute_p, OVERLAP=overlap, PINGPONG=pingpong, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS,
               num_warps=4)
     if warmup:
         return attn_fwd_glws_kernel.warmup(*args, grid=grid, **kw)
@@ -330,19 +358,20 @@ def _desc_sig(block: tuple[int, int]) -> str:
 
 
 def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, permute_p: bool = False,
-                 overlap: bool = False, description: str = ""):
+                 overlap: bool = False, pingpong: bool = False, description: str = ""):
     from tritonfp8.codegen import CodegenSpec
     from tritonfp8.naming import KernelName
 
     name = KernelName(arch=90, op="fmhafwd", types=("e4m3", "e4m3", "f32", "bf16"), tile=(BLOCK_M, block_n,
                       head_dim), warps=4, stages=stages, schedule="glws", scaling="headwise",
-                      extras=(("permp",) if permute_p else ()) + (("ovl",) if overlap else ()))
+                      extras=(("permp",) if permute_p else ()) + (("ovl",) if overlap else ())
+                      + (("pp",) if pingpong else ()))
     sig = {"q_desc": _desc_sig((BLOCK_M, head_dim)), "k_desc": _desc_sig((block_n, head_dim)),
            "vt_desc": _desc_sig((head_dim, block_n)), "out": "*bf16", "q_descale": "*fp32", "k_descale": "*fp32",
            "v_descale": "*fp32", "qk_scale": "fp32", "Sq": "i32", "Sk": "i32", "Hq": "i32", "Hkv": "i32",
            "stride_out": "i32"}
     const = dict(BLOCK_N=block_n, HEAD_DIM=head_dim, GROUP=4, STAGES=stages, LOG2_P_SCALE=8, PERMUTE_P=permute_p,
-                 OVERLAP=overlap, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
+                 OVERLAP=overlap, PINGPONG=pingpong, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=attn_fwd_glws_kernel, signature=sig, constexprs=const, name=name, num_warps=4,
@@ -361,4 +390,7 @@ def codegen_specs() -> dict:
                                                                       "intra-warpgroup overlap (S_j under P_{j-1}V)"),
         "attn_glws_hd64_ovl": codegen_spec(head_dim=64, overlap=True, description="Gluon FP8 attention forward, "
                                                                                   "hd64, intra-warpgroup overlap"),
+        "attn_glws_hd128_ovlpp": codegen_spec(overlap=True, pingpong=True,
+                                              description="Gluon FP8 attention forward, hd128, intra-warpgroup "
+                                                          "overlap + ping-pong between the consumer groups"),
     }

@@ -111,6 +111,7 @@ GLUON_VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "glwsovl": (dict(overlap=True), (64, 128)),  # softmax of block j under P_{j-1}·V_{j-1}
     "glwsovls4": (dict(overlap=True, stages=4), (64, 128)),
     "glwsovlperm": (dict(overlap=True, permute_p=True), (64, 128)),
+    "glwsovlpp": (dict(overlap=True, pingpong=True), (64, 128)),  # + ping-pong between the consumer groups
     "glwsovl256": (dict(overlap=True, block_n=64, stages=3), (256,)),
 }
 DEFAULT_VARIANTS = ("vonchip", "prev128", "prev64", "prev256", "s3")
