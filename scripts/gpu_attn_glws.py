@@ -19,8 +19,12 @@ VARIANTS = {  # name -> (launch options, head dims)
     "glws": (dict(), (64, 128)),
     "glwsovl": (dict(overlap=True), (64, 128)),
     "glwsovlpp": (dict(overlap=True, pingpong=True), (64, 128)),
+    "glwsovlpc1": (dict(overlap=True, p_carry=1), (64, 128)),
+    "glwsovlpc1perm": (dict(overlap=True, p_carry=1, permute_p=True), (64, 128)),
+    "glwsovlpc1pp": (dict(overlap=True, p_carry=1, pingpong=True), (64, 128)),
     "glwsovl256": (dict(overlap=True, block_n=64, stages=3), (256,)),
     "glwsovlpp256": (dict(overlap=True, pingpong=True, block_n=64, stages=3), (256,)),
+    "glwsovlpc1256": (dict(overlap=True, p_carry=1, block_n=64, stages=3), (256,)),
 }
 rows, notes = [], []
 for B, Hh, S, D in [(2, 16, 8192, 128), (1, 16, 16384, 128), (8, 16, 2048, 128), (2, 32, 8192, 64), (4, 8, 8192, 256)]:

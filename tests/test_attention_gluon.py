@@ -23,7 +23,8 @@ from tritonfp8 import codegen
 out = {}
 for key in sys.argv[1:]:
     r = codegen.inspect_kernel(key, arch=90, compare_names=False)
-    out[key] = dict(r.as_dict(), usetmaxreg="USETMAXREG" in r.sass, shfl_idx=r.sass.count("SHFL.IDX"))
+    out[key] = dict(r.as_dict(), usetmaxreg="USETMAXREG" in r.sass, shfl_idx=r.sass.count("SHFL.IDX"),
+                    prmt=r.sass.count("PRMT"))
 print(json.dumps(out))
 """
 
@@ -41,7 +42,7 @@ def test_attn_glws_sass():
     from conftest import codegen_env
 
     expect = {"attn_glws_hd128": 32, "attn_glws_hd64": 24, "attn_glws_hd128_perm": 32, "attn_glws_hd128_ovl": 48,
-              "attn_glws_hd64_ovl": 36, "attn_glws_hd128_ovlpp": 48}
+              "attn_glws_hd64_ovl": 36, "attn_glws_hd128_ovlpp": 48, "attn_glws_hd128_ovlpc1": 48}
     res = subprocess.run([sys.executable, "-c", _SASS_SCRIPT, *expect], capture_output=True, text=True,
                          env=codegen_env(), timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -58,6 +59,8 @@ def test_attn_glws_sass():
         else:
             assert r["gmma_waited"] == 8 and r["mufu_in_flight"] == 0, r  # 2 consumers x 2 steps x (S, P·V)
     assert facts["attn_glws_hd128_perm"]["shfl_idx"] == 0 < facts["attn_glws_hd128"]["shfl_idx"]
+    # An E4M3 P carried across the back edge is repacked byte by byte (PRMT) at the next P·V; fp32 P is not.
+    assert facts["attn_glws_hd128_ovlpc1"]["prmt"] * 2 < facts["attn_glws_hd128_ovl"]["prmt"]
 
 
 def test_vt_layout():
@@ -84,7 +87,8 @@ def test_vt_layout_permuted_matches_the_relayout_pass(device):
 
 _GPU_VARIANTS = {"plain": {}, "permp": dict(permute_p=True), "ovl": dict(overlap=True),
                  "ovlperm": dict(overlap=True, permute_p=True), "ovls4": dict(overlap=True, stages=4),
-                 "ovlpp": dict(overlap=True, pingpong=True)}
+                 "ovlpp": dict(overlap=True, pingpong=True), "ovlpc1": dict(overlap=True, p_carry=1),
+                 "ovlpc1perm": dict(overlap=True, p_carry=1, permute_p=True)}
 
 
 @requires_gpu

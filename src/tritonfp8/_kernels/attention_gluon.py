@@ -1,12 +1,11 @@
-"""FP8 attention forward on Hopper in Gluon, warp-specialized (prepared in session 8; compiled offline only, NOT yet
-run on a GPU and not used by ``tritonfp8.attention``).
+"""FP8 attention forward on Hopper in Gluon, warp-specialized (not used by ``tritonfp8.attention``: measured on the
+H200 in session 9, no form is faster than the Triton kernel yet; benchmarks/NOTES.md, attn-glws-*.json).
 
 Why. The Triton forward kernel (``attention.py``) keeps both wgmmas of a key block (S = Q·Kᵀ, then P·V) and the
 softmax between them in one instruction stream; Triton 3.6 cannot overlap the softmax of one block with the
 tensor-core work of another inside a program, and the best schedule found (three 64-row CTAs per SM) runs at
-0.87-0.90x cuDNN FP8 at hd128 (benchmarks/NOTES.md). The schedule FlashAttention-3 uses on Hopper is two consumer
-warp groups whose softmax runs while the other group's wgmmas hold the tensor cores; the GEMM's Gluon kernel
-(``gemm_gluon.py``) showed that two groups meeting only through an mbarrier ring drift into that overlap.
+0.87-0.90x cuDNN FP8 at hd128. FlashAttention-3's schedule on Hopper: two consumer warp groups, each overlapping
+its softmax with its own P·V (intra-warpgroup) and ping-ponging the tensor core with the other group.
 
 Partitions of one program (one per (128-query block, batch, query head); not persistent):
 
@@ -17,9 +16,16 @@ Partitions of one program (one per (128-query block, batch, query head); not per
   the Triton kernel), P cast to E4M3 and kept in registers as the A operand of P·V, Vᵀ's slot as B; the slot is
   released after P·V retires. The tail block (Sk not a multiple of BLOCK_N) masks keys >= Sk.
 
-Dense, non-causal, no GQA packing beyond the head mapping, descales per (batch, KV head), bf16 output stored by
-pointers (rows >= Sq masked). What is missing before it can be a default: causal and varlen, the lse output, FP8
-output, a GPU run (correctness against ``attention_torch`` and timing against the Triton kernel and cuDNN).
+Forms (constexprs): serial (S_j, softmax, P_j·V_j); OVERLAP (S_j and P_{j-1}·V_{j-1} issued together, the softmax
+of block j under the product; >= 3 stages); PINGPONG (an mbarrier per group orders the two groups' wgmma issue);
+P_CARRY (how P crosses into the next step: 0 the E4M3 A operand, 1 fp32). Measured (H200, hd128 S 8192): serial
+795-829 TFLOPS = the Triton kernel; OVERLAP with P_CARRY 0 664-667, with PINGPONG 653. Offline SASS then showed
+why: an E4M3 operand carried across the loop's back edge is repacked byte by byte at the next P·V (136 PRMT +
+64 LOP3 per block and thread: a 682-instruction loop body against the serial 476); carrying fp32 P (P_CARRY 1)
+gives 517 with the same 66 MUFU.EX2 under P·V. P_CARRY 1 is not measured yet.
+
+Dense, non-causal, descales per (batch, KV head), bf16 output stored by pointers (rows >= Sq masked). Missing
+before it can be a default: causal and varlen, the lse output, FP8 output, and a measured win.
 """
 
 from __future__ import annotations
@@ -117,6 +123,32 @@ def _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk,
 
 
 @gluon.jit
+def _to_carry(p, p_layout: gl.constexpr, BLOCK_N: gl.constexpr, PERMUTE_P: gl.constexpr, P_CARRY: gl.constexpr):
+    """P of block j as carried into the next step (where P_j·V_j is issued): 0 the E4M3 A operand, 1 fp32 P,
+    2 E4M3 in the accumulator layout (permuted if PERMUTE_P)."""
+    if P_CARRY == 0:
+        return _p_operand(p, p_layout, BLOCK_N, PERMUTE_P)
+    elif P_CARRY == 1:
+        return p
+    else:
+        p8 = p.to(gl.float8e4nv)
+        if PERMUTE_P:
+            p8 = _permute_keys(p8, 64, BLOCK_N)
+        return p8
+
+
+@gluon.jit
+def _from_carry(pc, p_layout: gl.constexpr, BLOCK_N: gl.constexpr, PERMUTE_P: gl.constexpr, P_CARRY: gl.constexpr):
+    """The E4M3 A operand of P·V from the carried form (:func:`_to_carry`)."""
+    if P_CARRY == 0:
+        return pc
+    elif P_CARRY == 1:
+        return _p_operand(pc, p_layout, BLOCK_N, PERMUTE_P)
+    else:
+        return gl.convert_layout(pc, p_layout)
+
+
+@gluon.jit
 def _take_turn(turn, t, HALF: gl.constexpr, PINGPONG: gl.constexpr):
     """Ping-pong between the consumer groups (FlashAttention-3's warp-scheduler barriers, here an mbarrier per
     group): group HALF's t-th wgmma issue waits until the other group has issued its (t - 1 + HALF)-th, so one
@@ -136,7 +168,7 @@ def _give_turn(turn, HALF: gl.constexpr, PINGPONG: gl.constexpr):
 def _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, p8, qk_scale, Sk, n_blocks,
                   s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr,
                   BLOCK_N: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr,
-                  PERMUTE_P: gl.constexpr, HALF: gl.constexpr, PINGPONG: gl.constexpr):
+                  PERMUTE_P: gl.constexpr, HALF: gl.constexpr, PINGPONG: gl.constexpr, P_CARRY: gl.constexpr):
     """Key block j, software-pipelined in the warp group (FlashAttention-3's intra-warpgroup overlap): issue S_j,
     then P_{j-1}·V_{j-1} (``p8`` = P_{j-1}); wait for S_j alone (wgmma groups retire in order), and run block j's
     softmax while the tensor core still computes P_{j-1}·V_{j-1}; then wait for it, release its slot and rescale
@@ -151,12 +183,13 @@ def _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, 
     prev = (j - 1) % STAGES
     _take_turn(turn, j, HALF, PINGPONG)
     sc = _scores(j, q_half, k_ring, ready, s_layout, BLOCK_N, STAGES)
-    acc = warpgroup_mma(p8, v_ring.index(prev).permute((1, 0)), acc, is_async=True)
+    acc = warpgroup_mma(_from_carry(p8, p_layout, BLOCK_N, PERMUTE_P, P_CARRY), v_ring.index(prev).permute((1, 0)),
+                        acc, is_async=True)
     _give_turn(turn, HALF, PINGPONG)
     sc = warpgroup_mma_wait(num_outstanding=1, deps=(sc,))
     m_new, l_i, alpha, p = _softmax(sc, m_i, l_i, j * BLOCK_N, qk_scale, Sk, s_layout, p_layout, BLOCK_N,
                                     LOG2_P_SCALE, MASK, PERMUTE_P)
-    p8 = _p_operand(p, p_layout, BLOCK_N, PERMUTE_P)
+    p8 = _to_carry(p, p_layout, BLOCK_N, PERMUTE_P, P_CARRY)
     nxt = j + 1
     mbarrier.wait(ready.index(nxt % STAGES), (nxt // STAGES) & 1, pred=nxt < n_blocks)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
@@ -169,7 +202,7 @@ def _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, 
 def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, qk_scale, o_scale, q_first,
               Sq, Sk, out_row0, out_col, stride_out, n_blocks, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
               STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, OVERLAP: gl.constexpr,
-              PINGPONG: gl.constexpr):
+              PINGPONG: gl.constexpr, P_CARRY: gl.constexpr):
     """Consumer (one warp group): query rows HALF*64 .. HALF*64+63 of the program's block."""
     WG_M: gl.constexpr = 64
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -195,18 +228,21 @@ def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, t
         sc = warpgroup_mma_wait(num_outstanding=0, deps=(sc,))
         m_i, l_i, alpha, p = _softmax(sc, m_i, l_i, 0, qk_scale, Sk, s_layout, p_layout, BLOCK_N, LOG2_P_SCALE,
                                       True, PERMUTE_P)
-        p8 = _p_operand(p, p_layout, BLOCK_N, PERMUTE_P)
+        p8 = _to_carry(p, p_layout, BLOCK_N, PERMUTE_P, P_CARRY)
         for j in range(1, n_full):
             m_i, l_i, acc, p8 = _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, p8,
                                               qk_scale, Sk, n_blocks, s_layout, p_layout, o_row_layout, BLOCK_N,
-                                              STAGES, LOG2_P_SCALE, False, PERMUTE_P, HALF, PINGPONG)
+                                              STAGES, LOG2_P_SCALE, False, PERMUTE_P, HALF, PINGPONG,
+                                              P_CARRY)
         if (n_full >= 1) & (n_blocks > n_full):
             m_i, l_i, acc, p8 = _overlap_step(n_full, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc,
                                               p8, qk_scale, Sk, n_blocks, s_layout, p_layout, o_row_layout,
-                                              BLOCK_N, STAGES, LOG2_P_SCALE, True, PERMUTE_P, HALF, PINGPONG)
+                                              BLOCK_N, STAGES, LOG2_P_SCALE, True, PERMUTE_P, HALF, PINGPONG,
+                                              P_CARRY)
         last = (n_blocks - 1) % STAGES
         _take_turn(turn, n_blocks, HALF, PINGPONG)
-        acc = warpgroup_mma(p8, v_ring.index(last).permute((1, 0)), acc, is_async=True)
+        acc = warpgroup_mma(_from_carry(p8, p_layout, BLOCK_N, PERMUTE_P, P_CARRY),
+                            v_ring.index(last).permute((1, 0)), acc, is_async=True)
         _give_turn(turn, HALF, PINGPONG)
         acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
         mbarrier.arrive(empty.index(last), count=1)
@@ -234,7 +270,7 @@ def attn_fwd_glws_kernel(
     Sq, Sk, Hq, Hkv, stride_out,
     KERNEL_NAME: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, GROUP: gl.constexpr,
     STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, OVERLAP: gl.constexpr,
-    PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
+    PINGPONG: gl.constexpr, P_CARRY: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
 ):
     """O (B, Sq, Hq, D) bf16 = softmax(scale · Q Kᵀ) V for FP8 Q (B·Sq, Hq·D), K (B·Sk, Hkv·D) and Vᵀ
     (B·Hkv·D, round32(Sk)); descales (B, Hkv) fp32; ``qk_scale`` = softmax_scale · log2(e) (> 0).
@@ -269,10 +305,10 @@ def attn_fwd_glws_kernel(
     gl.warp_specialize([
         (_consumer, (0, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, qk_scale * dsc, o_scale, q_first, Sq, Sk,
                      b * Sq, h * HEAD_DIM, stride_out, n_blocks, BLOCK_N, HEAD_DIM, STAGES, LOG2_P_SCALE, PERMUTE_P,
-                     OVERLAP, PINGPONG)),
+                     OVERLAP, PINGPONG, P_CARRY)),
         (_consumer, (1, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, qk_scale * dsc, o_scale, q_first, Sq, Sk,
                      b * Sq, h * HEAD_DIM, stride_out, n_blocks, BLOCK_N, HEAD_DIM, STAGES, LOG2_P_SCALE, PERMUTE_P,
-                     OVERLAP, PINGPONG)),
+                     OVERLAP, PINGPONG, P_CARRY)),
         (_loader, (q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty, b * Sq + q_first,
                    h * HEAD_DIM, b * Sk, hk * HEAD_DIM, (b * Hkv + hk) * HEAD_DIM, n_blocks, BLOCK_N, STAGES)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -302,7 +338,7 @@ def vt_layout(v8, permute_keys: bool = False):
 
 def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: float, *, block_n: int = 128,
            stages: int = 3, permute_p: bool = False, overlap: bool = False, pingpong: bool = False,
-           warmup: bool = False):
+           p_carry: int = 0, warmup: bool = False):
     """out (B, Sq, Hq, D) bf16 = attention of E4M3 q8 (B, Sq, Hq, D), k8 (B, Sk, Hkv, D) and ``vt`` from
     :func:`vt_layout` (``permute_keys=permute_p``); descales (B, Hkv) fp32 contiguous; dense, non-causal. Inputs
     are not validated here; Sk >= 1 (the overlapped form always reads block 0)."""
@@ -321,12 +357,13 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
     k_desc = desc(k8.view(B * Sk, Hkv * D), [block_n, D])
     vt_desc = desc(vt.view(B * Hkv * D, vt.shape[-1]), [D, block_n])
     name = codegen_spec(head_dim=D, block_n=block_n, stages=stages, permute_p=permute_p, overlap=overlap,
-                        pingpong=pingpong).name.build()
+                        pingpong=pingpong, p_carry=p_carry).name.build()
     grid = (triton.cdiv(Sq, BLOCK_M), B * Hq)
     args = (q_desc, k_desc, vt_desc, out, q_descale, k_descale, v_descale, softmax_scale * _LOG2E, Sq, Sk, Hq, Hkv,
             Hq * D)
     kw = dict(KERNEL_NAME=name, BLOCK_N=block_n, HEAD_DIM=D, GROUP=Hq // Hkv, STAGES=stages, LOG2_P_SCALE=8,
-              PERMUTE_P=permute_p, OVERLAP=overlap, PINGPONG=pingpong, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS,
+              PERMUTE_P=permute_p, OVERLAP=overlap, PINGPONG=pingpong, P_CARRY=p_carry,
+              CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS,
               num_warps=4)
     if warmup:
         return attn_fwd_glws_kernel.warmup(*args, grid=grid, **kw)
@@ -358,20 +395,20 @@ def _desc_sig(block: tuple[int, int]) -> str:
 
 
 def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, permute_p: bool = False,
-                 overlap: bool = False, pingpong: bool = False, description: str = ""):
+                 overlap: bool = False, pingpong: bool = False, p_carry: int = 0, description: str = ""):
     from tritonfp8.codegen import CodegenSpec
     from tritonfp8.naming import KernelName
 
     name = KernelName(arch=90, op="fmhafwd", types=("e4m3", "e4m3", "f32", "bf16"), tile=(BLOCK_M, block_n,
                       head_dim), warps=4, stages=stages, schedule="glws", scaling="headwise",
                       extras=(("permp",) if permute_p else ()) + (("ovl",) if overlap else ())
-                      + (("pp",) if pingpong else ()))
+                      + (("pp",) if pingpong else ()) + ((f"pc{p_carry}",) if p_carry else ()))
     sig = {"q_desc": _desc_sig((BLOCK_M, head_dim)), "k_desc": _desc_sig((block_n, head_dim)),
            "vt_desc": _desc_sig((head_dim, block_n)), "out": "*bf16", "q_descale": "*fp32", "k_descale": "*fp32",
            "v_descale": "*fp32", "qk_scale": "fp32", "Sq": "i32", "Sk": "i32", "Hq": "i32", "Hkv": "i32",
            "stride_out": "i32"}
     const = dict(BLOCK_N=block_n, HEAD_DIM=head_dim, GROUP=4, STAGES=stages, LOG2_P_SCALE=8, PERMUTE_P=permute_p,
-                 OVERLAP=overlap, PINGPONG=pingpong, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
+                 OVERLAP=overlap, PINGPONG=pingpong, P_CARRY=p_carry, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=attn_fwd_glws_kernel, signature=sig, constexprs=const, name=name, num_warps=4,
@@ -393,4 +430,7 @@ def codegen_specs() -> dict:
         "attn_glws_hd128_ovlpp": codegen_spec(overlap=True, pingpong=True,
                                               description="Gluon FP8 attention forward, hd128, intra-warpgroup "
                                                           "overlap + ping-pong between the consumer groups"),
+        "attn_glws_hd128_ovlpc1": codegen_spec(overlap=True, p_carry=1,
+                                               description="Gluon FP8 attention forward, hd128, overlapped, fp32 P "
+                                                           "carried into the next step (no byte repacking)"),
     }

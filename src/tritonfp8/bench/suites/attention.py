@@ -112,6 +112,8 @@ GLUON_VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "glwsovls4": (dict(overlap=True, stages=4), (64, 128)),
     "glwsovlperm": (dict(overlap=True, permute_p=True), (64, 128)),
     "glwsovlpp": (dict(overlap=True, pingpong=True), (64, 128)),  # + ping-pong between the consumer groups
+    "glwsovlpc1": (dict(overlap=True, p_carry=1), (64, 128)),  # fp32 P into the next step: no byte repacking
+    "glwsovlpc1256": (dict(overlap=True, p_carry=1, block_n=64, stages=3), (256,)),
     "glwsovl256": (dict(overlap=True, block_n=64, stages=3), (256,)),
 }
 DEFAULT_VARIANTS = ("vonchip", "prev128", "prev64", "prev256", "s3")
