@@ -1,6 +1,6 @@
 """The Gluon FP8 attention forward (``_kernels/attention_gluon.py``: serial and overlapped forms) against the library's
 Triton forward kernel (``attention.kernel_only_fn``: the kernel alone, inputs quantized / transposed once) and cuDNN
-FP8 (cudnn-frontend ``sdpa_fp8``, FP8 output, as ``bench attention``) on the issue's dense non-causal problems:
+FP8 (cudnn-frontend ``sdpa_fp8``, FP8 output, as ``bench attention``) on the issue's dense problems (one causal):
 interleaved rounds (harness.bench_interleaved); each output's relative Frobenius error against the fp32 reference
 of the dequantized inputs on two heads of batch 0. Writes benchmarks/results/attn-glws-<gpu>-<date>.json.
 (Session 8 prepared the first form of this script; session 9 added the overlapped / ping-pong variants and cuDNN FP8,
@@ -27,33 +27,36 @@ VARIANTS = {  # name -> (launch options, head dims)
     "glwsovlpc1256": (dict(overlap=True, p_carry=1, block_n=64, stages=3), (256,)),
 }
 rows, notes = [], []
-for B, Hh, S, D in [(2, 16, 8192, 128), (1, 16, 16384, 128), (8, 16, 2048, 128), (2, 32, 8192, 64), (4, 8, 8192, 256)]:
+CASES = [(2, 16, 8192, 128, False), (1, 16, 16384, 128, False), (8, 16, 2048, 128, False), (2, 32, 8192, 64, False),
+         (4, 8, 8192, 256, False), (2, 16, 8192, 128, True)]
+for B, Hh, S, D, causal in CASES:
     _, (q8, k8, v8), (qd, kd, vd) = suite._make_inputs(B, Hh, Hh, S, D, "cuda")
     scale = 1 / math.sqrt(D)
     fns, outs = {}, {}
-    fns["triton"] = kernel_only_fn(q8, k8, v8, q_descale=qd, k_descale=kd, v_descale=vd)
+    fns["triton"] = kernel_only_fn(q8, k8, v8, causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
     outs["triton"] = fns["triton"]()
     for name, (opts, dims) in VARIANTS.items():
         if D in dims:
-            fn, o = AG.kernel_fn(q8, k8, v8, qd, kd, vd, scale, **opts)
+            fn, o = AG.kernel_fn(q8, k8, v8, qd, kd, vd, scale, causal=causal, **opts)
             fn()
             fns[name], outs[name] = fn, o
     qf, kf, vf = q8.float() * qd, k8.float() * kd, v8.float() * vd
     out_scale = float(vf.abs().amax()) / 448.0
-    fn, o = suite._cudnn_fp8_fn(q8, k8, v8, float(qd), float(kd), float(vd), out_scale, False, scale)
+    fn, o = suite._cudnn_fp8_fn(q8, k8, v8, float(qd), float(kd), float(vd), out_scale, causal, scale)
     if fn is None:
         notes.append(o)
     else:
         fns["cudnn_fp8"], outs["cudnn_fp8"] = fn, o
     torch.cuda.synchronize()
     heads = [0, Hh - 1]
-    ref = suite._ref_slice(qf, kf, vf, False, scale, heads)
+    ref = suite._ref_slice(qf, kf, vf, causal, scale, heads)
     err = {k: suite._rel(o[0][:, heads].float() * (out_scale if k == "cudnn_fp8" else 1.0), ref)
            for k, o in outs.items()}
     t = H.bench_interleaved(fns, repeats=ROUNDS)
     med = {k: H.summarize(v).median for k, v in t.items()}
-    flops = 4 * B * Hh * S * S * D
-    r = {"shape": f"B{B} H{Hh} S{S} D{D}", "err": err, "rounds_ms": t, "median_ms": med,
+    flops = 4 * B * Hh * S * S * D // (2 if causal else 1)  # causal counts half
+    r = {"shape": f"B{B} H{Hh} S{S} D{D}" + (" causal" if causal else ""), "err": err, "rounds_ms": t,
+         "median_ms": med,
          "tflops": {k: H.tflops(flops, v) for k, v in med.items()},
          "vs_triton": {k: H.compare(t[k], t["triton"]).ratio for k in t if k != "triton"}}
     if "cudnn_fp8" in t:

@@ -42,7 +42,8 @@ def test_attn_glws_sass():
     from conftest import codegen_env
 
     expect = {"attn_glws_hd128": 32, "attn_glws_hd64": 24, "attn_glws_hd128_perm": 32, "attn_glws_hd128_ovl": 48,
-              "attn_glws_hd64_ovl": 36, "attn_glws_hd128_ovlpp": 48, "attn_glws_hd128_ovlpc1": 48}
+              "attn_glws_hd64_ovl": 36, "attn_glws_hd128_ovlpp": 48, "attn_glws_hd128_ovlpc1": 48,
+              "attn_glws_hd128_ovlpc1_causal_lse": 48, "attn_glws_hd128_causal": 32}
     res = subprocess.run([sys.executable, "-c", _SASS_SCRIPT, *expect], capture_output=True, text=True,
                          env=codegen_env(), timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -50,7 +51,10 @@ def test_attn_glws_sass():
     for kernel, qgmma in expect.items():
         r = facts[kernel]
         assert r["qgmma"] == qgmma, r
-        assert r["spill_stores"] == 0 and r["spill_loads"] == 0, r
+        # The causal overlapped form keeps one register in local memory across its prologue (1 STL, 1 LDL
+        # outside the loop body); every other form has none.
+        spills = 1 if kernel == "attn_glws_hd128_ovlpc1_causal_lse" else 0
+        assert r["spill_stores"] <= spills and r["spill_loads"] <= spills, r
         assert r["usetmaxreg"], r
         if "_ovl" in kernel:
             # 2 consumers x (S_0; loop and tail: S_j, P_{j-1}·V; the last P·V): 12 chains, each waited once, and
@@ -124,3 +128,39 @@ def test_attn_glws_matches_reference(b, sq, sk, hq, hkv, d, variant):
     ref_pt = attention_torch(q8, k8, v8, p_fp8=True, **kw)
     check_out(out, ref, ref_pt)
     assert rel_error(out.float(), ref) <= rel_error(ref_pt, ref) + 2 * U_OUT[torch.bfloat16]
+
+
+_CAUSAL_VARIANTS = {"plain": {}, "ovl": dict(overlap=True), "ovlpc1": dict(overlap=True, p_carry=1),
+                    "ovlpc1pp": dict(overlap=True, p_carry=1, pingpong=True)}
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", list(_CAUSAL_VARIANTS))
+@pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
+@pytest.mark.parametrize("b,sq,sk,hq,hkv", [(2, 300, 333, 8, 2), (1, 257, 100, 2, 1), (1, 384, 256, 2, 2),
+                                           (1, 128, 1, 2, 2), (1, 1, 300, 2, 1), (1, 256, 512, 4, 1)],
+                         ids=["sq_lt_sk", "sq_gt_sk", "sq_gt_sk_full", "one_key", "one_query", "aligned"])
+def test_attn_glws_causal_and_lse(b, sq, sk, hq, hkv, causal, variant):
+    """Causal bottom-right masking and the lse output (hd128): Sq > Sk leaves early rows with no visible key (0
+    and -inf), whole programs with none (Sq - Sk >= 128 rows); block-boundary and single-row cases. Tolerances as
+    test_attention.py (imported)."""
+    from test_attention import check_lse, check_out, fp8_inputs, score_bound
+    from tritonfp8._kernels.attention_gluon import launch, vt_layout
+    from tritonfp8.attention import attention_torch
+
+    d = 128
+    opts = _CAUSAL_VARIANTS[variant]
+    gen = torch.Generator().manual_seed(sq * 7 + sk + causal)
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((b, sq, hq, d), (b, sk, hkv, d), hkv, b, True, gen, "cuda")
+    out = torch.full((b, sq, hq, d), float("nan"), device="cuda", dtype=torch.bfloat16)
+    lse = torch.full((b, hq, sq), float("nan"), device="cuda")
+    scale = 1 / math.sqrt(d)
+    launch(q8, k8, vt_layout(v8, permute_keys=opts.get("permute_p", False)), out, qd.contiguous(), kd.contiguous(),
+           vd.contiguous(), scale, causal=causal, lse=lse, **opts)
+    torch.cuda.synchronize()
+    kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
+    ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
+    ref_pt = attention_torch(q8, k8, v8, p_fp8=True, **kw)
+    check_out(out, ref, ref_pt)
+    check_lse(lse, lse_ref, d, sk, score_bound(q8, k8, qd, kd, scale))

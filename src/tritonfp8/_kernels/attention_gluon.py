@@ -24,8 +24,10 @@ why: an E4M3 operand carried across the loop's back edge is repacked byte by byt
 64 LOP3 per block and thread: a 682-instruction loop body against the serial 476); carrying fp32 P (P_CARRY 1)
 gives 517 with the same 66 MUFU.EX2 under P·V. P_CARRY 1 is not measured yet.
 
-Dense, non-causal, descales per (batch, KV head), bf16 output stored by pointers (rows >= Sq masked). Missing
-before it can be a default: causal and varlen, the lse output, FP8 output, and a measured win.
+Dense, descales per (batch, KV head), bf16 output stored by pointers (rows >= Sq masked). CAUSAL
+(bottom-right; programs stop at their last visible block, rows with no visible key give 0 and lse -inf) and
+RETURN_LSE were added in session 9 after the last GPU run: compiled offline, not yet run. Missing before it can
+be a default: varlen, FP8 output, and a measured win.
 """
 
 from __future__ import annotations
@@ -72,16 +74,29 @@ def _loader(q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty
 
 
 @gluon.jit
-def _softmax(sc, m_i, l_i, cols0, qk_scale, Sk, s_layout: gl.constexpr, p_layout: gl.constexpr,
-             BLOCK_N: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr, PERMUTE_P: gl.constexpr):
-    """Online-softmax update of one key block's scores: (m_new, l_new, alpha, P in fp32 times P_SCALE)."""
-    if MASK:  # the tail block: keys >= Sk (the next sequence's rows, or TMA's zero fill) are invisible
+def _softmax(sc, m_i, l_i, cols0, qk_scale, Sk, row0, off, s_layout: gl.constexpr, p_layout: gl.constexpr,
+             BLOCK_N: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr, PERMUTE_P: gl.constexpr,
+             CAUSAL: gl.constexpr):
+    """Online-softmax update of one key block's scores: (m_new, l_new, alpha, P in fp32 times P_SCALE).
+
+    MASK (blocks past the last full one, and with CAUSAL those crossing the diagonal): keys >= Sk (the next
+    sequence's rows, or TMA's zero fill) and, causal bottom-right, keys > row + off (off = Sk - Sq) are
+    invisible. With CAUSAL a row may have no visible key yet (Sq > Sk): its max stays -inf, and the exponent uses
+    0 instead, so P = 0 and alpha = 0 rather than NaN (such a row ends with l = 0: output 0, lse -inf)."""
+    if MASK:
         cols = cols0 + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-        sc = gl.where((cols < Sk)[None, :], sc, float("-inf"))
+        ok = (cols < Sk)[None, :]
+        if CAUSAL:
+            rows = row0 + gl.arange(0, 64, layout=gl.SliceLayout(1, s_layout))
+            ok = ok & (cols[None, :] <= (rows + off)[:, None])
+        sc = gl.where(ok, sc, float("-inf"))
     # qk_scale > 0 (checked on the host): max(S) * scale is the max of the scaled row.
     m_new = gl.maximum(m_i, gl.max(sc, 1) * qk_scale)
-    p = gl.exp2(sc * qk_scale - (m_new - LOG2_P_SCALE)[:, None])  # P_SCALE * exp2(s - m), in (0, P_SCALE]
-    alpha = gl.exp2(m_i - m_new)  # m_i = -inf on the first block: alpha = 0 (m_new is finite: >= 1 visible key)
+    m_use = m_new
+    if CAUSAL:
+        m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
+    p = gl.exp2(sc * qk_scale - (m_use - LOG2_P_SCALE)[:, None])  # P_SCALE * exp2(s - m), in [0, P_SCALE]
+    alpha = gl.exp2(m_i - m_use)  # m_i = -inf on a row's first visible block: alpha = 0
     l_i = l_i * alpha + gl.sum(p, 1)
     return m_new, l_i, alpha, p
 
@@ -106,17 +121,18 @@ def _scores(j, q_half, k_ring, ready, s_layout: gl.constexpr, BLOCK_N: gl.conste
 
 
 @gluon.jit
-def _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk,
+def _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, row0, off,
           s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr,
           BLOCK_N: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr,
-          PERMUTE_P: gl.constexpr):
+          PERMUTE_P: gl.constexpr, CAUSAL: gl.constexpr):
     """One key block, serial: S_j, its softmax, then P_j·V_j (the other warp group's work is the only overlap)."""
     s = j % STAGES
     sc = warpgroup_mma_wait(num_outstanding=0, deps=(_scores(j, q_half, k_ring, ready, s_layout, BLOCK_N, STAGES),))
-    m_new, l_i, alpha, p = _softmax(sc, m_i, l_i, j * BLOCK_N, qk_scale, Sk, s_layout, p_layout, BLOCK_N,
-                                    LOG2_P_SCALE, MASK, PERMUTE_P)
+    m_new, l_i, alpha, p = _softmax(sc, m_i, l_i, j * BLOCK_N, qk_scale, Sk, row0, off, s_layout, p_layout,
+                                    BLOCK_N, LOG2_P_SCALE, MASK, PERMUTE_P, CAUSAL)
     acc = acc * gl.convert_layout(alpha, o_row_layout)[:, None]
-    acc = warpgroup_mma(_p_operand(p, p_layout, BLOCK_N, PERMUTE_P), v_ring.index(s).permute((1, 0)), acc, is_async=True)
+    acc = warpgroup_mma(_p_operand(p, p_layout, BLOCK_N, PERMUTE_P), v_ring.index(s).permute((1, 0)), acc,
+                        is_async=True)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
     mbarrier.arrive(empty.index(s), count=1)
     return m_new, l_i, acc
@@ -165,10 +181,11 @@ def _give_turn(turn, HALF: gl.constexpr, PINGPONG: gl.constexpr):
 
 
 @gluon.jit
-def _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, p8, qk_scale, Sk, n_blocks,
-                  s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr,
+def _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, p8, qk_scale, Sk, row0, off,
+                  n_blocks, s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr,
                   BLOCK_N: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr,
-                  PERMUTE_P: gl.constexpr, HALF: gl.constexpr, PINGPONG: gl.constexpr, P_CARRY: gl.constexpr):
+                  PERMUTE_P: gl.constexpr, HALF: gl.constexpr, PINGPONG: gl.constexpr, P_CARRY: gl.constexpr,
+                  CAUSAL: gl.constexpr):
     """Key block j, software-pipelined in the warp group (FlashAttention-3's intra-warpgroup overlap): issue S_j,
     then P_{j-1}·V_{j-1} (``p8`` = P_{j-1}); wait for S_j alone (wgmma groups retire in order), and run block j's
     softmax while the tensor core still computes P_{j-1}·V_{j-1}; then wait for it, release its slot and rescale
@@ -187,8 +204,8 @@ def _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, 
                         acc, is_async=True)
     _give_turn(turn, HALF, PINGPONG)
     sc = warpgroup_mma_wait(num_outstanding=1, deps=(sc,))
-    m_new, l_i, alpha, p = _softmax(sc, m_i, l_i, j * BLOCK_N, qk_scale, Sk, s_layout, p_layout, BLOCK_N,
-                                    LOG2_P_SCALE, MASK, PERMUTE_P)
+    m_new, l_i, alpha, p = _softmax(sc, m_i, l_i, j * BLOCK_N, qk_scale, Sk, row0, off, s_layout, p_layout,
+                                    BLOCK_N, LOG2_P_SCALE, MASK, PERMUTE_P, CAUSAL)
     p8 = _to_carry(p, p_layout, BLOCK_N, PERMUTE_P, P_CARRY)
     nxt = j + 1
     mbarrier.wait(ready.index(nxt % STAGES), (nxt // STAGES) & 1, pred=nxt < n_blocks)
@@ -199,11 +216,55 @@ def _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, 
 
 
 @gluon.jit
-def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, qk_scale, o_scale, q_first,
-              Sq, Sk, out_row0, out_col, stride_out, n_blocks, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
-              STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, OVERLAP: gl.constexpr,
-              PINGPONG: gl.constexpr, P_CARRY: gl.constexpr):
-    """Consumer (one warp group): query rows HALF*64 .. HALF*64+63 of the program's block."""
+def _overlapped(q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, qk_scale, Sk, row0, off, n_unm, n_blocks,
+                s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr, BLOCK_N: gl.constexpr,
+                STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, HALF: gl.constexpr,
+                PINGPONG: gl.constexpr, P_CARRY: gl.constexpr, CAUSAL: gl.constexpr):
+    """The overlapped loop over a program's n_blocks >= 1 key blocks (see :func:`_overlap_step`): block 0 alone
+    (masked: it may be the tail or cross the diagonal), blocks 1 .. n_unm-1 unmasked, the rest masked, then the
+    last P·V."""
+    _take_turn(turn, 0, HALF, PINGPONG)
+    sc = _scores(0, q_half, k_ring, ready, s_layout, BLOCK_N, STAGES)
+    _give_turn(turn, HALF, PINGPONG)
+    sc = warpgroup_mma_wait(num_outstanding=0, deps=(sc,))
+    m_i, l_i, alpha, p = _softmax(sc, m_i, l_i, 0, qk_scale, Sk, row0, off, s_layout, p_layout, BLOCK_N,
+                                  LOG2_P_SCALE, True, PERMUTE_P, CAUSAL)
+    p8 = _to_carry(p, p_layout, BLOCK_N, PERMUTE_P, P_CARRY)
+    for j in range(1, n_unm):
+        m_i, l_i, acc, p8 = _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, p8,
+                                          qk_scale, Sk, row0, off, n_blocks, s_layout, p_layout,
+                                          o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, False, PERMUTE_P,
+                                          HALF, PINGPONG, P_CARRY, CAUSAL)
+    if CAUSAL:  # the blocks crossing the diagonal (and the tail)
+        for j in range(gl.maximum(n_unm, 1), n_blocks):
+            m_i, l_i, acc, p8 = _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc,
+                                              p8, qk_scale, Sk, row0, off, n_blocks, s_layout, p_layout,
+                                              o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True, PERMUTE_P,
+                                              HALF, PINGPONG, P_CARRY, CAUSAL)
+    elif (n_unm >= 1) & (n_blocks > n_unm):  # the tail alone
+        m_i, l_i, acc, p8 = _overlap_step(n_unm, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc,
+                                          p8, qk_scale, Sk, row0, off, n_blocks, s_layout, p_layout,
+                                          o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True, PERMUTE_P,
+                                          HALF, PINGPONG, P_CARRY, CAUSAL)
+    last = (n_blocks - 1) % STAGES
+    _take_turn(turn, n_blocks, HALF, PINGPONG)
+    acc = warpgroup_mma(_from_carry(p8, p_layout, BLOCK_N, PERMUTE_P, P_CARRY),
+                        v_ring.index(last).permute((1, 0)), acc, is_async=True)
+    _give_turn(turn, HALF, PINGPONG)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+    mbarrier.arrive(empty.index(last), count=1)
+    return m_i, l_i, acc
+
+
+@gluon.jit
+def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, lse_ptr, qk_scale, o_scale,
+              q_first, Sq, Sk, out_row0, out_col, stride_out, lse_row0, n_blocks, BLOCK_N: gl.constexpr,
+              HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr,
+              OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, P_CARRY: gl.constexpr, CAUSAL: gl.constexpr,
+              RETURN_LSE: gl.constexpr):
+    """Consumer (one warp group): query rows HALF*64 .. HALF*64+63 of the program's block. Both groups take the
+    program's ``n_blocks`` key blocks (each slot is released by both); which of them need masks is per group:
+    blocks below ``n_unm`` are whole (all keys < Sk and, causal, <= the group's first row + off)."""
     WG_M: gl.constexpr = 64
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 32])
@@ -218,62 +279,65 @@ def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, t
     m_i = gl.full([WG_M], float("-inf"), gl.float32, row_layout)
     l_i = gl.zeros([WG_M], gl.float32, row_layout)
     acc = gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout)
-    n_full = Sk // BLOCK_N
+    row0 = q_first + HALF * WG_M
+    off = Sk - Sq
+    n_unm = Sk // BLOCK_N
+    if CAUSAL:
+        n_unm = gl.minimum(n_unm, gl.maximum(row0 + off + 1, 0) // BLOCK_N)
     if OVERLAP:
-        # n_blocks >= 1 (the host launches no program for Sk = 0). Block 0 alone (masked: it may be the tail),
-        # blocks 1 .. n_full-1 unmasked, the tail masked, then the last P·V.
-        _take_turn(turn, 0, HALF, PINGPONG)
-        sc = _scores(0, q_half, k_ring, ready, s_layout, BLOCK_N, STAGES)
-        _give_turn(turn, HALF, PINGPONG)
-        sc = warpgroup_mma_wait(num_outstanding=0, deps=(sc,))
-        m_i, l_i, alpha, p = _softmax(sc, m_i, l_i, 0, qk_scale, Sk, s_layout, p_layout, BLOCK_N, LOG2_P_SCALE,
-                                      True, PERMUTE_P)
-        p8 = _to_carry(p, p_layout, BLOCK_N, PERMUTE_P, P_CARRY)
-        for j in range(1, n_full):
-            m_i, l_i, acc, p8 = _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, p8,
-                                              qk_scale, Sk, n_blocks, s_layout, p_layout, o_row_layout, BLOCK_N,
-                                              STAGES, LOG2_P_SCALE, False, PERMUTE_P, HALF, PINGPONG,
-                                              P_CARRY)
-        if (n_full >= 1) & (n_blocks > n_full):
-            m_i, l_i, acc, p8 = _overlap_step(n_full, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc,
-                                              p8, qk_scale, Sk, n_blocks, s_layout, p_layout, o_row_layout,
-                                              BLOCK_N, STAGES, LOG2_P_SCALE, True, PERMUTE_P, HALF, PINGPONG,
-                                              P_CARRY)
-        last = (n_blocks - 1) % STAGES
-        _take_turn(turn, n_blocks, HALF, PINGPONG)
-        acc = warpgroup_mma(_from_carry(p8, p_layout, BLOCK_N, PERMUTE_P, P_CARRY),
-                            v_ring.index(last).permute((1, 0)), acc, is_async=True)
-        _give_turn(turn, HALF, PINGPONG)
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-        mbarrier.arrive(empty.index(last), count=1)
+        # A causal program may see no key block (Sq > Sk): the guard is only compiled in then (a runtime guard on
+        # every program cost the non-causal loop 28-48 spill stores).
+        if CAUSAL:
+            if n_blocks > 0:
+                m_i, l_i, acc = _overlapped(q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, qk_scale, Sk,
+                                            row0, off, n_unm, n_blocks, s_layout, p_layout, o_row_layout, BLOCK_N,
+                                            STAGES, LOG2_P_SCALE, PERMUTE_P, HALF, PINGPONG, P_CARRY, CAUSAL)
+        else:
+            m_i, l_i, acc = _overlapped(q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, qk_scale, Sk,
+                                        row0, off, n_unm, n_blocks, s_layout, p_layout, o_row_layout, BLOCK_N,
+                                        STAGES, LOG2_P_SCALE, PERMUTE_P, HALF, PINGPONG, P_CARRY, CAUSAL)
     else:
-        for j in range(n_full):
-            m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, s_layout,
-                                  p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, False, PERMUTE_P)
-        if n_blocks > n_full:
-            m_i, l_i, acc = _step(n_full, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk,
-                                  s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True, PERMUTE_P)
+        for j in range(0, n_unm):
+            m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, row0, off,
+                                  s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, False, PERMUTE_P,
+                                  CAUSAL)
+        if CAUSAL:
+            for j in range(n_unm, n_blocks):
+                m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, row0,
+                                      off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True,
+                                      PERMUTE_P, CAUSAL)
+        elif n_blocks > n_unm:
+            m_i, l_i, acc = _step(n_unm, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, row0, off,
+                                  s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True, PERMUTE_P,
+                                  CAUSAL)
 
-    # O = acc / l (P_SCALE cancels) * v_descale; a row that saw no key (Sk = 0) has l = 0 and writes 0.
+    # O = acc / l (P_SCALE cancels) * v_descale; a row that saw no key has l = 0 and writes 0.
     l_o = gl.convert_layout(l_i, o_row_layout)
     inv = gl.where(l_o > 0, o_scale / l_o, 0.0)
     o = (acc * inv[:, None]).to(out.dtype.element_ty)
-    rows = q_first + HALF * WG_M + gl.arange(0, WG_M, layout=o_row_layout)
+    rows = row0 + gl.arange(0, WG_M, layout=o_row_layout)
     cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, o_layout))
     ptrs = out + (out_row0 + rows).to(gl.int64)[:, None] * stride_out + out_col + cols[None, :]
     gl.store(ptrs, o, mask=(rows < Sq)[:, None])
+    if RETURN_LSE:
+        # natural-log lse of the scaled scores: m (log2 units, with the descales) + log2(l) - LOG2_P_SCALE
+        r = row0 + gl.arange(0, WG_M, layout=row_layout)
+        lse = gl.where(l_i > 0, (m_i + gl.log2(l_i) - LOG2_P_SCALE) * 0.6931471805599453, float("-inf"))
+        gl.store(lse_ptr + lse_row0 + r, lse, mask=r < Sq)
 
 
 @gluon.jit(repr=_repr_from_constexpr, do_not_specialize=["Sq", "Sk"])
 def attn_fwd_glws_kernel(
-    q_desc, k_desc, vt_desc, out, q_descale, k_descale, v_descale, qk_scale,
+    q_desc, k_desc, vt_desc, out, lse, q_descale, k_descale, v_descale, qk_scale,
     Sq, Sk, Hq, Hkv, stride_out,
     KERNEL_NAME: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, GROUP: gl.constexpr,
     STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, OVERLAP: gl.constexpr,
-    PINGPONG: gl.constexpr, P_CARRY: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
+    PINGPONG: gl.constexpr, P_CARRY: gl.constexpr, CAUSAL: gl.constexpr, RETURN_LSE: gl.constexpr,
+    CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
 ):
-    """O (B, Sq, Hq, D) bf16 = softmax(scale · Q Kᵀ) V for FP8 Q (B·Sq, Hq·D), K (B·Sk, Hkv·D) and Vᵀ
-    (B·Hkv·D, round32(Sk)); descales (B, Hkv) fp32; ``qk_scale`` = softmax_scale · log2(e) (> 0).
+    """O (B, Sq, Hq, D) bf16 = softmax(scale · Q Kᵀ [+ causal mask]) V for FP8 Q (B·Sq, Hq·D), K (B·Sk, Hkv·D)
+    and Vᵀ (B·Hkv·D, round32(Sk)); descales (B, Hkv) fp32; ``qk_scale`` = softmax_scale · log2(e) (> 0); with
+    RETURN_LSE the fp32 log-sum-exp (B, Hq, Sq) into ``lse``.
     Grid (cdiv(Sq, 128), B·Hq); launch with num_warps=4 (the first consumer warp group)."""
     gl.static_assert(num_warps == 4, "the default partition is one consumer warp group")
     pid_m = gl.program_id(0)
@@ -285,6 +349,8 @@ def attn_fwd_glws_kernel(
     dsc = gl.load(q_descale + b * Hkv + hk) * gl.load(k_descale + b * Hkv + hk)
     o_scale = gl.load(v_descale + b * Hkv + hk)
     n_blocks = gl.cdiv(Sk, BLOCK_N)
+    if CAUSAL:  # bottom-right: the block's last row q_first + 127 sees keys <= q_first + 127 + Sk - Sq
+        n_blocks = gl.minimum(n_blocks, gl.cdiv(gl.maximum(q_first + 128 + Sk - Sq, 0), BLOCK_N))
 
     q_smem = gl.allocate_shared_memory(q_desc.dtype, [128, HEAD_DIM], q_desc.layout)
     k_ring = gl.allocate_shared_memory(k_desc.dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
@@ -303,12 +369,12 @@ def attn_fwd_glws_kernel(
     fence_async_shared()
 
     gl.warp_specialize([
-        (_consumer, (0, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, qk_scale * dsc, o_scale, q_first, Sq, Sk,
-                     b * Sq, h * HEAD_DIM, stride_out, n_blocks, BLOCK_N, HEAD_DIM, STAGES, LOG2_P_SCALE, PERMUTE_P,
-                     OVERLAP, PINGPONG, P_CARRY)),
-        (_consumer, (1, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, qk_scale * dsc, o_scale, q_first, Sq, Sk,
-                     b * Sq, h * HEAD_DIM, stride_out, n_blocks, BLOCK_N, HEAD_DIM, STAGES, LOG2_P_SCALE, PERMUTE_P,
-                     OVERLAP, PINGPONG, P_CARRY)),
+        (_consumer, (0, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, lse, qk_scale * dsc, o_scale,
+                     q_first, Sq, Sk, b * Sq, h * HEAD_DIM, stride_out, bh * Sq, n_blocks, BLOCK_N, HEAD_DIM, STAGES,
+                     LOG2_P_SCALE, PERMUTE_P, OVERLAP, PINGPONG, P_CARRY, CAUSAL, RETURN_LSE)),
+        (_consumer, (1, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, lse, qk_scale * dsc, o_scale,
+                     q_first, Sq, Sk, b * Sq, h * HEAD_DIM, stride_out, bh * Sq, n_blocks, BLOCK_N, HEAD_DIM, STAGES,
+                     LOG2_P_SCALE, PERMUTE_P, OVERLAP, PINGPONG, P_CARRY, CAUSAL, RETURN_LSE)),
         (_loader, (q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty, b * Sq + q_first,
                    h * HEAD_DIM, b * Sk, hk * HEAD_DIM, (b * Hkv + hk) * HEAD_DIM, n_blocks, BLOCK_N, STAGES)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -338,10 +404,11 @@ def vt_layout(v8, permute_keys: bool = False):
 
 def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: float, *, block_n: int = 128,
            stages: int = 3, permute_p: bool = False, overlap: bool = False, pingpong: bool = False,
-           p_carry: int = 0, warmup: bool = False):
+           p_carry: int = 0, causal: bool = False, lse=None, warmup: bool = False):
     """out (B, Sq, Hq, D) bf16 = attention of E4M3 q8 (B, Sq, Hq, D), k8 (B, Sk, Hkv, D) and ``vt`` from
-    :func:`vt_layout` (``permute_keys=permute_p``); descales (B, Hkv) fp32 contiguous; dense, non-causal. Inputs
-    are not validated here; Sk >= 1 (the overlapped form always reads block 0)."""
+    :func:`vt_layout` (``permute_keys=permute_p``); descales (B, Hkv) fp32 contiguous; dense; causal bottom-right;
+    ``lse`` an fp32 (B, Hq, Sq) tensor to receive the log-sum-exp, or None. Inputs are not validated here;
+    Sk >= 1 (the overlapped form always reads block 0)."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     B, Sq, Hq, D = q8.shape
@@ -357,13 +424,13 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
     k_desc = desc(k8.view(B * Sk, Hkv * D), [block_n, D])
     vt_desc = desc(vt.view(B * Hkv * D, vt.shape[-1]), [D, block_n])
     name = codegen_spec(head_dim=D, block_n=block_n, stages=stages, permute_p=permute_p, overlap=overlap,
-                        pingpong=pingpong, p_carry=p_carry).name.build()
+                        pingpong=pingpong, p_carry=p_carry, causal=causal, lse=lse is not None).name.build()
     grid = (triton.cdiv(Sq, BLOCK_M), B * Hq)
-    args = (q_desc, k_desc, vt_desc, out, q_descale, k_descale, v_descale, softmax_scale * _LOG2E, Sq, Sk, Hq, Hkv,
-            Hq * D)
+    args = (q_desc, k_desc, vt_desc, out, out if lse is None else lse, q_descale, k_descale, v_descale,
+            softmax_scale * _LOG2E, Sq, Sk, Hq, Hkv, Hq * D)
     kw = dict(KERNEL_NAME=name, BLOCK_N=block_n, HEAD_DIM=D, GROUP=Hq // Hkv, STAGES=stages, LOG2_P_SCALE=8,
               PERMUTE_P=permute_p, OVERLAP=overlap, PINGPONG=pingpong, P_CARRY=p_carry,
-              CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS,
+              CAUSAL=causal, RETURN_LSE=lse is not None, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS,
               num_warps=4)
     if warmup:
         return attn_fwd_glws_kernel.warmup(*args, grid=grid, **kw)
@@ -395,25 +462,28 @@ def _desc_sig(block: tuple[int, int]) -> str:
 
 
 def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, permute_p: bool = False,
-                 overlap: bool = False, pingpong: bool = False, p_carry: int = 0, description: str = ""):
+                 overlap: bool = False, pingpong: bool = False, p_carry: int = 0, causal: bool = False,
+                 lse: bool = False, description: str = ""):
     from tritonfp8.codegen import CodegenSpec
     from tritonfp8.naming import KernelName
 
     name = KernelName(arch=90, op="fmhafwd", types=("e4m3", "e4m3", "f32", "bf16"), tile=(BLOCK_M, block_n,
                       head_dim), warps=4, stages=stages, schedule="glws", scaling="headwise",
                       extras=(("permp",) if permute_p else ()) + (("ovl",) if overlap else ())
-                      + (("pp",) if pingpong else ()) + ((f"pc{p_carry}",) if p_carry else ()))
+                      + (("pp",) if pingpong else ()) + ((f"pc{p_carry}",) if p_carry else ())
+                      + (("causal",) if causal else ()) + (("lse",) if lse else ()))
     sig = {"q_desc": _desc_sig((BLOCK_M, head_dim)), "k_desc": _desc_sig((block_n, head_dim)),
-           "vt_desc": _desc_sig((head_dim, block_n)), "out": "*bf16", "q_descale": "*fp32", "k_descale": "*fp32",
-           "v_descale": "*fp32", "qk_scale": "fp32", "Sq": "i32", "Sk": "i32", "Hq": "i32", "Hkv": "i32",
+           "vt_desc": _desc_sig((head_dim, block_n)), "out": "*bf16", "lse": "*fp32", "q_descale": "*fp32",
+           "k_descale": "*fp32", "v_descale": "*fp32", "qk_scale": "fp32", "Sq": "i32", "Sk": "i32", "Hq": "i32", "Hkv": "i32",
            "stride_out": "i32"}
     const = dict(BLOCK_N=block_n, HEAD_DIM=head_dim, GROUP=4, STAGES=stages, LOG2_P_SCALE=8, PERMUTE_P=permute_p,
-                 OVERLAP=overlap, PINGPONG=pingpong, P_CARRY=p_carry, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
+                 OVERLAP=overlap, PINGPONG=pingpong, P_CARRY=p_carry, CAUSAL=causal, RETURN_LSE=lse,
+                 CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=attn_fwd_glws_kernel, signature=sig, constexprs=const, name=name, num_warps=4,
                        num_stages=stages, min_arch=90, description=description,
-                       divisible=("out", "q_descale", "k_descale", "v_descale"))
+                       divisible=("out", "lse", "q_descale", "k_descale", "v_descale"))
 
 
 def codegen_specs() -> dict:
@@ -433,4 +503,9 @@ def codegen_specs() -> dict:
         "attn_glws_hd128_ovlpc1": codegen_spec(overlap=True, p_carry=1,
                                                description="Gluon FP8 attention forward, hd128, overlapped, fp32 P "
                                                            "carried into the next step (no byte repacking)"),
+        "attn_glws_hd128_ovlpc1_causal_lse": codegen_spec(overlap=True, p_carry=1, causal=True, lse=True,
+                                                          description="Gluon FP8 attention forward, hd128, "
+                                                                      "overlapped, causal, lse output"),
+        "attn_glws_hd128_causal": codegen_spec(causal=True, description="Gluon FP8 attention forward, hd128, "
+                                                                        "serial, causal"),
     }
