@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Prepared in session 9 (not run; device time spent): the overlapped Gluon attention with fp32 P carried into
-# the next step (P_CARRY 1: offline loop body 682 -> 517 instructions, no byte repacking of the E4M3 operand, the
-# same 66 MUFU.EX2 under P·V). Correctness of every form, then scripts/gpu_attn_glws.py (Triton kernel, serial,
-# overlapped P_CARRY 0 / 1, ping-pong; one causal case). The GPU tests include causal + lse (compiled offline
-# only so far). Carry a cudnn-frontend wheel in .whl/ for the cuDNN FP8 column.
+# Prepared in session 9 (not run; device time spent). The Gluon attention forward after the last GPU run:
+# P_CARRY 1 (offline loop body 682 -> 517 instructions: no byte repacking of the carried E4M3 operand), causal +
+# lse, per-tensor descales, and AttnConfig(kernel="glws") through tritonfp8.attention. First the GPU tests of all
+# of it (verbose: a hang names its case), then the bench suite with the glws variants next to the Triton default
+# (dense and causal). Carry a cudnn-frontend wheel in .whl/ for the cuDNN FP8 column (missing in session 9).
 source scripts/gpu_common.sh
 el tests-attn-glws
-timeout 260 python3 -m pytest -v -p no:cacheprovider tests/test_attention_gluon.py > /tmp/t.log 2>&1
+timeout 280 python3 -m pytest -v -p no:cacheprovider tests/test_attention_gluon.py > /tmp/t.log 2>&1
 for w in PASSED FAILED SKIPPED ERROR; do echo "$w $(grep -c " $w" /tmp/t.log)"; done
 grep -E "FAILED|^E  " /tmp/t.log | head -20; tail -2 /tmp/t.log
-el time-attn-glws
-timeout 200 python3 scripts/gpu_attn_glws.py 2>&1 | grep -v "^notes" | tail -8
+el bench-attn-glws
+timeout 300 python3 -m tritonfp8 bench attention --no-varlen --repeats 3 \
+  --variants glws,glwsperm,glwspc1,glwspc1pp,glws256 2>&1 | tail -30
 save
 el done

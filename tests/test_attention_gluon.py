@@ -164,3 +164,85 @@ def test_attn_glws_causal_and_lse(b, sq, sk, hq, hkv, causal, variant):
     ref_pt = attention_torch(q8, k8, v8, p_fp8=True, **kw)
     check_out(out, ref, ref_pt)
     check_lse(lse, lse_ref, d, sk, score_bound(q8, k8, qd, kd, scale))
+
+
+# -- through tritonfp8.attention(config=AttnConfig(kernel="glws")) ------------------------------------------------
+
+
+def test_glws_config_validation():
+    """AttnConfig(kernel="glws") takes only the options its kernel has; each misuse names what is wrong."""
+    from tritonfp8.attention import AttnConfig
+
+    AttnConfig(kernel="glws", overlap=2, num_stages=3, p_carry=1, pingpong=True)  # valid
+    cases = [
+        (dict(kernel="cutlass"), "kernel must be 'triton' or 'glws'"),
+        (dict(kernel="glws", block_m=64), "block_m=128"),
+        (dict(kernel="glws", block_n=256), "block_n 64 or 128"),
+        (dict(kernel="glws", v_transposed=False), "v_transposed=True"),
+        (dict(kernel="glws", maxnreg=168), "options of the Triton kernel"),
+        (dict(kernel="glws", overlap=2, num_stages=2), "num_stages >= 3"),
+        (dict(kernel="glws", p_carry=1), "apply to kernel='glws' with overlap"),
+        (dict(kernel="glws", overlap=2, num_stages=3, p_carry=2), "p_carry must be 0 or 1"),
+        (dict(pingpong=True), "options of kernel='glws'"),
+    ]
+    for kw, match in cases:
+        with pytest.raises(ValueError, match=match):
+            AttnConfig(**kw)
+
+
+def test_glws_config_refuses_what_it_cannot_run():
+    """On CPU tensors (the interpreter cannot run Gluon), varlen or an E4M3 output: a ValueError naming the config,
+    never a silent switch to the Triton kernel."""
+    from tritonfp8.attention import AttnConfig, attention
+
+    cfg = AttnConfig(kernel="glws")
+    q = torch.randn(1, 8, 2, 64, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="config: kernel='glws' does not support CPU tensors"):
+        attention(q, q, q, config=cfg)
+    qv = torch.randn(8, 2, 64, dtype=torch.bfloat16)
+    cu = torch.tensor([0, 3, 8], dtype=torch.int32)
+    with pytest.raises(ValueError, match="config: kernel='glws' does not support varlen"):
+        attention(qv, qv, qv, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=5, max_seqlen_k=5, config=cfg)
+    with pytest.raises(ValueError, match="config: kernel='glws' does not support an E4M3 output"):
+        attention(q, q, q, out_dtype=torch.float8_e4m3fn, out_scale=torch.tensor(1.0), config=cfg)
+
+
+_API_CONFIGS = {"serial": dict(kernel="glws"), "ovlpc1": dict(kernel="glws", overlap=2, num_stages=3, p_carry=1)}
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", list(_API_CONFIGS))
+@pytest.mark.parametrize("inputs", ["fp8_head", "fp8_tensor", "bf16"])
+@pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
+@pytest.mark.parametrize("b,sq,sk,hq,hkv,d", [(2, 300, 333, 8, 2, 128), (1, 257, 129, 4, 1, 64),
+                                             (1, 200, 190, 2, 1, 256), (1, 160, 90, 2, 2, 80)],
+                         ids=["hd128_gqa4", "hd64_gqa4", "hd256", "hd80_padded"])
+def test_attention_api_with_glws(b, sq, sk, hq, hkv, d, causal, inputs, cfg):
+    """attention(config=AttnConfig(kernel="glws", ...)): the library's input preparation (per-head quantization
+    of bf16 inputs, Vᵀ relayout, head-dim padding, per-tensor / per-head descales) feeding the Gluon kernel;
+    out and lse against attention_torch with test_attention.py's rule."""
+    from test_attention import check_lse, check_out, fp8_inputs, score_bound
+    from tritonfp8.attention import AttnConfig, attention, attention_torch, quantize_per_head_torch
+
+    kw_cfg = dict(_API_CONFIGS[cfg])
+    if d > 128:
+        kw_cfg["block_n"] = 64
+    config = AttnConfig(**kw_cfg)
+    gen = torch.Generator().manual_seed(sq + sk + d + causal)
+    if inputs == "bf16":
+        q, k, v = (torch.randn(b, s, h, d, generator=gen).to("cuda", torch.bfloat16)
+                   for s, h in ((sq, hq), (sk, hkv), (sk, hkv)))
+        out, lse = attention(q, k, v, causal=causal, return_lse=True, config=config)
+        (q8, qd), (k8, kd), (v8, vd) = (quantize_per_head_torch(t, hkv) for t in (q, k, v))
+    else:
+        (q8, k8, v8), (qd, kd, vd) = fp8_inputs((b, sq, hq, d), (b, sk, hkv, d), hkv, b, inputs == "fp8_head", gen,
+                                                "cuda")
+        out, lse = attention(q8, k8, v8, causal=causal, q_descale=qd, k_descale=kd, v_descale=vd, return_lse=True,
+                             config=config)
+    kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
+    ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
+    ref_pt = attention_torch(q8, k8, v8, p_fp8=True, **kw)
+    assert out.shape == (b, sq, hq, d) and out.dtype == torch.bfloat16
+    check_out(out, ref, ref_pt)
+    check_lse(lse, lse_ref, d, sk, score_bound(q8, k8, qd, kd, 1 / math.sqrt(d)))

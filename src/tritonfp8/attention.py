@@ -177,6 +177,13 @@ class AttnConfig:
     more than 0.75 (log2 units) since the last rescale; exact, P stays <= 2^8.75 < 448. ``poly_exp2`` (0, 2, 4;
     with overlap only): compute 1/poly_exp2 of the exp2s in that loop with a cubic on the FMA pipe instead of
     MUFU.EX2 (the SFU's exp2 throughput equals the FP8 tensor core's work per block at hd128).
+
+    ``kernel="glws"`` runs the warp-specialized Gluon forward (``_kernels/attention_gluon.py``: a TMA loader warp
+    and two consumer warp groups of 64 query rows; sm_90, dense inputs, bf16/fp16 output, not in the interpreter)
+    instead of the Triton kernel. Its tile is 128 query rows x ``block_n`` keys with ``num_stages`` ring slots;
+    ``overlap`` != 0 selects its overlapped loop (the softmax of block j under P_{j-1}·V; >= 3 stages),
+    ``p_carry`` (0, 1) how P enters the next step there (1: fp32, no byte repacking), ``pingpong`` orders the two
+    groups' wgmma issue; ``permute_p`` as above. Not a default: benchmarks/NOTES.md has its measurements.
     """
 
     block_m: int = 128
@@ -190,6 +197,9 @@ class AttnConfig:
     overlap: int = 0
     lazy_rescale: bool = False
     poly_exp2: int = 0
+    kernel: str = "triton"
+    p_carry: int = 0
+    pingpong: bool = False
 
     def __post_init__(self):
         if self.overlap not in (0, 1, 2):
@@ -198,6 +208,25 @@ class AttnConfig:
             raise ValueError(f"AttnConfig: poly_exp2 must be 0, 2 or 4, got {self.poly_exp2!r}")
         if self.poly_exp2 and not self.overlap:
             raise ValueError("AttnConfig: poly_exp2 is implemented in the overlapped loop only (overlap=1 or 2)")
+        if self.kernel not in ("triton", "glws"):
+            raise ValueError(f"AttnConfig: kernel must be 'triton' or 'glws', got {self.kernel!r}")
+        if self.p_carry not in (0, 1):
+            raise ValueError(f"AttnConfig: p_carry must be 0 or 1, got {self.p_carry!r}")
+        if self.kernel == "triton" and (self.p_carry or self.pingpong):
+            raise ValueError("AttnConfig: p_carry and pingpong are options of kernel='glws'")
+        if self.kernel == "glws":
+            if self.block_m != 128 or self.block_n not in (64, 128) or not self.v_transposed:
+                raise ValueError("AttnConfig: kernel='glws' takes block_m=128, block_n 64 or 128 and "
+                                 f"v_transposed=True, got block_m={self.block_m}, block_n={self.block_n}, "
+                                 f"v_transposed={self.v_transposed}")
+            if self.lazy_rescale or self.poly_exp2 or self.warp_specialize or self.maxnreg:
+                raise ValueError("AttnConfig: lazy_rescale, poly_exp2, warp_specialize and maxnreg are options of "
+                                 "the Triton kernel, not of kernel='glws'")
+            if self.overlap and self.num_stages < 3:
+                raise ValueError(f"AttnConfig: kernel='glws' with overlap needs num_stages >= 3 (its loop holds two "
+                                 f"slots while it waits for a third), got {self.num_stages}")
+            if (self.p_carry or self.pingpong) and not self.overlap:
+                raise ValueError("AttnConfig: p_carry and pingpong apply to kernel='glws' with overlap")
 
     def evolve(self, **kw) -> "AttnConfig":
         return replace(self, **kw)
@@ -633,8 +662,29 @@ def attention(
                               cu_seqlens_k, out_dtype, out_scale, return_lse)
 
     cfg = config or _default_config_for(device, d)
+    _check_config_for(cfg, prob, device, out_dtype)
     prep = _prepare(q, k, v, prob, cfg, q_descale, k_descale, v_descale, cu_seqlens_q, cu_seqlens_k)
     return _run_prepared(prep, prob, cfg, causal, scale, out_dtype, out_scale, return_lse)
+
+
+def _check_config_for(cfg: AttnConfig, prob: _Problem, device: torch.device, out_dtype) -> None:
+    """What a config asks for that this problem or device cannot give: a ValueError naming it (no silent
+    substitution of another kernel)."""
+    if cfg.kernel != "glws":
+        return
+    why = None
+    if prob.varlen:
+        why = "varlen inputs (cu_seqlens)"
+    elif out_dtype == E4M3.torch_dtype:
+        why = "an E4M3 output"
+    elif device.type != "cuda" or interpreting():
+        why = "CPU tensors / the Triton interpreter (Gluon kernels run compiled only)"
+    elif arch_of(device) != 90:
+        why = f"sm_{arch_of(device)} (the kernel is sm_90 only)"
+    elif next(x for x in _SUPPORTED_D if x >= prob.head_dim) == 256 and cfg.block_n != 64:
+        why = "head dim 256 with block_n=128 (shared memory): use block_n=64"
+    if why is not None:
+        raise ValueError(f"config: kernel='glws' does not support {why}; use the default kernel='triton'")
 
 
 def _default_config_for(device: torch.device, d: int) -> AttnConfig:
@@ -716,6 +766,7 @@ def kernel_only_fn(q, k, v, *, causal=False, softmax_scale=None, q_descale=None,
                      max_seqlen_q, max_seqlen_k, out_dtype, out_scale)
     scale = 1.0 / math.sqrt(prob.head_dim) if softmax_scale is None else float(softmax_scale)
     cfg = config or _default_config_for(q.device, prob.head_dim)
+    _check_config_for(cfg, prob, q.device, out_dtype)
     prep = _prepare(q, k, v, prob, cfg, q_descale, k_descale, v_descale, cu_seqlens_q, cu_seqlens_k)
     return lambda: _run_prepared(prep, prob, cfg, causal, scale, out_dtype, out_scale, False)
 
@@ -723,6 +774,14 @@ def kernel_only_fn(q, k, v, *, causal=False, softmax_scale=None, q_descale=None,
 def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_cols, prob: _Problem,
                 cfg: AttnConfig, causal, scale, per_head, return_lse, d):
     from triton.tools.tensor_descriptor import TensorDescriptor
+
+    if cfg.kernel == "glws":  # checked by _check_config_for: dense, 16-bit output, sm_90, compiled
+        from tritonfp8._kernels import attention_gluon
+
+        attention_gluon.launch(q8, k8, v8, out, qds, kds, vds, scale, block_n=cfg.block_n, stages=cfg.num_stages,
+                               permute_p=cfg.permute_p, overlap=bool(cfg.overlap), pingpong=cfg.pingpong,
+                               p_carry=cfg.p_carry, causal=bool(causal), lse=lse if return_lse else None)
+        return
 
     from tritonfp8._kernels.attention import attn_fwd_kernel
 

@@ -333,10 +333,10 @@ def attn_fwd_glws_kernel(
     KERNEL_NAME: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, GROUP: gl.constexpr,
     STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, OVERLAP: gl.constexpr,
     PINGPONG: gl.constexpr, P_CARRY: gl.constexpr, CAUSAL: gl.constexpr, RETURN_LSE: gl.constexpr,
-    CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
+    DESCALE_PER_HEAD: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
 ):
     """O (B, Sq, Hq, D) bf16 = softmax(scale · Q Kᵀ [+ causal mask]) V for FP8 Q (B·Sq, Hq·D), K (B·Sk, Hkv·D)
-    and Vᵀ (B·Hkv·D, round32(Sk)); descales (B, Hkv) fp32; ``qk_scale`` = softmax_scale · log2(e) (> 0); with
+    and Vᵀ (B·Hkv·D, round32(Sk)); descales (B, Hkv) fp32 (one element each without DESCALE_PER_HEAD); ``qk_scale`` = softmax_scale · log2(e) (> 0); with
     RETURN_LSE the fp32 log-sum-exp (B, Hq, Sq) into ``lse``.
     Grid (cdiv(Sq, 128), B·Hq); launch with num_warps=4 (the first consumer warp group)."""
     gl.static_assert(num_warps == 4, "the default partition is one consumer warp group")
@@ -346,8 +346,9 @@ def attn_fwd_glws_kernel(
     h = bh % Hq
     hk = h // GROUP
     q_first = pid_m * 128
-    dsc = gl.load(q_descale + b * Hkv + hk) * gl.load(k_descale + b * Hkv + hk)
-    o_scale = gl.load(v_descale + b * Hkv + hk)
+    ds_idx = b * Hkv + hk if DESCALE_PER_HEAD else 0
+    dsc = gl.load(q_descale + ds_idx) * gl.load(k_descale + ds_idx)
+    o_scale = gl.load(v_descale + ds_idx)
     n_blocks = gl.cdiv(Sk, BLOCK_N)
     if CAUSAL:  # bottom-right: the block's last row q_first + 127 sees keys <= q_first + 127 + Sk - Sq
         n_blocks = gl.minimum(n_blocks, gl.cdiv(gl.maximum(q_first + 128 + Sk - Sq, 0), BLOCK_N))
@@ -406,9 +407,11 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
            stages: int = 3, permute_p: bool = False, overlap: bool = False, pingpong: bool = False,
            p_carry: int = 0, causal: bool = False, lse=None, warmup: bool = False):
     """out (B, Sq, Hq, D) bf16 = attention of E4M3 q8 (B, Sq, Hq, D), k8 (B, Sk, Hkv, D) and ``vt`` from
-    :func:`vt_layout` (``permute_keys=permute_p``); descales (B, Hkv) fp32 contiguous; dense; causal bottom-right;
+    :func:`vt_layout` (``permute_keys=permute_p``); descales fp32, (B, Hkv) contiguous or one element each (per
+    tensor); dense; causal bottom-right;
     ``lse`` an fp32 (B, Hq, Sq) tensor to receive the log-sum-exp, or None. Inputs are not validated here;
     Sk >= 1 (the overlapped form always reads block 0)."""
+    import torch
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     B, Sq, Hq, D = q8.shape
@@ -424,13 +427,15 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
     k_desc = desc(k8.view(B * Sk, Hkv * D), [block_n, D])
     vt_desc = desc(vt.view(B * Hkv * D, vt.shape[-1]), [D, block_n])
     name = codegen_spec(head_dim=D, block_n=block_n, stages=stages, permute_p=permute_p, overlap=overlap,
-                        pingpong=pingpong, p_carry=p_carry, causal=causal, lse=lse is not None).name.build()
+                        pingpong=pingpong, p_carry=p_carry, causal=causal, lse=lse is not None,
+                        out_type={torch.bfloat16: "bf16", torch.float16: "f16"}[out.dtype]).name.build()
     grid = (triton.cdiv(Sq, BLOCK_M), B * Hq)
     args = (q_desc, k_desc, vt_desc, out, out if lse is None else lse, q_descale, k_descale, v_descale,
             softmax_scale * _LOG2E, Sq, Sk, Hq, Hkv, Hq * D)
     kw = dict(KERNEL_NAME=name, BLOCK_N=block_n, HEAD_DIM=D, GROUP=Hq // Hkv, STAGES=stages, LOG2_P_SCALE=8,
               PERMUTE_P=permute_p, OVERLAP=overlap, PINGPONG=pingpong, P_CARRY=p_carry,
-              CAUSAL=causal, RETURN_LSE=lse is not None, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS,
+              CAUSAL=causal, RETURN_LSE=lse is not None, DESCALE_PER_HEAD=q_descale.numel() > 1,
+              CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS,
               num_warps=4)
     if warmup:
         return attn_fwd_glws_kernel.warmup(*args, grid=grid, **kw)
@@ -463,22 +468,23 @@ def _desc_sig(block: tuple[int, int]) -> str:
 
 def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, permute_p: bool = False,
                  overlap: bool = False, pingpong: bool = False, p_carry: int = 0, causal: bool = False,
-                 lse: bool = False, description: str = ""):
+                 lse: bool = False, out_type: str = "bf16", description: str = ""):
     from tritonfp8.codegen import CodegenSpec
     from tritonfp8.naming import KernelName
 
-    name = KernelName(arch=90, op="fmhafwd", types=("e4m3", "e4m3", "f32", "bf16"), tile=(BLOCK_M, block_n,
+    name = KernelName(arch=90, op="fmhafwd", types=("e4m3", "e4m3", "f32", out_type), tile=(BLOCK_M, block_n,
                       head_dim), warps=4, stages=stages, schedule="glws", scaling="headwise",
                       extras=(("permp",) if permute_p else ()) + (("ovl",) if overlap else ())
                       + (("pp",) if pingpong else ()) + ((f"pc{p_carry}",) if p_carry else ())
                       + (("causal",) if causal else ()) + (("lse",) if lse else ()))
     sig = {"q_desc": _desc_sig((BLOCK_M, head_dim)), "k_desc": _desc_sig((block_n, head_dim)),
-           "vt_desc": _desc_sig((head_dim, block_n)), "out": "*bf16", "lse": "*fp32", "q_descale": "*fp32",
+           "vt_desc": _desc_sig((head_dim, block_n)), "out": f"*{'bf16' if out_type == 'bf16' else 'fp16'}", "lse": "*fp32", "q_descale": "*fp32",
            "k_descale": "*fp32", "v_descale": "*fp32", "qk_scale": "fp32", "Sq": "i32", "Sk": "i32", "Hq": "i32",
            "Hkv": "i32",
            "stride_out": "i32"}
     const = dict(BLOCK_N=block_n, HEAD_DIM=head_dim, GROUP=4, STAGES=stages, LOG2_P_SCALE=8, PERMUTE_P=permute_p,
                  OVERLAP=overlap, PINGPONG=pingpong, P_CARRY=p_carry, CAUSAL=causal, RETURN_LSE=lse,
+                 DESCALE_PER_HEAD=True,
                  CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
     for k in const:
         sig[k] = "constexpr"

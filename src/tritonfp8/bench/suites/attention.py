@@ -41,6 +41,10 @@ CONFIGS = (
 QUICK_CONFIGS = ((2, 16, 16, 8192, 128), (2, 32, 32, 8192, 64))
 VARLEN_HEADS, VARLEN_D, VARLEN_N, VARLEN_RANGE = 16, 128, 16, (512, 8192)
 
+# The Triton kernel's options that AttnConfig(kernel="glws") does not take, reset for its variants.
+_GLWS = dict(kernel="glws", block_m=128, block_n=128, maxnreg=None, permute_p=False, lazy_rescale=False,
+             poly_exp2=0, overlap=0)
+
 # Kernel-only variants selectable with --variants (the default config is always timed as ours_kernel):
 # name -> (AttnConfig overrides, head dims it applies to (None: all)).
 VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
@@ -103,18 +107,15 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "lazy": (dict(lazy_rescale=True), (128,)),
     "lazy64": (dict(lazy_rescale=True), (64,)),
     "lazy256": (dict(lazy_rescale=True), (256,)),
-}
-# The Gluon warp-specialized forward (``_kernels/attention_gluon.py``: loader warp + two 64-row consumer warp groups;
-# dense non-causal only, skipped for causal cases): name -> (launch options, head dims).
-GLUON_VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
-    "glws": (dict(), (64, 128)),  # serial per block: S, softmax, P·V
-    "glwsovl": (dict(overlap=True), (64, 128)),  # softmax of block j under P_{j-1}·V_{j-1}
-    "glwsovls4": (dict(overlap=True, stages=4), (64, 128)),
-    "glwsovlperm": (dict(overlap=True, permute_p=True), (64, 128)),
-    "glwsovlpp": (dict(overlap=True, pingpong=True), (64, 128)),  # + ping-pong between the consumer groups
-    "glwsovlpc1": (dict(overlap=True, p_carry=1), (64, 128)),  # fp32 P into the next step: no byte repacking
-    "glwsovlpc1256": (dict(overlap=True, p_carry=1, block_n=64, stages=3), (256,)),
-    "glwsovl256": (dict(overlap=True, block_n=64, stages=3), (256,)),
+    # The warp-specialized Gluon forward (AttnConfig(kernel="glws"), _kernels/attention_gluon.py): 128 query rows
+    # per program in two consumer warp groups. glws: the serial loop; pc1: the overlapped loop with fp32 P carried
+    # into the next step; pp: with ping-pong between the groups; perm: keys permuted in P and Vᵀ.
+    "glws": (dict(_GLWS, num_stages=3), (64, 128)),
+    "glwsperm": (dict(_GLWS, num_stages=3, permute_p=True), (64, 128)),
+    "glwspc1": (dict(_GLWS, num_stages=3, overlap=2, p_carry=1), (64, 128)),
+    "glwspc1pp": (dict(_GLWS, num_stages=3, overlap=2, p_carry=1, pingpong=True), (64, 128)),
+    "glwsovl": (dict(_GLWS, num_stages=3, overlap=2), (64, 128)),
+    "glws256": (dict(_GLWS, block_n=64, num_stages=3, overlap=2, p_carry=1), (256,)),
 }
 DEFAULT_VARIANTS = ("vonchip", "prev128", "prev64", "prev256", "s3")
 QUICK_VARIANTS = ("vonchip", "noperm")
@@ -150,8 +151,8 @@ def _variant_list(args) -> list[str]:
         return []
     out = [v.strip() for v in raw.split(",") if v.strip()]
     for v in out:
-        if v not in VARIANTS and v not in GLUON_VARIANTS:
-            raise SystemExit(f"--variants: unknown variant {v!r}; known: {', '.join([*VARIANTS, *GLUON_VARIANTS])}")
+        if v not in VARIANTS:
+            raise SystemExit(f"--variants: unknown variant {v!r}; known: {', '.join(VARIANTS)}")
     return out
 
 
@@ -317,15 +318,6 @@ def _case(args, b, hq, hkv, s, d, causal, variants, notes) -> dict:
     fns["ours_kernel"] = kernel_only_fn(q8, k8, v8, **kw)
     base = default_config(d)
     for var in variants:
-        if var in GLUON_VARIANTS:
-            opts, dims = GLUON_VARIANTS[var]
-            if causal or (dims is not None and d not in dims):
-                continue
-            from tritonfp8._kernels import attention_gluon
-
-            fn, o = attention_gluon.kernel_fn(q8, k8, v8, qd, kd, vd, scale, **opts)
-            fns[f"ours_{var}"], outs[f"ours_{var}"] = fn, (fn(), o)[1]
-            continue
         over, dims = VARIANTS[var]
         if dims is not None and d not in dims:
             continue
