@@ -18,3 +18,11 @@ fi
 save() { find benchmarks/results -type f -newer "$OUT/.t0" -exec cp {} "$OUT/results/" \; 2>/dev/null; true; }
 # Issue 4's dense block-scaled shape set (DeepSeek-V3 projections at M 4096/8192, plus M 16/128 for 7168x16384).
 BLOCK_SHAPES="4096x7168x16384;8192x7168x16384;4096x24576x1536;8192x24576x1536;4096x32768x512;8192x32768x512;4096x7168x18432;8192x7168x18432;4096x18432x7168;8192x18432x7168;4096x4096x7168;8192x4096x7168;4096x7168x2048;8192x7168x2048;128x7168x16384;16x7168x16384"
+# pytest_v SECONDS ARGS...: a verbose pytest run into /tmp/t.log (a hang leaves the case's name as the log's last
+# line), then the outcome counts, the failures and the summary.
+pytest_v() {
+  local t=$1; shift
+  timeout "$t" python3 -m pytest -v -p no:cacheprovider "$@" > /tmp/t.log 2>&1
+  for w in PASSED FAILED SKIPPED ERROR; do echo "$w $(grep -c " $w" /tmp/t.log)"; done
+  grep -E "FAILED|^E  " /tmp/t.log | head -20; tail -2 /tmp/t.log
+}

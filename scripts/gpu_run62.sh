@@ -6,9 +6,7 @@
 # (dense and causal). Carry a cudnn-frontend wheel in .whl/ for the cuDNN FP8 column (missing in session 9).
 source scripts/gpu_common.sh
 el tests-attn-glws
-timeout 280 python3 -m pytest -v -p no:cacheprovider tests/test_attention_gluon.py > /tmp/t.log 2>&1
-for w in PASSED FAILED SKIPPED ERROR; do echo "$w $(grep -c " $w" /tmp/t.log)"; done
-grep -E "FAILED|^E  " /tmp/t.log | head -20; tail -2 /tmp/t.log
+pytest_v 280 tests/test_attention_gluon.py
 el bench-attn-glws
 timeout 300 python3 -m tritonfp8 bench attention --no-varlen --repeats 3 \
   --variants glws,glwsperm,glwspc1,glwspc1pp,glws256 2>&1 | tail -30
