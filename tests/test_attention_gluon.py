@@ -43,7 +43,8 @@ def test_attn_glws_sass():
 
     expect = {"attn_glws_hd128": 32, "attn_glws_hd64": 24, "attn_glws_hd128_perm": 32, "attn_glws_hd128_ovl": 48,
               "attn_glws_hd64_ovl": 36, "attn_glws_hd128_ovlpp": 48, "attn_glws_hd128_ovlpc1": 48,
-              "attn_glws_hd128_ovlpc1_causal_lse": 48, "attn_glws_hd128_causal": 32}
+              "attn_glws_hd128_ovlpc1_causal_lse": 48, "attn_glws_hd128_causal": 32,
+              "attn_glws_hd128_ovlpc1_lmma": 72, "attn_glws_hd128_lmma": 48}
     res = subprocess.run([sys.executable, "-c", _SASS_SCRIPT, *expect], capture_output=True, text=True,
                          env=codegen_env(), timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -56,7 +57,10 @@ def test_attn_glws_sass():
         spills = 1 if kernel == "attn_glws_hd128_ovlpc1_causal_lse" else 0
         assert r["spill_stores"] <= spills and r["spill_loads"] <= spills, r
         assert r["usetmaxreg"], r
-        if "_ovl" in kernel:
+        if kernel.endswith("_lmma"):
+            # + the row sums' P·1 chain (N = 8, 4 wgmmas) beside every P·V, waited once each
+            assert r["gmma_waited"] == (18 if "_ovl" in kernel else 12), r
+        elif "_ovl" in kernel:
             # 2 consumers x (S_0; loop and tail: S_j, P_{j-1}·V; the last P·V): 12 chains, each waited once, and
             # the softmax of the loop and the tail (2 x 66 MUFU.EX2 per consumer) under P_{j-1}·V.
             assert r["gmma_waited"] == 12 and r["mufu_in_flight"] == 264, r
@@ -65,6 +69,9 @@ def test_attn_glws_sass():
     assert facts["attn_glws_hd128_perm"]["shfl_idx"] == 0 < facts["attn_glws_hd128"]["shfl_idx"]
     # An E4M3 P carried across the back edge is repacked byte by byte (PRMT) at the next P·V; fp32 P is not.
     assert facts["attn_glws_hd128_ovlpc1"]["prmt"] * 2 < facts["attn_glws_hd128_ovl"]["prmt"]
+    # The row sums by the tensor core: fewer instructions than the FADD sums (offline: loop body 517 -> 456).
+    assert facts["attn_glws_hd128_ovlpc1_lmma"]["instructions"] < facts["attn_glws_hd128_ovlpc1"]["instructions"]
+    assert facts["attn_glws_hd128_lmma"]["instructions"] < facts["attn_glws_hd128"]["instructions"]
 
 
 def test_vt_layout():
@@ -92,7 +99,8 @@ def test_vt_layout_permuted_matches_the_relayout_pass(device):
 _GPU_VARIANTS = {"plain": {}, "permp": dict(permute_p=True), "ovl": dict(overlap=True),
                  "ovlperm": dict(overlap=True, permute_p=True), "ovls4": dict(overlap=True, stages=4),
                  "ovlpp": dict(overlap=True, pingpong=True), "ovlpc1": dict(overlap=True, p_carry=1),
-                 "ovlpc1perm": dict(overlap=True, p_carry=1, permute_p=True)}
+                 "ovlpc1perm": dict(overlap=True, p_carry=1, permute_p=True), "lmma": dict(l_by_mma=True),
+                 "ovlpc1lmma": dict(overlap=True, p_carry=1, l_by_mma=True)}
 
 
 @requires_gpu
@@ -131,7 +139,8 @@ def test_attn_glws_matches_reference(b, sq, sk, hq, hkv, d, variant):
 
 
 _CAUSAL_VARIANTS = {"plain": {}, "ovl": dict(overlap=True), "ovlpc1": dict(overlap=True, p_carry=1),
-                    "ovlpc1pp": dict(overlap=True, p_carry=1, pingpong=True)}
+                    "ovlpc1pp": dict(overlap=True, p_carry=1, pingpong=True),
+                    "ovlpc1lmma": dict(overlap=True, p_carry=1, l_by_mma=True)}
 
 
 @requires_gpu
@@ -184,6 +193,7 @@ def test_glws_config_validation():
         (dict(kernel="glws", p_carry=1), "apply to kernel='glws' with overlap"),
         (dict(kernel="glws", overlap=2, num_stages=3, p_carry=2), "p_carry must be 0 or 1"),
         (dict(pingpong=True), "options of kernel='glws'"),
+        (dict(row_sum_mma=True), "options of kernel='glws'"),
     ]
     for kw, match in cases:
         with pytest.raises(ValueError, match=match):
@@ -207,7 +217,8 @@ def test_glws_config_refuses_what_it_cannot_run():
         attention(q, q, q, out_dtype=torch.float8_e4m3fn, out_scale=torch.tensor(1.0), config=cfg)
 
 
-_API_CONFIGS = {"serial": dict(kernel="glws"), "ovlpc1": dict(kernel="glws", overlap=2, num_stages=3, p_carry=1)}
+_API_CONFIGS = {"serial": dict(kernel="glws"), "ovlpc1": dict(kernel="glws", overlap=2, num_stages=3, p_carry=1),
+                "ovlpc1lmma": dict(kernel="glws", overlap=2, num_stages=3, p_carry=1, row_sum_mma=True)}
 
 
 @requires_gpu

@@ -109,12 +109,15 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "lazy256": (dict(lazy_rescale=True), (256,)),
     # The warp-specialized Gluon forward (AttnConfig(kernel="glws"), _kernels/attention_gluon.py): 128 query rows
     # per program in two consumer warp groups. glws: the serial loop; pc1: the overlapped loop with fp32 P carried
-    # into the next step; pp: with ping-pong between the groups; perm: keys permuted in P and Vᵀ.
+    # into the next step; pp: with ping-pong between the groups; perm: keys permuted in P and Vᵀ; l: the row sums
+    # on the tensor core.
     "glws": (dict(_GLWS, num_stages=3), (64, 128)),
     "glwsperm": (dict(_GLWS, num_stages=3, permute_p=True), (64, 128)),
     "glwspc1": (dict(_GLWS, num_stages=3, overlap=2, p_carry=1), (64, 128)),
     "glwspc1pp": (dict(_GLWS, num_stages=3, overlap=2, p_carry=1, pingpong=True), (64, 128)),
     "glwsovl": (dict(_GLWS, num_stages=3, overlap=2), (64, 128)),
+    "glwspc1l": (dict(_GLWS, num_stages=3, overlap=2, p_carry=1, row_sum_mma=True), (64, 128)),
+    "glwsl": (dict(_GLWS, num_stages=3, row_sum_mma=True), (64, 128)),
     "glws256": (dict(_GLWS, block_n=64, num_stages=3, overlap=2, p_carry=1), (256,)),
 }
 DEFAULT_VARIANTS = ("vonchip", "prev128", "prev64", "prev256", "s3")
