@@ -26,10 +26,10 @@ gives 517 with the same 66 MUFU.EX2 under P·V. L_BY_MMA moves the row sums of P
 a block of ones, N = 8, issued with P·V): 456 (serial form: 476 -> 415). P_CARRY 1 and L_BY_MMA are not measured
 yet.
 
-Dense, descales per (batch, KV head), bf16 output stored by pointers (rows >= Sq masked). CAUSAL
-(bottom-right; programs stop at their last visible block, rows with no visible key give 0 and lse -inf) and
-RETURN_LSE were added in session 9 after the last GPU run: compiled offline, not yet run. Missing before it can
-be a default: varlen, FP8 output, and a measured win.
+Dense or varlen, descales per (batch, KV head), bf16 output stored by pointers (rows >= Sq masked). CAUSAL
+(bottom-right; programs stop at their last visible block, rows with no visible key give 0 and lse -inf),
+RETURN_LSE and VARLEN were added in session 9 after the last GPU run: compiled offline, not yet run. Missing
+before it can be a default: FP8 output, and a measured win.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ _permute_keys = gluon.jit(_triton_attn._permute_keys.fn)
 
 @gluon.jit
 def _loader(q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty, q_row, q_col, k_row0, k_col,
-            v_row, n_blocks, BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+            v_row, v_col0, n_blocks, BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
     """Producer (one warp): Q once, then K and Vᵀ of every key block into the ring."""
     mbarrier.expect(q_bar, q_desc.block_type.nbytes)
     tma.async_copy_global_to_shared(q_desc, [q_row, q_col], q_bar, q_smem)
@@ -72,7 +72,7 @@ def _loader(q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty
         bar = ready.index(s)
         mbarrier.expect(bar, nbytes)
         tma.async_copy_global_to_shared(k_desc, [k_row0 + j * BLOCK_N, k_col], bar, k_ring.index(s))
-        tma.async_copy_global_to_shared(vt_desc, [v_row, j * BLOCK_N], bar, v_ring.index(s))
+        tma.async_copy_global_to_shared(vt_desc, [v_row, v_col0 + j * BLOCK_N], bar, v_ring.index(s))
 
 
 @gluon.jit
@@ -317,19 +317,10 @@ def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, t
     if CAUSAL:
         n_unm = gl.minimum(n_unm, gl.maximum(row0 + off + 1, 0) // BLOCK_N)
     if OVERLAP:
-        # A causal program may see no key block (Sq > Sk): the guard is only compiled in then (a runtime guard on
-        # every program cost the non-causal loop 28-48 spill stores).
-        if CAUSAL:
-            if n_blocks > 0:
-                m_i, l_i, acc = _overlapped(q_half, k_ring, v_ring, ready, empty, turn, ones, m_i, l_i, acc, qk_scale,
-                                            Sk, row0, off, n_unm, n_blocks, s_layout, p_layout, o_row_layout,
-                                            BLOCK_N, STAGES, LOG2_P_SCALE, PERMUTE_P, HALF, PINGPONG, P_CARRY,
-                                            CAUSAL, L_BY_MMA)
-        else:
-            m_i, l_i, acc = _overlapped(q_half, k_ring, v_ring, ready, empty, turn, ones, m_i, l_i, acc, qk_scale,
-                                        Sk, row0, off, n_unm, n_blocks, s_layout, p_layout, o_row_layout, BLOCK_N,
-                                        STAGES, LOG2_P_SCALE, PERMUTE_P, HALF, PINGPONG, P_CARRY, CAUSAL,
-                                        L_BY_MMA)
+        # n_blocks >= 1: a program with no key block to read returned before the partitions started
+        m_i, l_i, acc = _overlapped(q_half, k_ring, v_ring, ready, empty, turn, ones, m_i, l_i, acc, qk_scale, Sk,
+                                    row0, off, n_unm, n_blocks, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES,
+                                    LOG2_P_SCALE, PERMUTE_P, HALF, PINGPONG, P_CARRY, CAUSAL, L_BY_MMA)
     else:
         for j in range(0, n_unm):
             m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ready, empty, ones, m_i, l_i, acc, qk_scale, Sk, row0, off,
@@ -341,7 +332,8 @@ def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, t
                                       off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True,
                                       PERMUTE_P, CAUSAL, L_BY_MMA)
         elif n_blocks > n_unm:
-            m_i, l_i, acc = _step(n_unm, q_half, k_ring, v_ring, ready, empty, ones, m_i, l_i, acc, qk_scale, Sk, row0, off,
+            m_i, l_i, acc = _step(n_unm, q_half, k_ring, v_ring, ready, empty, ones, m_i, l_i, acc, qk_scale, Sk, row0,
+                                  off,
                                   s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True, PERMUTE_P,
                                   CAUSAL, L_BY_MMA)
 
@@ -362,32 +354,75 @@ def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, t
         gl.store(lse_ptr + lse_row0 + r, lse, mask=r < Sq)
 
 
+@gluon.jit
+def _write_no_keys(out, lse_ptr, q_start, q_first, Sq, out_col, stride_out, lse_row0, HEAD_DIM: gl.constexpr,
+                   RETURN_LSE: gl.constexpr):
+    """A program whose 128 query rows see no key: zeros (and lse -inf), by the 4 default warps."""
+    zl: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    rows = q_first + gl.arange(0, 128, layout=gl.SliceLayout(1, zl))
+    cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, zl))
+    ptrs = out + (q_start + rows).to(gl.int64)[:, None] * stride_out + out_col + cols[None, :]
+    gl.store(ptrs, gl.zeros([128, HEAD_DIM], out.dtype.element_ty, zl), mask=(rows < Sq)[:, None])
+    if RETURN_LSE:
+        rl: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+        r = q_first + gl.arange(0, 128, layout=rl)
+        gl.store(lse_ptr + lse_row0 + r, gl.full([128], float("-inf"), gl.float32, rl), mask=r < Sq)
+
+
 @gluon.jit(repr=_repr_from_constexpr, do_not_specialize=["Sq", "Sk"])
 def attn_fwd_glws_kernel(
     q_desc, k_desc, vt_desc, out, lse, q_descale, k_descale, v_descale, qk_scale,
-    Sq, Sk, Hq, Hkv, stride_out,
+    Sq, Sk, Hq, Hkv, stride_out, cu_q, cu_k, vt_cols, num_m_blocks,
     KERNEL_NAME: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, GROUP: gl.constexpr,
     STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, OVERLAP: gl.constexpr,
     PINGPONG: gl.constexpr, P_CARRY: gl.constexpr, CAUSAL: gl.constexpr, RETURN_LSE: gl.constexpr,
-    DESCALE_PER_HEAD: gl.constexpr, L_BY_MMA: gl.constexpr, CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
+    DESCALE_PER_HEAD: gl.constexpr, L_BY_MMA: gl.constexpr, VARLEN: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+    LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
 ):
     """O (B, Sq, Hq, D) bf16 = softmax(scale · Q Kᵀ [+ causal mask]) V for FP8 Q (B·Sq, Hq·D), K (B·Sk, Hkv·D)
-    and Vᵀ (B·Hkv·D, round32(Sk)); descales (B, Hkv) fp32 (one element each without DESCALE_PER_HEAD); ``qk_scale`` = softmax_scale · log2(e) (> 0); with
-    RETURN_LSE the fp32 log-sum-exp (B, Hq, Sq) into ``lse``.
-    Grid (cdiv(Sq, 128), B·Hq); launch with num_warps=4 (the first consumer warp group)."""
+    and Vᵀ (B·Hkv·D, round32(Sk)); descales (B, Hkv) fp32 (one element each without DESCALE_PER_HEAD);
+    ``qk_scale`` = softmax_scale · log2(e) (> 0); with RETURN_LSE the fp32 log-sum-exp (B, Hq, Sq) into ``lse``.
+    VARLEN: Q (total_q, Hq·D), K (total_k, Hkv·D), Vᵀ (Hkv·D, Σ round32(len_k)) with sequence b's columns from
+    ``vt_cols[b]``, int32 ``cu_q`` / ``cu_k`` offsets (B + 1), out (total_q, Hq, D), lse (Hq, total_q); Sq / Sk
+    unused. Grid (num_m_blocks = cdiv(max Sq, 128), B·Hq); causal programs take the heaviest query blocks first.
+    Launch with num_warps=4 (the first consumer warp group)."""
     gl.static_assert(num_warps == 4, "the default partition is one consumer warp group")
     pid_m = gl.program_id(0)
     bh = gl.program_id(1)
     b = bh // Hq
     h = bh % Hq
     hk = h // GROUP
+    if CAUSAL:  # the query blocks with the most visible keys first: a shorter tail over the SMs
+        pid_m = num_m_blocks - 1 - pid_m
     q_first = pid_m * 128
+    if VARLEN:
+        q_start = gl.load(cu_q + b)
+        Sq = gl.load(cu_q + b + 1) - q_start
+        k_start = gl.load(cu_k + b)
+        Sk = gl.load(cu_k + b + 1) - k_start
+        v_row = hk * HEAD_DIM
+        v_col0 = gl.load(vt_cols + b)
+        lse_row0 = h * gl.load(cu_q + gl.num_programs(1) // Hq) + q_start
+    else:
+        q_start = b * Sq
+        k_start = b * Sk
+        v_row = (b * Hkv + hk) * HEAD_DIM
+        v_col0 = 0
+        lse_row0 = bh * Sq
+    if q_first >= Sq:  # varlen: a query block past this sequence's end
+        return
     ds_idx = b * Hkv + hk if DESCALE_PER_HEAD else 0
     dsc = gl.load(q_descale + ds_idx) * gl.load(k_descale + ds_idx)
     o_scale = gl.load(v_descale + ds_idx)
     n_blocks = gl.cdiv(Sk, BLOCK_N)
     if CAUSAL:  # bottom-right: the block's last row q_first + 127 sees keys <= q_first + 127 + Sk - Sq
         n_blocks = gl.minimum(n_blocks, gl.cdiv(gl.maximum(q_first + 128 + Sk - Sq, 0), BLOCK_N))
+    if n_blocks == 0:
+        # No key to see (causal with Sq - Sk >= 128 rows above the keys, an empty varlen key sequence): O = 0 and
+        # lse = -inf, written here so that the consumers' loops always have block 0 (a runtime guard around the
+        # overlapped loop cost 28-52 spill stores).
+        _write_no_keys(out, lse, q_start, q_first, Sq, h * HEAD_DIM, stride_out, lse_row0, HEAD_DIM, RETURN_LSE)
+        return
 
     q_smem = gl.allocate_shared_memory(q_desc.dtype, [128, HEAD_DIM], q_desc.layout)
     k_ring = gl.allocate_shared_memory(k_desc.dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
@@ -413,15 +448,15 @@ def attn_fwd_glws_kernel(
 
     gl.warp_specialize([
         (_consumer, (0, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, ones, out, lse, qk_scale * dsc, o_scale,
-                     q_first, Sq, Sk, b * Sq, h * HEAD_DIM, stride_out, bh * Sq, n_blocks, BLOCK_N, HEAD_DIM, STAGES,
+                     q_first, Sq, Sk, q_start, h * HEAD_DIM, stride_out, lse_row0, n_blocks, BLOCK_N, HEAD_DIM, STAGES,
                      LOG2_P_SCALE, PERMUTE_P, OVERLAP, PINGPONG, P_CARRY, CAUSAL, RETURN_LSE,
                      L_BY_MMA)),
         (_consumer, (1, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, ones, out, lse, qk_scale * dsc, o_scale,
-                     q_first, Sq, Sk, b * Sq, h * HEAD_DIM, stride_out, bh * Sq, n_blocks, BLOCK_N, HEAD_DIM, STAGES,
+                     q_first, Sq, Sk, q_start, h * HEAD_DIM, stride_out, lse_row0, n_blocks, BLOCK_N, HEAD_DIM, STAGES,
                      LOG2_P_SCALE, PERMUTE_P, OVERLAP, PINGPONG, P_CARRY, CAUSAL, RETURN_LSE,
                      L_BY_MMA)),
-        (_loader, (q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty, b * Sq + q_first,
-                   h * HEAD_DIM, b * Sk, hk * HEAD_DIM, (b * Hkv + hk) * HEAD_DIM, n_blocks, BLOCK_N, STAGES)),
+        (_loader, (q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty, q_start + q_first,
+                   h * HEAD_DIM, k_start, hk * HEAD_DIM, v_row, v_col0, n_blocks, BLOCK_N, STAGES)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
@@ -449,37 +484,47 @@ def vt_layout(v8, permute_keys: bool = False):
 
 def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: float, *, block_n: int = 128,
            stages: int = 3, permute_p: bool = False, overlap: bool = False, pingpong: bool = False,
-           p_carry: int = 0, causal: bool = False, lse=None, l_by_mma: bool = False, warmup: bool = False):
+           p_carry: int = 0, causal: bool = False, lse=None, l_by_mma: bool = False, cu_q=None, cu_k=None,
+           vt_cols=None, max_seqlen_q: int = 0, warmup: bool = False):
     """out (B, Sq, Hq, D) bf16 = attention of E4M3 q8 (B, Sq, Hq, D), k8 (B, Sk, Hkv, D) and ``vt`` from
     :func:`vt_layout` (``permute_keys=permute_p``); descales fp32, (B, Hkv) contiguous or one element each (per
     tensor); dense; causal bottom-right;
     ``lse`` an fp32 (B, Hq, Sq) tensor to receive the log-sum-exp, or None. Inputs are not validated here;
-    Sk >= 1 (the overlapped form always reads block 0)."""
+    Sk >= 1 (the overlapped form always reads block 0). Varlen: ``cu_q`` / ``cu_k`` int32 (B + 1), q8 (total_q, Hq,
+    D), k8 (total_k, Hkv, D), ``vt`` (Hkv, D, cols) with sequence b's columns from ``vt_cols[b]`` (the relayout
+    pass's layout), out (total_q, Hq, D), lse (Hq, total_q), ``max_seqlen_q`` for the grid."""
     import torch
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    B, Sq, Hq, D = q8.shape
-    Sk, Hkv = k8.shape[1], k8.shape[2]
-    assert Sk >= 1, "launch: Sk = 0 (the caller writes zeros)"
+    varlen = cu_q is not None
+    if varlen:
+        B, (Hq, D), Hkv = cu_q.numel() - 1, q8.shape[1:], k8.shape[1]
+        rows_q, rows_k, Sq, Sk, m_blocks = q8.shape[0], k8.shape[0], 0, 0, triton.cdiv(max_seqlen_q, BLOCK_M)
+    else:
+        B, Sq, Hq, D = q8.shape
+        Sk, Hkv = k8.shape[1], k8.shape[2]
+        assert Sk >= 1, "launch: Sk = 0 (the caller writes zeros)"
+        rows_q, rows_k, m_blocks = B * Sq, B * Sk, triton.cdiv(Sq, BLOCK_M)
+        cu_q = cu_k = vt_cols = q_descale  # unused pointers
     # The overlapped loop holds blocks j-1 and j and waits for j+1 before releasing j-1: 2 stages deadlock.
     assert stages >= 3 or not overlap, "launch: the overlapped form needs stages >= 3"
 
     def desc(t2, block):
         return TensorDescriptor.from_tensor(t2, block, gl.NVMMASharedLayout.get_default_for(block, gl.float8e4nv))
 
-    q_desc = desc(q8.view(B * Sq, Hq * D), [BLOCK_M, D])
-    k_desc = desc(k8.view(B * Sk, Hkv * D), [block_n, D])
-    vt_desc = desc(vt.view(B * Hkv * D, vt.shape[-1]), [D, block_n])
+    q_desc = desc(q8.view(rows_q, Hq * D), [BLOCK_M, D])
+    k_desc = desc(k8.view(rows_k, Hkv * D), [block_n, D])
+    vt_desc = desc(vt.view(-1, vt.shape[-1]), [D, block_n])
     name = codegen_spec(head_dim=D, block_n=block_n, stages=stages, permute_p=permute_p, overlap=overlap,
                         pingpong=pingpong, p_carry=p_carry, causal=causal, lse=lse is not None, l_by_mma=l_by_mma,
-                        out_type={torch.bfloat16: "bf16", torch.float16: "f16"}[out.dtype]).name.build()
-    grid = (triton.cdiv(Sq, BLOCK_M), B * Hq)
+                        varlen=varlen, out_type={torch.bfloat16: "bf16", torch.float16: "f16"}[out.dtype]).name.build()
+    grid = (m_blocks, B * Hq)
     args = (q_desc, k_desc, vt_desc, out, out if lse is None else lse, q_descale, k_descale, v_descale,
-            softmax_scale * _LOG2E, Sq, Sk, Hq, Hkv, Hq * D)
+            softmax_scale * _LOG2E, Sq, Sk, Hq, Hkv, Hq * D, cu_q, cu_k, vt_cols, m_blocks)
     kw = dict(KERNEL_NAME=name, BLOCK_N=block_n, HEAD_DIM=D, GROUP=Hq // Hkv, STAGES=stages, LOG2_P_SCALE=8,
               PERMUTE_P=permute_p, OVERLAP=overlap, PINGPONG=pingpong, P_CARRY=p_carry,
               CAUSAL=causal, RETURN_LSE=lse is not None, DESCALE_PER_HEAD=q_descale.numel() > 1,
-              L_BY_MMA=l_by_mma,
+              L_BY_MMA=l_by_mma, VARLEN=varlen,
               CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS,
               num_warps=4)
     if warmup:
@@ -513,7 +558,8 @@ def _desc_sig(block: tuple[int, int]) -> str:
 
 def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, permute_p: bool = False,
                  overlap: bool = False, pingpong: bool = False, p_carry: int = 0, causal: bool = False,
-                 lse: bool = False, out_type: str = "bf16", l_by_mma: bool = False, description: str = ""):
+                 lse: bool = False, out_type: str = "bf16", l_by_mma: bool = False, varlen: bool = False,
+                 description: str = ""):
     from tritonfp8.codegen import CodegenSpec
     from tritonfp8.naming import KernelName
 
@@ -521,21 +567,22 @@ def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, pe
                       head_dim), warps=4, stages=stages, schedule="glws", scaling="headwise",
                       extras=(("permp",) if permute_p else ()) + (("ovl",) if overlap else ())
                       + (("pp",) if pingpong else ()) + ((f"pc{p_carry}",) if p_carry else ())
-                      + (("causal",) if causal else ()) + (("lse",) if lse else ()) + (("lmma",) if l_by_mma else ()))
+                      + (("causal",) if causal else ()) + (("lse",) if lse else ()) + (("lmma",) if l_by_mma else ())
+                      + (("varlen",) if varlen else ()))
     sig = {"q_desc": _desc_sig((BLOCK_M, head_dim)), "k_desc": _desc_sig((block_n, head_dim)),
-           "vt_desc": _desc_sig((head_dim, block_n)), "out": f"*{'bf16' if out_type == 'bf16' else 'fp16'}", "lse": "*fp32", "q_descale": "*fp32",
+           "vt_desc": _desc_sig((head_dim, block_n)), "out": f"*{'bf16' if out_type == 'bf16' else 'fp16'}",
+           "lse": "*fp32", "q_descale": "*fp32",
            "k_descale": "*fp32", "v_descale": "*fp32", "qk_scale": "fp32", "Sq": "i32", "Sk": "i32", "Hq": "i32",
-           "Hkv": "i32",
-           "stride_out": "i32"}
+           "Hkv": "i32", "stride_out": "i32", "cu_q": "*i32", "cu_k": "*i32", "vt_cols": "*i32", "num_m_blocks": "i32"}
     const = dict(BLOCK_N=block_n, HEAD_DIM=head_dim, GROUP=4, STAGES=stages, LOG2_P_SCALE=8, PERMUTE_P=permute_p,
                  OVERLAP=overlap, PINGPONG=pingpong, P_CARRY=p_carry, CAUSAL=causal, RETURN_LSE=lse,
-                 DESCALE_PER_HEAD=True, L_BY_MMA=l_by_mma,
+                 DESCALE_PER_HEAD=True, L_BY_MMA=l_by_mma, VARLEN=varlen,
                  CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=attn_fwd_glws_kernel, signature=sig, constexprs=const, name=name, num_warps=4,
                        num_stages=stages, min_arch=90, description=description,
-                       divisible=("out", "lse", "q_descale", "k_descale", "v_descale"))
+                       divisible=("out", "lse", "q_descale", "k_descale", "v_descale", "cu_q", "cu_k", "vt_cols"))
 
 
 def codegen_specs() -> dict:
@@ -563,6 +610,12 @@ def codegen_specs() -> dict:
                                                                 "fp32 P carry, row sums by the tensor core"),
         "attn_glws_hd128_lmma": codegen_spec(l_by_mma=True, description="Gluon FP8 attention forward, hd128, "
                                                                         "serial, row sums by the tensor core"),
+        "attn_glws_hd128_ovlpc1_varlen_causal": codegen_spec(overlap=True, p_carry=1, varlen=True, causal=True,
+                                                             lse=True, description="Gluon FP8 attention forward, "
+                                                             "hd128, overlapped, varlen, causal, lse"),
+        "attn_glws_hd128_ovlpc1_varlen": codegen_spec(overlap=True, p_carry=1, varlen=True,
+                                                      description="Gluon FP8 attention forward, hd128, "
+                                                                  "overlapped, varlen"),
         "attn_glws_hd128_causal": codegen_spec(causal=True, description="Gluon FP8 attention forward, hd128, "
                                                                         "serial, causal"),
     }
