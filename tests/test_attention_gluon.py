@@ -45,7 +45,8 @@ def test_attn_glws_sass():
               "attn_glws_hd64_ovl": 36, "attn_glws_hd128_ovlpp": 48, "attn_glws_hd128_ovlpc1": 48,
               "attn_glws_hd128_ovlpc1_causal_lse": 48, "attn_glws_hd128_causal": 32,
               "attn_glws_hd128_ovlpc1_lmma": 72, "attn_glws_hd128_lmma": 48,
-              "attn_glws_hd128_ovlpc1_varlen_causal": 48, "attn_glws_hd128_ovlpc1_varlen": 48}
+              "attn_glws_hd128_ovlpc1_varlen_causal": 48, "attn_glws_hd128_ovlpc1_varlen": 48,
+              "attn_glws_hd128_ovlpc1_e4m3out": 48}
     res = subprocess.run([sys.executable, "-c", _SASS_SCRIPT, *expect], capture_output=True, text=True,
                          env=codegen_env(), timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -199,8 +200,8 @@ def test_glws_config_validation():
 
 
 def test_glws_config_refuses_what_it_cannot_run():
-    """On CPU tensors (the interpreter cannot run Gluon, varlen included) or with an E4M3 output: a ValueError
-    naming the config, never a silent switch to the Triton kernel."""
+    """On CPU tensors (the interpreter cannot run Gluon: dense, varlen, E4M3 output alike): a ValueError naming the
+    config, never a silent switch to the Triton kernel."""
     from tritonfp8.attention import AttnConfig, attention
 
     cfg = AttnConfig(kernel="glws")
@@ -211,7 +212,7 @@ def test_glws_config_refuses_what_it_cannot_run():
     cu = torch.tensor([0, 3, 8], dtype=torch.int32)
     with pytest.raises(ValueError, match="config: kernel='glws' does not support CPU tensors"):
         attention(qv, qv, qv, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=5, max_seqlen_k=5, config=cfg)
-    with pytest.raises(ValueError, match="config: kernel='glws' does not support an E4M3 output"):
+    with pytest.raises(ValueError, match="config: kernel='glws' does not support CPU tensors"):
         attention(q, q, q, out_dtype=torch.float8_e4m3fn, out_scale=torch.tensor(1.0), config=cfg)
 
 
@@ -284,3 +285,28 @@ def test_attention_api_with_glws_varlen(causal, cfg):
     assert out.shape == q8.shape and lse.shape == (hq, sum(lq))
     check_out(out, ref, ref_pt)
     check_lse(lse, lse_ref, d, max(lk), score_bound(q8, k8, qd, kd, 1 / math.sqrt(d)))
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", ["serial", "ovlpc1"])
+@pytest.mark.parametrize("per_head_scale", [False, True], ids=["tensor_scale", "head_scale"])
+def test_attention_api_with_glws_e4m3_out(per_head_scale, cfg):
+    """E4M3 output through attention(config=AttnConfig(kernel="glws", ...)): out ≈ out_fp8 * out_scale, () or
+    (B, Hq), with test_attention.py's FP8-output rule (relative u for normals, the subnormal step below)."""
+    from test_attention import check_out, fp8_inputs
+    from tritonfp8.attention import AttnConfig, attention, attention_torch
+
+    b, sq, sk, hq, hkv, d = 2, 300, 333, 4, 2, 128
+    gen = torch.Generator().manual_seed(5 + per_head_scale)
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((b, sq, hq, d), (b, sk, hkv, d), hkv, b, True, gen, "cuda")
+    kw = dict(q_descale=qd, k_descale=kd, v_descale=vd)
+    ref = attention_torch(q8, k8, v8, **kw)
+    ref_pt = attention_torch(q8, k8, v8, p_fp8=True, **kw)
+    amax = ref.abs().amax(dim=(1, 3)) if per_head_scale else ref.abs().amax()  # (B, Hq) or ()
+    out_scale = (amax / 448).float().cuda()
+    out = attention(q8, k8, v8, out_dtype=torch.float8_e4m3fn, out_scale=out_scale,
+                    config=AttnConfig(**_API_CONFIGS[cfg]), **kw)
+    assert out.dtype == torch.float8_e4m3fn and out.shape == (b, sq, hq, d)
+    os_ = out_scale[:, None, :, None] if per_head_scale else out_scale
+    check_out(out.float() * os_, ref, ref_pt, torch.float8_e4m3fn, float(out_scale.max()))

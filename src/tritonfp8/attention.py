@@ -179,13 +179,13 @@ class AttnConfig:
     MUFU.EX2 (the SFU's exp2 throughput equals the FP8 tensor core's work per block at hd128).
 
     ``kernel="glws"`` runs the warp-specialized Gluon forward (``_kernels/attention_gluon.py``: a TMA loader warp
-    and two consumer warp groups of 64 query rows; sm_90, dense or varlen, bf16/fp16 output, not in the interpreter)
-    instead of the Triton kernel. Its tile is 128 query rows x ``block_n`` keys with ``num_stages`` ring slots;
-    ``overlap`` != 0 selects its overlapped loop (the softmax of block j under P_{j-1}·V; >= 3 stages),
-    ``p_carry`` (0, 1) how P enters the next step there (1: fp32, no byte repacking), ``pingpong`` orders the two
-    groups' wgmma issue, ``row_sum_mma`` computes the softmax row sums on the tensor core (P times a block of
-    ones, issued with P·V: 64 FADD per block and thread fewer); ``permute_p`` as above. Not a default:
-    benchmarks/NOTES.md has its measurements.
+    and two consumer warp groups of 64 query rows; sm_90, dense or varlen, bf16 / fp16 / E4M3 output, compiled
+    only: not in the interpreter) instead of the Triton kernel. Its tile is 128 query rows x ``block_n`` keys with
+    ``num_stages`` ring slots; ``overlap`` != 0 selects its overlapped loop (the softmax of block j under
+    P_{j-1}·V; >= 3 stages), ``p_carry`` (0, 1) how P enters the next step there (1: fp32, no byte repacking),
+    ``pingpong`` orders the two groups' wgmma issue, ``row_sum_mma`` computes the softmax row sums on the tensor
+    core (P times a block of ones, issued with P·V: 64 FADD per block and thread fewer); ``permute_p`` as above.
+    Not a default: benchmarks/NOTES.md has its measurements.
     """
 
     block_m: int = 128
@@ -676,9 +676,7 @@ def _check_config_for(cfg: AttnConfig, prob: _Problem, device: torch.device, out
     if cfg.kernel != "glws":
         return
     why = None
-    if out_dtype == E4M3.torch_dtype:
-        why = "an E4M3 output"
-    elif device.type != "cuda" or interpreting():
+    if device.type != "cuda" or interpreting():
         why = "CPU tensors / the Triton interpreter (Gluon kernels run compiled only)"
     elif arch_of(device) != 90:
         why = f"sm_{arch_of(device)} (the kernel is sm_90 only)"
@@ -776,14 +774,15 @@ def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_c
                 cfg: AttnConfig, causal, scale, per_head, return_lse, d):
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-    if cfg.kernel == "glws":  # checked by _check_config_for: 16-bit output, sm_90, compiled
+    if cfg.kernel == "glws":  # checked by _check_config_for: sm_90, compiled
         from tritonfp8._kernels import attention_gluon
 
         attention_gluon.launch(q8, k8, v8, out, qds, kds, vds, scale, block_n=cfg.block_n, stages=cfg.num_stages,
                                permute_p=cfg.permute_p, overlap=bool(cfg.overlap), pingpong=cfg.pingpong,
                                p_carry=cfg.p_carry, causal=bool(causal), lse=lse if return_lse else None,
                                l_by_mma=cfg.row_sum_mma, cu_q=cu_q if prob.varlen else None, cu_k=cu_k,
-                               vt_cols=vt_cols, max_seqlen_q=prob.seqlen_q)
+                               vt_cols=vt_cols, max_seqlen_q=prob.seqlen_q,
+                               out_scale=None if out_scale is None else out_scale.reshape(-1).contiguous())
         return
 
     from tritonfp8._kernels.attention import attn_fwd_kernel

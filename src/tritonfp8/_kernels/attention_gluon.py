@@ -26,10 +26,11 @@ gives 517 with the same 66 MUFU.EX2 under P·V. L_BY_MMA moves the row sums of P
 a block of ones, N = 8, issued with P·V): 456 (serial form: 476 -> 415). P_CARRY 1 and L_BY_MMA are not measured
 yet.
 
-Dense or varlen, descales per (batch, KV head), bf16 output stored by pointers (rows >= Sq masked). CAUSAL
+Dense or varlen, descales per tensor or per (batch, KV head), bf16 / fp16 / E4M3 output stored by pointers
+(rows >= Sq masked). CAUSAL
 (bottom-right; programs stop at their last visible block, rows with no visible key give 0 and lse -inf),
-RETURN_LSE and VARLEN were added in session 9 after the last GPU run: compiled offline, not yet run. Missing
-before it can be a default: FP8 output, and a measured win.
+RETURN_LSE, VARLEN and the E4M3 output were added in session 9 after the last GPU run: compiled offline, not
+yet run. Missing before it can be a default: a measured win.
 """
 
 from __future__ import annotations
@@ -342,7 +343,10 @@ def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, t
         l_i = gl.convert_layout(gl.max(l_i, 1), row_layout)  # every column holds the row's sum
     l_o = gl.convert_layout(l_i, o_row_layout)
     inv = gl.where(l_o > 0, o_scale / l_o, 0.0)
-    o = (acc * inv[:, None]).to(out.dtype.element_ty)
+    o = acc * inv[:, None]
+    if out.dtype.element_ty == gl.float8e4nv:  # E4M3 output: o_scale holds 1 / out_scale too; saturate at 448
+        o = gl.minimum(gl.maximum(o, -448.0), 448.0)
+    o = o.to(out.dtype.element_ty)
     rows = row0 + gl.arange(0, WG_M, layout=o_row_layout)
     cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, o_layout))
     ptrs = out + (out_row0 + rows).to(gl.int64)[:, None] * stride_out + out_col + cols[None, :]
@@ -362,7 +366,7 @@ def _write_no_keys(out, lse_ptr, q_start, q_first, Sq, out_col, stride_out, lse_
     rows = q_first + gl.arange(0, 128, layout=gl.SliceLayout(1, zl))
     cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, zl))
     ptrs = out + (q_start + rows).to(gl.int64)[:, None] * stride_out + out_col + cols[None, :]
-    gl.store(ptrs, gl.zeros([128, HEAD_DIM], out.dtype.element_ty, zl), mask=(rows < Sq)[:, None])
+    gl.store(ptrs, gl.zeros([128, HEAD_DIM], gl.float32, zl).to(out.dtype.element_ty), mask=(rows < Sq)[:, None])
     if RETURN_LSE:
         rl: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
         r = q_first + gl.arange(0, 128, layout=rl)
@@ -371,17 +375,19 @@ def _write_no_keys(out, lse_ptr, q_start, q_first, Sq, out_col, stride_out, lse_
 
 @gluon.jit(repr=_repr_from_constexpr, do_not_specialize=["Sq", "Sk"])
 def attn_fwd_glws_kernel(
-    q_desc, k_desc, vt_desc, out, lse, q_descale, k_descale, v_descale, qk_scale,
+    q_desc, k_desc, vt_desc, out, lse, q_descale, k_descale, v_descale, out_scale, qk_scale,
     Sq, Sk, Hq, Hkv, stride_out, cu_q, cu_k, vt_cols, num_m_blocks,
     KERNEL_NAME: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, GROUP: gl.constexpr,
     STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, OVERLAP: gl.constexpr,
     PINGPONG: gl.constexpr, P_CARRY: gl.constexpr, CAUSAL: gl.constexpr, RETURN_LSE: gl.constexpr,
-    DESCALE_PER_HEAD: gl.constexpr, L_BY_MMA: gl.constexpr, VARLEN: gl.constexpr, CONSUMER_REGS: gl.constexpr,
+    DESCALE_PER_HEAD: gl.constexpr, L_BY_MMA: gl.constexpr, VARLEN: gl.constexpr, OUT_SCALE_PER_HEAD: gl.constexpr,
+    CONSUMER_REGS: gl.constexpr,
     LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
 ):
     """O (B, Sq, Hq, D) bf16 = softmax(scale · Q Kᵀ [+ causal mask]) V for FP8 Q (B·Sq, Hq·D), K (B·Sk, Hkv·D)
     and Vᵀ (B·Hkv·D, round32(Sk)); descales (B, Hkv) fp32 (one element each without DESCALE_PER_HEAD);
     ``qk_scale`` = softmax_scale · log2(e) (> 0); with RETURN_LSE the fp32 log-sum-exp (B, Hq, Sq) into ``lse``.
+    An E4M3 ``out`` takes ``out_scale`` (fp32, one element or (B, Hq) with OUT_SCALE_PER_HEAD), saturating.
     VARLEN: Q (total_q, Hq·D), K (total_k, Hkv·D), Vᵀ (Hkv·D, Σ round32(len_k)) with sequence b's columns from
     ``vt_cols[b]``, int32 ``cu_q`` / ``cu_k`` offsets (B + 1), out (total_q, Hq, D), lse (Hq, total_q); Sq / Sk
     unused. Grid (num_m_blocks = cdiv(max Sq, 128), B·Hq); causal programs take the heaviest query blocks first.
@@ -414,6 +420,8 @@ def attn_fwd_glws_kernel(
     ds_idx = b * Hkv + hk if DESCALE_PER_HEAD else 0
     dsc = gl.load(q_descale + ds_idx) * gl.load(k_descale + ds_idx)
     o_scale = gl.load(v_descale + ds_idx)
+    if out.dtype.element_ty == gl.float8e4nv:  # out ≈ out_fp8 * out_scale, () or (B, Hq)
+        o_scale = o_scale / gl.load(out_scale + (bh if OUT_SCALE_PER_HEAD else 0))
     n_blocks = gl.cdiv(Sk, BLOCK_N)
     if CAUSAL:  # bottom-right: the block's last row q_first + 127 sees keys <= q_first + 127 + Sk - Sq
         n_blocks = gl.minimum(n_blocks, gl.cdiv(gl.maximum(q_first + 128 + Sk - Sq, 0), BLOCK_N))
@@ -485,14 +493,15 @@ def vt_layout(v8, permute_keys: bool = False):
 def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: float, *, block_n: int = 128,
            stages: int = 3, permute_p: bool = False, overlap: bool = False, pingpong: bool = False,
            p_carry: int = 0, causal: bool = False, lse=None, l_by_mma: bool = False, cu_q=None, cu_k=None,
-           vt_cols=None, max_seqlen_q: int = 0, warmup: bool = False):
+           vt_cols=None, max_seqlen_q: int = 0, out_scale=None, warmup: bool = False):
     """out (B, Sq, Hq, D) bf16 = attention of E4M3 q8 (B, Sq, Hq, D), k8 (B, Sk, Hkv, D) and ``vt`` from
     :func:`vt_layout` (``permute_keys=permute_p``); descales fp32, (B, Hkv) contiguous or one element each (per
     tensor); dense; causal bottom-right;
     ``lse`` an fp32 (B, Hq, Sq) tensor to receive the log-sum-exp, or None. Inputs are not validated here;
     Sk >= 1 (the overlapped form always reads block 0). Varlen: ``cu_q`` / ``cu_k`` int32 (B + 1), q8 (total_q, Hq,
     D), k8 (total_k, Hkv, D), ``vt`` (Hkv, D, cols) with sequence b's columns from ``vt_cols[b]`` (the relayout
-    pass's layout), out (total_q, Hq, D), lse (Hq, total_q), ``max_seqlen_q`` for the grid."""
+    pass's layout), out (total_q, Hq, D), lse (Hq, total_q), ``max_seqlen_q`` for the grid. An E4M3 ``out``
+    needs ``out_scale`` (fp32, one element or (B, Hq) contiguous)."""
     import torch
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -517,14 +526,18 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
     vt_desc = desc(vt.view(-1, vt.shape[-1]), [D, block_n])
     name = codegen_spec(head_dim=D, block_n=block_n, stages=stages, permute_p=permute_p, overlap=overlap,
                         pingpong=pingpong, p_carry=p_carry, causal=causal, lse=lse is not None, l_by_mma=l_by_mma,
-                        varlen=varlen, out_type={torch.bfloat16: "bf16", torch.float16: "f16"}[out.dtype]).name.build()
+                        varlen=varlen, out_type={torch.bfloat16: "bf16", torch.float16: "f16",
+                                                 torch.float8_e4m3fn: "e4m3"}[out.dtype]).name.build()
+    fp8_out = out.dtype == torch.float8_e4m3fn
+    assert out_scale is not None or not fp8_out, "launch: an E4M3 output needs out_scale"
     grid = (m_blocks, B * Hq)
     args = (q_desc, k_desc, vt_desc, out, out if lse is None else lse, q_descale, k_descale, v_descale,
-            softmax_scale * _LOG2E, Sq, Sk, Hq, Hkv, Hq * D, cu_q, cu_k, vt_cols, m_blocks)
+            out_scale if fp8_out else q_descale, softmax_scale * _LOG2E, Sq, Sk, Hq, Hkv, Hq * D, cu_q, cu_k,
+            vt_cols, m_blocks)
     kw = dict(KERNEL_NAME=name, BLOCK_N=block_n, HEAD_DIM=D, GROUP=Hq // Hkv, STAGES=stages, LOG2_P_SCALE=8,
               PERMUTE_P=permute_p, OVERLAP=overlap, PINGPONG=pingpong, P_CARRY=p_carry,
               CAUSAL=causal, RETURN_LSE=lse is not None, DESCALE_PER_HEAD=q_descale.numel() > 1,
-              L_BY_MMA=l_by_mma, VARLEN=varlen,
+              L_BY_MMA=l_by_mma, VARLEN=varlen, OUT_SCALE_PER_HEAD=fp8_out and out_scale.numel() > 1,
               CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS,
               num_warps=4)
     if warmup:
@@ -570,19 +583,21 @@ def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, pe
                       + (("causal",) if causal else ()) + (("lse",) if lse else ()) + (("lmma",) if l_by_mma else ())
                       + (("varlen",) if varlen else ()))
     sig = {"q_desc": _desc_sig((BLOCK_M, head_dim)), "k_desc": _desc_sig((block_n, head_dim)),
-           "vt_desc": _desc_sig((head_dim, block_n)), "out": f"*{'bf16' if out_type == 'bf16' else 'fp16'}",
-           "lse": "*fp32", "q_descale": "*fp32",
+           "vt_desc": _desc_sig((head_dim, block_n)),
+           "out": "*" + {"bf16": "bf16", "f16": "fp16", "e4m3": "fp8e4nv"}[out_type],
+           "lse": "*fp32", "q_descale": "*fp32", "out_scale": "*fp32",
            "k_descale": "*fp32", "v_descale": "*fp32", "qk_scale": "fp32", "Sq": "i32", "Sk": "i32", "Hq": "i32",
            "Hkv": "i32", "stride_out": "i32", "cu_q": "*i32", "cu_k": "*i32", "vt_cols": "*i32", "num_m_blocks": "i32"}
     const = dict(BLOCK_N=block_n, HEAD_DIM=head_dim, GROUP=4, STAGES=stages, LOG2_P_SCALE=8, PERMUTE_P=permute_p,
                  OVERLAP=overlap, PINGPONG=pingpong, P_CARRY=p_carry, CAUSAL=causal, RETURN_LSE=lse,
-                 DESCALE_PER_HEAD=True, L_BY_MMA=l_by_mma, VARLEN=varlen,
+                 DESCALE_PER_HEAD=True, L_BY_MMA=l_by_mma, VARLEN=varlen, OUT_SCALE_PER_HEAD=True,
                  CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=attn_fwd_glws_kernel, signature=sig, constexprs=const, name=name, num_warps=4,
                        num_stages=stages, min_arch=90, description=description,
-                       divisible=("out", "lse", "q_descale", "k_descale", "v_descale", "cu_q", "cu_k", "vt_cols"))
+                       divisible=("out", "lse", "q_descale", "k_descale", "v_descale", "out_scale", "cu_q", "cu_k",
+                                  "vt_cols"))
 
 
 def codegen_specs() -> dict:
@@ -616,6 +631,9 @@ def codegen_specs() -> dict:
         "attn_glws_hd128_ovlpc1_varlen": codegen_spec(overlap=True, p_carry=1, varlen=True,
                                                       description="Gluon FP8 attention forward, hd128, "
                                                                   "overlapped, varlen"),
+        "attn_glws_hd128_ovlpc1_e4m3out": codegen_spec(overlap=True, p_carry=1, out_type="e4m3",
+                                                       description="Gluon FP8 attention forward, hd128, "
+                                                                   "overlapped, E4M3 output"),
         "attn_glws_hd128_causal": codegen_spec(causal=True, description="Gluon FP8 attention forward, hd128, "
                                                                         "serial, causal"),
     }
