@@ -1,5 +1,5 @@
-"""The Gluon FP8 attention forward (``_kernels/attention_gluon.py``: serial and overlapped forms) against the library's
-Triton forward kernel (``attention.kernel_only_fn``: the kernel alone, inputs quantized / transposed once) and cuDNN
+"""The Gluon FP8 attention forward (``AttnConfig(kernel="glws")``: serial and overlapped forms) against the library's
+Triton forward kernel, both through ``attention.kernel_only_fn`` (the kernel alone, inputs prepared once), and cuDNN
 FP8 (cudnn-frontend ``sdpa_fp8``, FP8 output, as ``bench attention``) on the issue's dense problems (one causal):
 interleaved rounds (harness.bench_interleaved); each output's relative Frobenius error against the fp32 reference
 of the dequantized inputs on two heads of batch 0. Writes benchmarks/results/attn-glws-<gpu>-<date>.json.
@@ -9,22 +9,22 @@ import math
 
 import torch
 
-from tritonfp8._kernels import attention_gluon as AG
-from tritonfp8.attention import kernel_only_fn
+from tritonfp8.attention import AttnConfig, kernel_only_fn
 from tritonfp8.bench import harness as H
 from tritonfp8.bench.suites import attention as suite
 
 ROUNDS = 3
-VARIANTS = {  # name -> (launch options, head dims)
-    "glws": (dict(), (64, 128)),
-    "glwsovl": (dict(overlap=True), (64, 128)),
-    "glwsovlpp": (dict(overlap=True, pingpong=True), (64, 128)),
-    "glwsovlpc1": (dict(overlap=True, p_carry=1), (64, 128)),
-    "glwsovlpc1perm": (dict(overlap=True, p_carry=1, permute_p=True), (64, 128)),
-    "glwsovlpc1pp": (dict(overlap=True, p_carry=1, pingpong=True), (64, 128)),
-    "glwsovl256": (dict(overlap=True, block_n=64, stages=3), (256,)),
-    "glwsovlpp256": (dict(overlap=True, pingpong=True, block_n=64, stages=3), (256,)),
-    "glwsovlpc1256": (dict(overlap=True, p_carry=1, block_n=64, stages=3), (256,)),
+G = dict(kernel="glws", block_m=128, block_n=128, num_stages=3, permute_p=False)
+VARIANTS = {  # name -> (AttnConfig(kernel="glws") fields, head dims)
+    "glws": (G, (64, 128)),
+    "glwsovl": (dict(G, overlap=2), (64, 128)),
+    "glwsovlpp": (dict(G, overlap=2, pingpong=True), (64, 128)),
+    "glwsovlpc1": (dict(G, overlap=2, p_carry=1), (64, 128)),
+    "glwsovlpc1perm": (dict(G, overlap=2, p_carry=1, permute_p=True), (64, 128)),
+    "glwsovlpc1pp": (dict(G, overlap=2, p_carry=1, pingpong=True), (64, 128)),
+    "glwsovlpc1l": (dict(G, overlap=2, p_carry=1, row_sum_mma=True), (64, 128)),
+    "glwsovl256": (dict(G, overlap=2, block_n=64), (256,)),
+    "glwsovlpc1256": (dict(G, overlap=2, p_carry=1, block_n=64), (256,)),
 }
 rows, notes = [], []
 CASES = [(2, 16, 8192, 128, False), (1, 16, 16384, 128, False), (8, 16, 2048, 128, False), (2, 32, 8192, 64, False),
@@ -37,9 +37,9 @@ for B, Hh, S, D, causal in CASES:
     outs["triton"] = fns["triton"]()
     for name, (opts, dims) in VARIANTS.items():
         if D in dims:
-            fn, o = AG.kernel_fn(q8, k8, v8, qd, kd, vd, scale, causal=causal, **opts)
-            fn()
-            fns[name], outs[name] = fn, o
+            fns[name] = kernel_only_fn(q8, k8, v8, causal=causal, q_descale=qd, k_descale=kd, v_descale=vd,
+                                       config=AttnConfig(**opts))
+            outs[name] = fns[name]()
     qf, kf, vf = q8.float() * qd, k8.float() * kd, v8.float() * vd
     out_scale = float(vf.abs().amax()) / 448.0
     fn, o = suite._cudnn_fp8_fn(q8, k8, v8, float(qd), float(kd), float(vd), out_scale, causal, scale)

@@ -545,21 +545,6 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
     return attn_fwd_glws_kernel[grid](*args, **kw)
 
 
-def kernel_fn(q8, k8, v8, q_descale, k_descale, v_descale, softmax_scale: float, **opts):
-    """A zero-argument callable timing the kernel alone (Vᵀ laid out and descales expanded once, as
-    ``attention.kernel_only_fn`` does for the Triton kernel), and the output it writes; ``opts`` go to
-    :func:`launch`. Descales: () or (B, Hkv) fp32."""
-    import torch
-
-    B, Sq, Hq, D = q8.shape
-    Hkv = k8.shape[2]
-    vt = vt_layout(v8, permute_keys=opts.get("permute_p", False))
-    ds = [torch.as_tensor(t, dtype=torch.float32, device=q8.device).expand(B, Hkv).contiguous()
-          for t in (q_descale, k_descale, v_descale)]
-    out = torch.empty(B, Sq, Hq, D, device=q8.device, dtype=torch.bfloat16)
-    return (lambda: launch(q8, k8, vt, out, *ds, softmax_scale, **opts)), out
-
-
 # ------------------------------------------------------------------------------------------------------------------
 # Offline codegen specs
 
