@@ -35,6 +35,8 @@ yet run. Missing before it can be a default: a measured win.
 
 from __future__ import annotations
 
+import functools
+
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -158,17 +160,12 @@ def _step(j, q_half, k_ring, v_ring, ready, empty, ones, m_i, l_i, acc, qk_scale
 
 @gluon.jit
 def _to_carry(p, p_layout: gl.constexpr, BLOCK_N: gl.constexpr, PERMUTE_P: gl.constexpr, P_CARRY: gl.constexpr):
-    """P of block j as carried into the next step (where P_j·V_j is issued): 0 the E4M3 A operand, 1 fp32 P,
-    2 E4M3 in the accumulator layout (permuted if PERMUTE_P)."""
+    """P of block j as carried into the next step (where P_j·V_j is issued): 0 the E4M3 A operand, 1 fp32 P
+    (converted there: an E4M3 operand carried across the back edge is repacked byte by byte)."""
     if P_CARRY == 0:
         return _p_operand(p, p_layout, BLOCK_N, PERMUTE_P)
-    elif P_CARRY == 1:
-        return p
     else:
-        p8 = p.to(gl.float8e4nv)
-        if PERMUTE_P:
-            p8 = _permute_keys(p8, 64, BLOCK_N)
-        return p8
+        return p
 
 
 @gluon.jit
@@ -176,10 +173,8 @@ def _from_carry(pc, p_layout: gl.constexpr, BLOCK_N: gl.constexpr, PERMUTE_P: gl
     """The E4M3 A operand of P·V from the carried form (:func:`_to_carry`)."""
     if P_CARRY == 0:
         return pc
-    elif P_CARRY == 1:
-        return _p_operand(pc, p_layout, BLOCK_N, PERMUTE_P)
     else:
-        return gl.convert_layout(pc, p_layout)
+        return _p_operand(pc, p_layout, BLOCK_N, PERMUTE_P)
 
 
 @gluon.jit
@@ -425,12 +420,15 @@ def attn_fwd_glws_kernel(
     n_blocks = gl.cdiv(Sk, BLOCK_N)
     if CAUSAL:  # bottom-right: the block's last row q_first + 127 sees keys <= q_first + 127 + Sk - Sq
         n_blocks = gl.minimum(n_blocks, gl.cdiv(gl.maximum(q_first + 128 + Sk - Sq, 0), BLOCK_N))
-    if n_blocks == 0:
-        # No key to see (causal with Sq - Sk >= 128 rows above the keys, an empty varlen key sequence): O = 0 and
-        # lse = -inf, written here so that the consumers' loops always have block 0 (a runtime guard around the
-        # overlapped loop cost 28-52 spill stores).
-        _write_no_keys(out, lse, q_start, q_first, Sq, h * HEAD_DIM, stride_out, lse_row0, HEAD_DIM, RETURN_LSE)
-        return
+    MAY_SEE_NO_KEY: gl.constexpr = CAUSAL or VARLEN  # dense non-causal programs always have Sk >= 1 keys
+    if MAY_SEE_NO_KEY:
+        if n_blocks == 0:
+            # No key to see (causal with Sq - Sk >= 128 rows above the keys, an empty varlen key sequence): O = 0
+            # and lse = -inf, written here so that the consumers' loops always have block 0 (a runtime guard
+            # around the overlapped loop cost 28-52 spill stores).
+            _write_no_keys(out, lse, q_start, q_first, Sq, h * HEAD_DIM, stride_out, lse_row0, HEAD_DIM,
+                           RETURN_LSE)
+            return
 
     q_smem = gl.allocate_shared_memory(q_desc.dtype, [128, HEAD_DIM], q_desc.layout)
     k_ring = gl.allocate_shared_memory(k_desc.dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
@@ -524,10 +522,8 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
     q_desc = desc(q8.view(rows_q, Hq * D), [BLOCK_M, D])
     k_desc = desc(k8.view(rows_k, Hkv * D), [block_n, D])
     vt_desc = desc(vt.view(-1, vt.shape[-1]), [D, block_n])
-    name = codegen_spec(head_dim=D, block_n=block_n, stages=stages, permute_p=permute_p, overlap=overlap,
-                        pingpong=pingpong, p_carry=p_carry, causal=causal, lse=lse is not None, l_by_mma=l_by_mma,
-                        varlen=varlen, out_type={torch.bfloat16: "bf16", torch.float16: "f16",
-                                                 torch.float8_e4m3fn: "e4m3"}[out.dtype]).name.build()
+    name = _name(D, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse is not None, l_by_mma, varlen,
+                 {torch.bfloat16: "bf16", torch.float16: "f16", torch.float8_e4m3fn: "e4m3"}[out.dtype]).build()
     fp8_out = out.dtype == torch.float8_e4m3fn
     assert out_scale is not None or not fp8_out, "launch: an E4M3 output needs out_scale"
     grid = (m_blocks, B * Hq)
@@ -554,19 +550,28 @@ def _desc_sig(block: tuple[int, int]) -> str:
             f"element_bitwidth=8, rank=2, transposed=False, fp4_padded=False, cga_layout=[])>")
 
 
-def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, permute_p: bool = False,
-                 overlap: bool = False, pingpong: bool = False, p_carry: int = 0, causal: bool = False,
-                 lse: bool = False, out_type: str = "bf16", l_by_mma: bool = False, varlen: bool = False,
-                 description: str = ""):
-    from tritonfp8.codegen import CodegenSpec
+@functools.lru_cache(maxsize=256)
+def _name(head_dim, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse, l_by_mma, varlen, out_type):
+    """The KernelName of one configuration (cached: :func:`launch` asks for it on every call; ``.build()`` then
+    applies the naming mode in force)."""
     from tritonfp8.naming import KernelName
 
-    name = KernelName(arch=90, op="fmhafwd", types=("e4m3", "e4m3", "f32", out_type), tile=(BLOCK_M, block_n,
+    return KernelName(arch=90, op="fmhafwd", types=("e4m3", "e4m3", "f32", out_type), tile=(BLOCK_M, block_n,
                       head_dim), warps=4, stages=stages, schedule="glws", scaling="headwise",
                       extras=(("permp",) if permute_p else ()) + (("ovl",) if overlap else ())
                       + (("pp",) if pingpong else ()) + ((f"pc{p_carry}",) if p_carry else ())
                       + (("causal",) if causal else ()) + (("lse",) if lse else ()) + (("lmma",) if l_by_mma else ())
                       + (("varlen",) if varlen else ()))
+
+
+def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, permute_p: bool = False,
+                 overlap: bool = False, pingpong: bool = False, p_carry: int = 0, causal: bool = False,
+                 lse: bool = False, out_type: str = "bf16", l_by_mma: bool = False, varlen: bool = False,
+                 description: str = ""):
+    from tritonfp8.codegen import CodegenSpec
+
+    name = _name(head_dim, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse, l_by_mma, varlen,
+                 out_type)
     sig = {"q_desc": _desc_sig((BLOCK_M, head_dim)), "k_desc": _desc_sig((block_n, head_dim)),
            "vt_desc": _desc_sig((head_dim, block_n)),
            "out": "*" + {"bf16": "bf16", "f16": "fp16", "e4m3": "fp8e4nv"}[out_type],
