@@ -22,7 +22,6 @@ VARIANTS = {  # name -> (AttnConfig(kernel="glws") fields, head dims)
     "glwsovlpc1": (dict(G, overlap=2, p_carry=1), (64, 128)),
     "glwsovlpc1perm": (dict(G, overlap=2, p_carry=1, permute_p=True), (64, 128)),
     "glwsovlpc1pp": (dict(G, overlap=2, p_carry=1, pingpong=True), (64, 128)),
-    "glwsovlpc1l": (dict(G, overlap=2, p_carry=1, row_sum_mma=True), (64, 128)),
     "glwsovl256": (dict(G, overlap=2, block_n=64), (256,)),
     "glwsovlpc1256": (dict(G, overlap=2, p_carry=1, block_n=64), (256,)),
 }

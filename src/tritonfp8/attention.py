@@ -183,8 +183,7 @@ class AttnConfig:
     only: not in the interpreter) instead of the Triton kernel. Its tile is 128 query rows x ``block_n`` keys with
     ``num_stages`` ring slots; ``overlap`` != 0 selects its overlapped loop (the softmax of block j under
     P_{j-1}·V; >= 3 stages), ``p_carry`` (0, 1) how P enters the next step there (1: fp32, no byte repacking),
-    ``pingpong`` orders the two groups' wgmma issue, ``row_sum_mma`` computes the softmax row sums on the tensor
-    core (P times a block of ones, issued with P·V: 64 FADD per block and thread fewer); ``permute_p`` as above.
+    ``pingpong`` orders the two groups' wgmma issue; ``permute_p`` as above.
     Not a default: benchmarks/NOTES.md has its measurements.
     """
 
@@ -202,7 +201,6 @@ class AttnConfig:
     kernel: str = "triton"
     p_carry: int = 0
     pingpong: bool = False
-    row_sum_mma: bool = False
 
     def __post_init__(self):
         if self.overlap not in (0, 1, 2):
@@ -215,8 +213,8 @@ class AttnConfig:
             raise ValueError(f"AttnConfig: kernel must be 'triton' or 'glws', got {self.kernel!r}")
         if self.p_carry not in (0, 1):
             raise ValueError(f"AttnConfig: p_carry must be 0 or 1, got {self.p_carry!r}")
-        if self.kernel == "triton" and (self.p_carry or self.pingpong or self.row_sum_mma):
-            raise ValueError("AttnConfig: p_carry, pingpong and row_sum_mma are options of kernel='glws'")
+        if self.kernel == "triton" and (self.p_carry or self.pingpong):
+            raise ValueError("AttnConfig: p_carry and pingpong are options of kernel='glws'")
         if self.kernel == "glws":
             if self.block_m != 128 or self.block_n not in (64, 128) or not self.v_transposed:
                 raise ValueError("AttnConfig: kernel='glws' takes block_m=128, block_n 64 or 128 and "
@@ -780,7 +778,7 @@ def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_c
         attention_gluon.launch(q8, k8, v8, out, qds, kds, vds, scale, block_n=cfg.block_n, stages=cfg.num_stages,
                                permute_p=cfg.permute_p, overlap=bool(cfg.overlap), pingpong=cfg.pingpong,
                                p_carry=cfg.p_carry, causal=bool(causal), lse=lse if return_lse else None,
-                               l_by_mma=cfg.row_sum_mma, cu_q=cu_q if prob.varlen else None, cu_k=cu_k,
+                               cu_q=cu_q if prob.varlen else None, cu_k=cu_k,
                                vt_cols=vt_cols, max_seqlen_q=prob.seqlen_q,
                                out_scale=None if out_scale is None else out_scale.reshape(-1).contiguous())
         return

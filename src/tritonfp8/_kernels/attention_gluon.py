@@ -22,9 +22,11 @@ P_CARRY (how P crosses into the next step: 0 the E4M3 A operand, 1 fp32). Measur
 795-829 TFLOPS = the Triton kernel; OVERLAP with P_CARRY 0 664-667, with PINGPONG 653. Offline SASS then showed
 why: an E4M3 operand carried across the loop's back edge is repacked byte by byte at the next P·V (136 PRMT +
 64 LOP3 per block and thread: a 682-instruction loop body against the serial 476); carrying fp32 P (P_CARRY 1)
-gives 517 with the same 66 MUFU.EX2 under P·V. L_BY_MMA moves the row sums of P onto the tensor core (P times
-a block of ones, N = 8, issued with P·V): 456 (serial form: 476 -> 415). P_CARRY 1 and L_BY_MMA are not measured
-yet.
+gives 517 with the same 66 MUFU.EX2 under P·V; measured in session 10: 743 vs the serial 823 (0.90x). The row sums
+on the tensor core (P times a block of E4M3 ones beside P·V; offline 476 -> 415 instructions in the serial loop)
+gave wrong sums on the H200 in every multi-key case although a register-A N = 8 / 16 wgmma alone computes exact
+products (tests/test_attention_gluon.py::test_wgmma_small_n_register_a): removed, cause not found (commit acd18eb
+has it as L_BY_MMA).
 
 Dense or varlen, descales per tensor or per (batch, KV head), bf16 / fp16 / E4M3 output stored by pointers
 (rows >= Sq masked). CAUSAL
@@ -81,9 +83,8 @@ def _loader(q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty
 @gluon.jit
 def _softmax(sc, m_i, l_i, cols0, qk_scale, Sk, row0, off, s_layout: gl.constexpr, p_layout: gl.constexpr,
              BLOCK_N: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr, PERMUTE_P: gl.constexpr,
-             CAUSAL: gl.constexpr, L_BY_MMA: gl.constexpr = False):
-    """Online-softmax update of one key block's scores: (m_new, l_new, alpha, P in fp32 times P_SCALE). With
-    L_BY_MMA ``l_i`` is the [64, 8] accumulator of P·1 (see :func:`_row_sum_mma`): rescaled here, summed there.
+             CAUSAL: gl.constexpr):
+    """Online-softmax update of one key block's scores: (m_new, l_new, alpha, P in fp32 times P_SCALE).
 
     MASK (blocks past the last full one, and with CAUSAL those crossing the diagonal): keys >= Sk (the next
     sequence's rows, or TMA's zero fill) and, causal bottom-right, keys > row + off (off = Sk - Sq) are
@@ -103,21 +104,8 @@ def _softmax(sc, m_i, l_i, cols0, qk_scale, Sk, row0, off, s_layout: gl.constexp
         m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
     p = gl.exp2(sc * qk_scale - (m_use - LOG2_P_SCALE)[:, None])  # P_SCALE * exp2(s - m), in [0, P_SCALE]
     alpha = gl.exp2(m_i - m_use)  # m_i = -inf on a row's first visible block: alpha = 0
-    if L_BY_MMA:
-        l_i = l_i * gl.convert_layout(alpha, gl.SliceLayout(1, l_i.type.layout))[:, None]
-    else:
-        l_i = l_i * alpha + gl.sum(p, 1)
+    l_i = l_i * alpha + gl.sum(p, 1)
     return m_new, l_i, alpha, p
-
-
-@gluon.jit
-def _row_sum_mma(p8, ones, l_acc, L_BY_MMA: gl.constexpr):
-    """L_BY_MMA: the row sums of P by the tensor core, P (64 x BLOCK_N, E4M3) times a BLOCK_N x 8 block of ones
-    into a [64, 8] fp32 accumulator (every column the same sum), issued with P·V: 64 FADD per block and thread
-    leave the softmax for 4 wgmma instructions of N = 8; the sum is over the E4M3-rounded P that P·V uses."""
-    if L_BY_MMA:
-        l_acc = warpgroup_mma(p8, ones.permute((1, 0)), l_acc, is_async=True)
-    return l_acc
 
 
 @gluon.jit
@@ -140,20 +128,19 @@ def _scores(j, q_half, k_ring, ready, s_layout: gl.constexpr, BLOCK_N: gl.conste
 
 
 @gluon.jit
-def _step(j, q_half, k_ring, v_ring, ready, empty, ones, m_i, l_i, acc, qk_scale, Sk, row0, off,
+def _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, row0, off,
           s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr,
           BLOCK_N: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr,
-          PERMUTE_P: gl.constexpr, CAUSAL: gl.constexpr, L_BY_MMA: gl.constexpr):
+          PERMUTE_P: gl.constexpr, CAUSAL: gl.constexpr):
     """One key block, serial: S_j, its softmax, then P_j·V_j (the other warp group's work is the only overlap)."""
     s = j % STAGES
     sc = warpgroup_mma_wait(num_outstanding=0, deps=(_scores(j, q_half, k_ring, ready, s_layout, BLOCK_N, STAGES),))
     m_new, l_i, alpha, p = _softmax(sc, m_i, l_i, j * BLOCK_N, qk_scale, Sk, row0, off, s_layout, p_layout,
-                                    BLOCK_N, LOG2_P_SCALE, MASK, PERMUTE_P, CAUSAL, L_BY_MMA)
+                                    BLOCK_N, LOG2_P_SCALE, MASK, PERMUTE_P, CAUSAL)
     acc = acc * gl.convert_layout(alpha, o_row_layout)[:, None]
     p8 = _p_operand(p, p_layout, BLOCK_N, PERMUTE_P)
     acc = warpgroup_mma(p8, v_ring.index(s).permute((1, 0)), acc, is_async=True)
-    l_i = _row_sum_mma(p8, ones, l_i, L_BY_MMA)
-    acc, l_i = warpgroup_mma_wait(num_outstanding=0, deps=(acc, l_i))
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
     mbarrier.arrive(empty.index(s), count=1)
     return m_new, l_i, acc
 
@@ -194,11 +181,11 @@ def _give_turn(turn, HALF: gl.constexpr, PINGPONG: gl.constexpr):
 
 
 @gluon.jit
-def _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, ones, m_i, l_i, acc, p8, qk_scale, Sk, row0,
+def _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, p8, qk_scale, Sk, row0,
                   off, n_blocks, s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr,
                   BLOCK_N: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr,
                   PERMUTE_P: gl.constexpr, HALF: gl.constexpr, PINGPONG: gl.constexpr, P_CARRY: gl.constexpr,
-                  CAUSAL: gl.constexpr, L_BY_MMA: gl.constexpr):
+                  CAUSAL: gl.constexpr):
     """Key block j, software-pipelined in the warp group (FlashAttention-3's intra-warpgroup overlap): issue S_j,
     then P_{j-1}·V_{j-1} (``p8`` = P_{j-1}); wait for S_j alone (wgmma groups retire in order), and run block j's
     softmax while the tensor core still computes P_{j-1}·V_{j-1}; then wait for it, release its slot and rescale
@@ -215,32 +202,24 @@ def _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, ones, m_i, l_i,
     sc = _scores(j, q_half, k_ring, ready, s_layout, BLOCK_N, STAGES)
     pa = _from_carry(p8, p_layout, BLOCK_N, PERMUTE_P, P_CARRY)
     acc = warpgroup_mma(pa, v_ring.index(prev).permute((1, 0)), acc, is_async=True)
-    l_i = _row_sum_mma(pa, ones, l_i, L_BY_MMA)
     _give_turn(turn, HALF, PINGPONG)
-    sc = warpgroup_mma_wait(num_outstanding=2 if L_BY_MMA else 1, deps=(sc,))
-    # with L_BY_MMA, l_i (P_{j-1}·1 in flight) is rescaled after its wait below, not in the softmax
-    m_new, l_dummy, alpha, p = _softmax(sc, m_i, gl.zeros([64], gl.float32, gl.SliceLayout(1, s_layout)) if L_BY_MMA
-                                        else l_i, j * BLOCK_N, qk_scale, Sk, row0, off, s_layout, p_layout, BLOCK_N,
-                                        LOG2_P_SCALE, MASK, PERMUTE_P, CAUSAL)
+    sc = warpgroup_mma_wait(num_outstanding=1, deps=(sc,))
+    m_new, l_i, alpha, p = _softmax(sc, m_i, l_i, j * BLOCK_N, qk_scale, Sk, row0, off, s_layout, p_layout, BLOCK_N,
+                                    LOG2_P_SCALE, MASK, PERMUTE_P, CAUSAL)
     p8 = _to_carry(p, p_layout, BLOCK_N, PERMUTE_P, P_CARRY)
     nxt = j + 1
     mbarrier.wait(ready.index(nxt % STAGES), (nxt // STAGES) & 1, pred=nxt < n_blocks)
-    acc, l_i = warpgroup_mma_wait(num_outstanding=0, deps=(acc, l_i))
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
     mbarrier.arrive(empty.index(prev), count=1)
     acc = acc * gl.convert_layout(alpha, o_row_layout)[:, None]
-    if L_BY_MMA:
-        l_i = l_i * gl.convert_layout(alpha, gl.SliceLayout(1, l_i.type.layout))[:, None]
-    else:
-        l_i = l_dummy
     return m_new, l_i, acc, p8
 
 
 @gluon.jit
-def _overlapped(q_half, k_ring, v_ring, ready, empty, turn, ones, m_i, l_i, acc, qk_scale, Sk, row0, off, n_unm,
+def _overlapped(q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, qk_scale, Sk, row0, off, n_unm,
                 n_blocks, s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr,
                 BLOCK_N: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr,
-                HALF: gl.constexpr, PINGPONG: gl.constexpr, P_CARRY: gl.constexpr, CAUSAL: gl.constexpr,
-                L_BY_MMA: gl.constexpr):
+                HALF: gl.constexpr, PINGPONG: gl.constexpr, P_CARRY: gl.constexpr, CAUSAL: gl.constexpr):
     """The overlapped loop over a program's n_blocks >= 1 key blocks (see :func:`_overlap_step`): block 0 alone
     (masked: it may be the tail or cross the diagonal), blocks 1 .. n_unm-1 unmasked, the rest masked, then the
     last P·V."""
@@ -249,42 +228,41 @@ def _overlapped(q_half, k_ring, v_ring, ready, empty, turn, ones, m_i, l_i, acc,
     _give_turn(turn, HALF, PINGPONG)
     sc = warpgroup_mma_wait(num_outstanding=0, deps=(sc,))
     m_i, l_i, alpha, p = _softmax(sc, m_i, l_i, 0, qk_scale, Sk, row0, off, s_layout, p_layout, BLOCK_N,
-                                  LOG2_P_SCALE, True, PERMUTE_P, CAUSAL, L_BY_MMA)
+                                  LOG2_P_SCALE, True, PERMUTE_P, CAUSAL)
     p8 = _to_carry(p, p_layout, BLOCK_N, PERMUTE_P, P_CARRY)
     for j in range(1, n_unm):
-        m_i, l_i, acc, p8 = _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, ones, m_i, l_i, acc, p8,
+        m_i, l_i, acc, p8 = _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, p8,
                                           qk_scale, Sk, row0, off, n_blocks, s_layout, p_layout,
                                           o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, False, PERMUTE_P,
-                                          HALF, PINGPONG, P_CARRY, CAUSAL, L_BY_MMA)
+                                          HALF, PINGPONG, P_CARRY, CAUSAL)
     if CAUSAL:  # the blocks crossing the diagonal (and the tail)
         for j in range(gl.maximum(n_unm, 1), n_blocks):
-            m_i, l_i, acc, p8 = _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, ones, m_i, l_i, acc,
+            m_i, l_i, acc, p8 = _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc,
                                               p8, qk_scale, Sk, row0, off, n_blocks, s_layout, p_layout,
                                               o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True, PERMUTE_P,
-                                              HALF, PINGPONG, P_CARRY, CAUSAL, L_BY_MMA)
+                                              HALF, PINGPONG, P_CARRY, CAUSAL)
     elif (n_unm >= 1) & (n_blocks > n_unm):  # the tail alone
-        m_i, l_i, acc, p8 = _overlap_step(n_unm, q_half, k_ring, v_ring, ready, empty, turn, ones, m_i, l_i, acc,
+        m_i, l_i, acc, p8 = _overlap_step(n_unm, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc,
                                           p8, qk_scale, Sk, row0, off, n_blocks, s_layout, p_layout,
                                           o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True, PERMUTE_P,
-                                          HALF, PINGPONG, P_CARRY, CAUSAL, L_BY_MMA)
+                                          HALF, PINGPONG, P_CARRY, CAUSAL)
     last = (n_blocks - 1) % STAGES
     _take_turn(turn, n_blocks, HALF, PINGPONG)
     pa = _from_carry(p8, p_layout, BLOCK_N, PERMUTE_P, P_CARRY)
     acc = warpgroup_mma(pa, v_ring.index(last).permute((1, 0)), acc, is_async=True)
-    l_i = _row_sum_mma(pa, ones, l_i, L_BY_MMA)
     _give_turn(turn, HALF, PINGPONG)
-    acc, l_i = warpgroup_mma_wait(num_outstanding=0, deps=(acc, l_i))
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
     mbarrier.arrive(empty.index(last), count=1)
     return m_i, l_i, acc
 
 
 @gluon.jit
-def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, ones, out, lse_ptr, qk_scale,
+def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, lse_ptr, qk_scale,
               o_scale,
               q_first, Sq, Sk, out_row0, out_col, stride_out, lse_row0, n_blocks, BLOCK_N: gl.constexpr,
               HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr,
               OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, P_CARRY: gl.constexpr, CAUSAL: gl.constexpr,
-              RETURN_LSE: gl.constexpr, L_BY_MMA: gl.constexpr):
+              RETURN_LSE: gl.constexpr):
     """Consumer (one warp group): query rows HALF*64 .. HALF*64+63 of the program's block. Both groups take the
     program's ``n_blocks`` key blocks (each slot is released by both); which of them need masks is per group:
     blocks below ``n_unm`` are whole (all keys < Sk and, causal, <= the group's first row + off)."""
@@ -300,12 +278,7 @@ def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, t
     mbarrier.wait(q_bar, 0)
     q_half = q_smem.slice(HALF * WG_M, WG_M, dim=0)
     m_i = gl.full([WG_M], float("-inf"), gl.float32, row_layout)
-    if L_BY_MMA:
-        l_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                           instr_shape=[16, 8, 32])
-        l_i = gl.zeros([WG_M, 8], gl.float32, l_layout)
-    else:
-        l_i = gl.zeros([WG_M], gl.float32, row_layout)
+    l_i = gl.zeros([WG_M], gl.float32, row_layout)
     acc = gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout)
     row0 = q_first + HALF * WG_M
     off = Sk - Sq
@@ -314,28 +287,26 @@ def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, t
         n_unm = gl.minimum(n_unm, gl.maximum(row0 + off + 1, 0) // BLOCK_N)
     if OVERLAP:
         # n_blocks >= 1: a program with no key block to read returned before the partitions started
-        m_i, l_i, acc = _overlapped(q_half, k_ring, v_ring, ready, empty, turn, ones, m_i, l_i, acc, qk_scale, Sk,
+        m_i, l_i, acc = _overlapped(q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, qk_scale, Sk,
                                     row0, off, n_unm, n_blocks, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES,
-                                    LOG2_P_SCALE, PERMUTE_P, HALF, PINGPONG, P_CARRY, CAUSAL, L_BY_MMA)
+                                    LOG2_P_SCALE, PERMUTE_P, HALF, PINGPONG, P_CARRY, CAUSAL)
     else:
         for j in range(0, n_unm):
-            m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ready, empty, ones, m_i, l_i, acc, qk_scale, Sk, row0, off,
+            m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, row0, off,
                                   s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, False, PERMUTE_P,
-                                  CAUSAL, L_BY_MMA)
+                                  CAUSAL)
         if CAUSAL:
             for j in range(n_unm, n_blocks):
-                m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ready, empty, ones, m_i, l_i, acc, qk_scale, Sk, row0,
+                m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, row0,
                                       off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True,
-                                      PERMUTE_P, CAUSAL, L_BY_MMA)
+                                      PERMUTE_P, CAUSAL)
         elif n_blocks > n_unm:
-            m_i, l_i, acc = _step(n_unm, q_half, k_ring, v_ring, ready, empty, ones, m_i, l_i, acc, qk_scale, Sk, row0,
+            m_i, l_i, acc = _step(n_unm, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, row0,
                                   off,
                                   s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True, PERMUTE_P,
-                                  CAUSAL, L_BY_MMA)
+                                  CAUSAL)
 
     # O = acc / l (P_SCALE cancels) * v_descale; a row that saw no key has l = 0 and writes 0.
-    if L_BY_MMA:
-        l_i = gl.convert_layout(gl.max(l_i, 1), row_layout)  # every column holds the row's sum
     l_o = gl.convert_layout(l_i, o_row_layout)
     inv = gl.where(l_o > 0, o_scale / l_o, 0.0)
     o = acc * inv[:, None]
@@ -375,7 +346,7 @@ def attn_fwd_glws_kernel(
     KERNEL_NAME: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, GROUP: gl.constexpr,
     STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, OVERLAP: gl.constexpr,
     PINGPONG: gl.constexpr, P_CARRY: gl.constexpr, CAUSAL: gl.constexpr, RETURN_LSE: gl.constexpr,
-    DESCALE_PER_HEAD: gl.constexpr, L_BY_MMA: gl.constexpr, VARLEN: gl.constexpr, OUT_SCALE_PER_HEAD: gl.constexpr,
+    DESCALE_PER_HEAD: gl.constexpr, VARLEN: gl.constexpr, OUT_SCALE_PER_HEAD: gl.constexpr,
     CONSUMER_REGS: gl.constexpr,
     LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
 ):
@@ -437,12 +408,6 @@ def attn_fwd_glws_kernel(
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    # L_BY_MMA: a BLOCK_N x 8 block of E4M3 ones (stored as 8 x BLOCK_N, K-major like Vᵀ) for the row sums of P
-    ones = gl.allocate_shared_memory(gl.float8e4nv, [8, BLOCK_N],
-                                     gl.NVMMASharedLayout.get_default_for([8, BLOCK_N], gl.float8e4nv))
-    if L_BY_MMA:
-        ones.store(gl.full([8, BLOCK_N], 1.0, gl.float32, gl.BlockedLayout([1, 4], [1, 32], [4, 1], [1, 0])).to(
-            gl.float8e4nv))
     gl.static_assert(OVERLAP or not PINGPONG, "ping-pong is built on the overlapped loop")
     mbarrier.init(q_bar, count=1)
     mbarrier.init(turn.index(0), count=1)
@@ -453,14 +418,12 @@ def attn_fwd_glws_kernel(
     fence_async_shared()
 
     gl.warp_specialize([
-        (_consumer, (0, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, ones, out, lse, qk_scale * dsc, o_scale,
+        (_consumer, (0, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, lse, qk_scale * dsc, o_scale,
                      q_first, Sq, Sk, q_start, h * HEAD_DIM, stride_out, lse_row0, n_blocks, BLOCK_N, HEAD_DIM, STAGES,
-                     LOG2_P_SCALE, PERMUTE_P, OVERLAP, PINGPONG, P_CARRY, CAUSAL, RETURN_LSE,
-                     L_BY_MMA)),
-        (_consumer, (1, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, ones, out, lse, qk_scale * dsc, o_scale,
+                     LOG2_P_SCALE, PERMUTE_P, OVERLAP, PINGPONG, P_CARRY, CAUSAL, RETURN_LSE)),
+        (_consumer, (1, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, lse, qk_scale * dsc, o_scale,
                      q_first, Sq, Sk, q_start, h * HEAD_DIM, stride_out, lse_row0, n_blocks, BLOCK_N, HEAD_DIM, STAGES,
-                     LOG2_P_SCALE, PERMUTE_P, OVERLAP, PINGPONG, P_CARRY, CAUSAL, RETURN_LSE,
-                     L_BY_MMA)),
+                     LOG2_P_SCALE, PERMUTE_P, OVERLAP, PINGPONG, P_CARRY, CAUSAL, RETURN_LSE)),
         (_loader, (q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty, q_start + q_first,
                    h * HEAD_DIM, k_start, hk * HEAD_DIM, v_row, v_col0, n_blocks, BLOCK_N, STAGES)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -490,7 +453,7 @@ def vt_layout(v8, permute_keys: bool = False):
 
 def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: float, *, block_n: int = 128,
            stages: int = 3, permute_p: bool = False, overlap: bool = False, pingpong: bool = False,
-           p_carry: int = 0, causal: bool = False, lse=None, l_by_mma: bool = False, cu_q=None, cu_k=None,
+           p_carry: int = 0, causal: bool = False, lse=None, cu_q=None, cu_k=None,
            vt_cols=None, max_seqlen_q: int = 0, out_scale=None, warmup: bool = False):
     """out (B, Sq, Hq, D) bf16 = attention of E4M3 q8 (B, Sq, Hq, D), k8 (B, Sk, Hkv, D) and ``vt`` from
     :func:`vt_layout` (``permute_keys=permute_p``); descales fp32, (B, Hkv) contiguous or one element each (per
@@ -522,7 +485,7 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
     q_desc = desc(q8.view(rows_q, Hq * D), [BLOCK_M, D])
     k_desc = desc(k8.view(rows_k, Hkv * D), [block_n, D])
     vt_desc = desc(vt.view(-1, vt.shape[-1]), [D, block_n])
-    name = _name(D, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse is not None, l_by_mma, varlen,
+    name = _name(D, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse is not None, varlen,
                  {torch.bfloat16: "bf16", torch.float16: "f16", torch.float8_e4m3fn: "e4m3"}[out.dtype]).build()
     fp8_out = out.dtype == torch.float8_e4m3fn
     assert out_scale is not None or not fp8_out, "launch: an E4M3 output needs out_scale"
@@ -533,7 +496,7 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
     kw = dict(KERNEL_NAME=name, BLOCK_N=block_n, HEAD_DIM=D, GROUP=Hq // Hkv, STAGES=stages, LOG2_P_SCALE=8,
               PERMUTE_P=permute_p, OVERLAP=overlap, PINGPONG=pingpong, P_CARRY=p_carry,
               CAUSAL=causal, RETURN_LSE=lse is not None, DESCALE_PER_HEAD=q_descale.numel() > 1,
-              L_BY_MMA=l_by_mma, VARLEN=varlen, OUT_SCALE_PER_HEAD=fp8_out and out_scale.numel() > 1,
+              VARLEN=varlen, OUT_SCALE_PER_HEAD=fp8_out and out_scale.numel() > 1,
               CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS,
               num_warps=4)
     if warmup:
@@ -551,7 +514,7 @@ def _desc_sig(block: tuple[int, int]) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _name(head_dim, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse, l_by_mma, varlen, out_type):
+def _name(head_dim, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse, varlen, out_type):
     """The KernelName of one configuration (cached: :func:`launch` asks for it on every call; ``.build()`` then
     applies the naming mode in force)."""
     from tritonfp8.naming import KernelName
@@ -560,17 +523,17 @@ def _name(head_dim, block_n, stages, permute_p, overlap, pingpong, p_carry, caus
                       head_dim), warps=4, stages=stages, schedule="glws", scaling="headwise",
                       extras=(("permp",) if permute_p else ()) + (("ovl",) if overlap else ())
                       + (("pp",) if pingpong else ()) + ((f"pc{p_carry}",) if p_carry else ())
-                      + (("causal",) if causal else ()) + (("lse",) if lse else ()) + (("lmma",) if l_by_mma else ())
+                      + (("causal",) if causal else ()) + (("lse",) if lse else ())
                       + (("varlen",) if varlen else ()))
 
 
 def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, permute_p: bool = False,
                  overlap: bool = False, pingpong: bool = False, p_carry: int = 0, causal: bool = False,
-                 lse: bool = False, out_type: str = "bf16", l_by_mma: bool = False, varlen: bool = False,
+                 lse: bool = False, out_type: str = "bf16", varlen: bool = False,
                  description: str = ""):
     from tritonfp8.codegen import CodegenSpec
 
-    name = _name(head_dim, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse, l_by_mma, varlen,
+    name = _name(head_dim, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse, varlen,
                  out_type)
     sig = {"q_desc": _desc_sig((BLOCK_M, head_dim)), "k_desc": _desc_sig((block_n, head_dim)),
            "vt_desc": _desc_sig((head_dim, block_n)),
@@ -580,7 +543,7 @@ def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, pe
            "Hkv": "i32", "stride_out": "i32", "cu_q": "*i32", "cu_k": "*i32", "vt_cols": "*i32", "num_m_blocks": "i32"}
     const = dict(BLOCK_N=block_n, HEAD_DIM=head_dim, GROUP=4, STAGES=stages, LOG2_P_SCALE=8, PERMUTE_P=permute_p,
                  OVERLAP=overlap, PINGPONG=pingpong, P_CARRY=p_carry, CAUSAL=causal, RETURN_LSE=lse,
-                 DESCALE_PER_HEAD=True, L_BY_MMA=l_by_mma, VARLEN=varlen, OUT_SCALE_PER_HEAD=True,
+                 DESCALE_PER_HEAD=True, VARLEN=varlen, OUT_SCALE_PER_HEAD=True,
                  CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
     for k in const:
         sig[k] = "constexpr"
@@ -610,11 +573,6 @@ def codegen_specs() -> dict:
         "attn_glws_hd128_ovlpc1_causal_lse": codegen_spec(overlap=True, p_carry=1, causal=True, lse=True,
                                                           description="Gluon FP8 attention forward, hd128, "
                                                                       "overlapped, causal, lse output"),
-        "attn_glws_hd128_ovlpc1_lmma": codegen_spec(overlap=True, p_carry=1, l_by_mma=True,
-                                                    description="Gluon FP8 attention forward, hd128, overlapped, "
-                                                                "fp32 P carry, row sums by the tensor core"),
-        "attn_glws_hd128_lmma": codegen_spec(l_by_mma=True, description="Gluon FP8 attention forward, hd128, "
-                                                                        "serial, row sums by the tensor core"),
         "attn_glws_hd128_ovlpc1_varlen_causal": codegen_spec(overlap=True, p_carry=1, varlen=True, causal=True,
                                                              lse=True, description="Gluon FP8 attention forward, "
                                                              "hd128, overlapped, varlen, causal, lse"),

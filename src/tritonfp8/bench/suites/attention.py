@@ -109,16 +109,17 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "lazy256": (dict(lazy_rescale=True), (256,)),
     # The warp-specialized Gluon forward (AttnConfig(kernel="glws"), _kernels/attention_gluon.py): 128 query rows
     # per program in two consumer warp groups. glws: the serial loop; pc1: the overlapped loop with fp32 P carried
-    # into the next step; pp: with ping-pong between the groups; perm: keys permuted in P and Vᵀ; l: the row sums
-    # on the tensor core.
+    # into the next step; pp: with ping-pong between the groups; perm: keys permuted in P and Vᵀ. hd256 (128 x 64
+    # tiles): glws256 overlapped + pc1, s4 with 4 stages, pp with ping-pong, ser the serial loop.
     "glws": (dict(_GLWS, num_stages=3), (64, 128)),
     "glwsperm": (dict(_GLWS, num_stages=3, permute_p=True), (64, 128)),
     "glwspc1": (dict(_GLWS, num_stages=3, overlap=2, p_carry=1), (64, 128)),
     "glwspc1pp": (dict(_GLWS, num_stages=3, overlap=2, p_carry=1, pingpong=True), (64, 128)),
     "glwsovl": (dict(_GLWS, num_stages=3, overlap=2), (64, 128)),
-    "glwspc1l": (dict(_GLWS, num_stages=3, overlap=2, p_carry=1, row_sum_mma=True), (64, 128)),
-    "glwsl": (dict(_GLWS, num_stages=3, row_sum_mma=True), (64, 128)),
     "glws256": (dict(_GLWS, block_n=64, num_stages=3, overlap=2, p_carry=1), (256,)),
+    "glws256s4": (dict(_GLWS, block_n=64, num_stages=4, overlap=2, p_carry=1), (256,)),
+    "glws256pp": (dict(_GLWS, block_n=64, num_stages=3, overlap=2, p_carry=1, pingpong=True), (256,)),
+    "glws256ser": (dict(_GLWS, block_n=64, num_stages=3), (256,)),
 }
 DEFAULT_VARIANTS = ("vonchip", "prev128", "prev64", "prev256", "s3")
 QUICK_VARIANTS = ("vonchip", "noperm")
