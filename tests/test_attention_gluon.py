@@ -377,3 +377,41 @@ def test_wgmma_small_n_register_a(n, b_kind, dual):
     torch.testing.assert_close(out.cpu(), a @ b.T, rtol=0, atol=0)
     if dual:
         torch.testing.assert_close(out2.cpu(), a @ b2.T, rtol=0, atol=0)
+
+
+def test_default_config_choice_cpu():
+    """Without a compiled sm_90 run the default stays the Triton kernel (the interpreter's tiles on CPU)."""
+    from tritonfp8.attention import GLWS_DEFAULTS, _default_config_for, _INTERPRETER_CONFIG, default_config
+    from tritonfp8._backend import interpreting
+
+    assert GLWS_DEFAULTS[256].kernel == "glws" and GLWS_DEFAULTS[256].block_n == 64
+    for d in (64, 100, 128, 200, 256):
+        cfg = _default_config_for(torch.device("cpu"), d)
+        assert cfg.kernel == "triton"
+        if interpreting():
+            assert cfg == _INTERPRETER_CONFIG
+    assert default_config(256).kernel == "triton"
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
+def test_default_hd256_is_the_gluon_forward(causal):
+    """On sm_90 attention() at hd256 (and a padded D in (128, 256)) runs GLWS_DEFAULTS[256]: bit-equal to the
+    explicit config, and within test_attention.py's rule of the reference; hd128 stays on the Triton kernel."""
+    from test_attention import check_out, fp8_inputs
+    from tritonfp8._backend import arch_of
+    from tritonfp8.attention import GLWS_DEFAULTS, _default_config_for, attention, attention_torch
+
+    dev = torch.device("cuda")
+    if arch_of(dev) != 90:
+        pytest.skip("the Gluon default applies to sm_90")
+    assert _default_config_for(dev, 256) == GLWS_DEFAULTS[256] == _default_config_for(dev, 160)
+    assert _default_config_for(dev, 128).kernel == "triton"
+    b, sq, sk, hq, hkv, d = 2, 333, 300, 4, 2, 256
+    gen = torch.Generator().manual_seed(11 + causal)
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((b, sq, hq, d), (b, sk, hkv, d), hkv, b, True, gen, "cuda")
+    kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
+    out = attention(q8, k8, v8, **kw)
+    assert torch.equal(out, attention(q8, k8, v8, config=GLWS_DEFAULTS[256], **kw))
+    check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))

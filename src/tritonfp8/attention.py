@@ -237,7 +237,8 @@ _SUPPORTED_D = (64, 128, 256)
 
 
 def default_config(head_dim: int) -> AttnConfig:
-    """The launch config for a head dim (64, 128 or 256) on sm_90.
+    """The Triton kernel's launch config for a head dim (64, 128 or 256) on sm_90 (``attention``'s default except
+    where :data:`GLWS_DEFAULTS` has the head dim).
 
     Measured on the H200 (benchmarks/results/attention-nvidia-h200-20261129-113800.json, the variants timed
     interleaved against the previous defaults, S = 2048..8192):
@@ -645,7 +646,8 @@ def attention(
     float8_e4m3fn with ``out_scale`` (fp32, () or (B, Hq), a dequantization factor: out ≈ out_fp8.float() *
     out_scale; values saturate at ±448). ``return_lse`` also returns the natural-log log-sum-exp of the scaled
     scores, fp32, (B, Hq, Sq) dense / (Hq, total_q) varlen. ``config`` pins the kernel's tile and schedule
-    (tests, benchmarks); by default :func:`default_config` decides.
+    (tests, benchmarks); by default the measured choice per head dim is made: the Gluon warp-specialized forward
+    at hd256 on sm_90 (:data:`GLWS_DEFAULTS`), the Triton kernel with :func:`default_config` otherwise.
 
     Runs the sm_90 TMA + wgmma kernel on Hopper, the same kernel in the Triton interpreter for CPU tensors under
     ``TRITON_INTERPRET=1``; other GPUs get a BF16 SDPA fallback with a one-time warning.
@@ -684,9 +686,24 @@ def _check_config_for(cfg: AttnConfig, prob: _Problem, device: torch.device, out
         raise ValueError(f"config: kernel='glws' does not support {why}; use the default kernel='triton'")
 
 
+# Where the warp-specialized Gluon forward measured faster than the Triton kernel it is the default on sm_90
+# (compiled runs only; the interpreter and other GPUs keep the Triton kernel). hd256: 128 x 64 tiles, the
+# overlapped loop with fp32 P carried, 3 stages. H200, B4 H8 S8192, interleaved with the Triton kernel's
+# default in the same runs: dense 929 vs 862 TFLOPS (five rounds, every one faster: 2.27-2.47 vs 2.51-2.57 ms;
+# attention-nvidia-h200-20261202-044221.json) and 904 vs 847 (042400.json); causal 839 vs 813 and 849 vs 812.
+GLWS_DEFAULTS = {256: AttnConfig(kernel="glws", block_m=128, block_n=64, num_warps=8, num_stages=3, overlap=2,
+                                 p_carry=1, permute_p=False)}
+
+
 def _default_config_for(device: torch.device, d: int) -> AttnConfig:
+    """The config ``attention`` runs without ``config=``: :data:`GLWS_DEFAULTS` on a compiled sm_90 run where it
+    has an entry, else the Triton kernel's :func:`default_config` (the interpreter's small tiles for CPU tests)."""
     d_pad = next(x for x in _SUPPORTED_D if x >= d)
-    return _INTERPRETER_CONFIG if interpreting() and device.type == "cpu" else default_config(d_pad)
+    if interpreting() and device.type == "cpu":
+        return _INTERPRETER_CONFIG
+    if d_pad in GLWS_DEFAULTS and device.type == "cuda" and not interpreting() and arch_of(device) == 90:
+        return GLWS_DEFAULTS[d_pad]
+    return default_config(d_pad)
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,8 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     # into the next step; pp: with ping-pong between the groups; perm: keys permuted in P and Vᵀ. hd256 (128 x 64
     # tiles): glws256 overlapped + pc1, s4 with 4 stages, pp with ping-pong, ser the serial loop.
     "glws": (dict(_GLWS, num_stages=3), (64, 128)),
+    # the Triton kernel's default_config (at hd256 the default is the Gluon forward: attention.GLWS_DEFAULTS)
+    "triton": ({}, (256,)),
     "glwsperm": (dict(_GLWS, num_stages=3, permute_p=True), (64, 128)),
     "glwspc1": (dict(_GLWS, num_stages=3, overlap=2, p_carry=1), (64, 128)),
     "glwspc1pp": (dict(_GLWS, num_stages=3, overlap=2, p_carry=1, pingpong=True), (64, 128)),
