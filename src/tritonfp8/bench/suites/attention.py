@@ -112,6 +112,10 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     # into the next step; pp: with ping-pong between the groups; perm: keys permuted in P and Vᵀ. hd256 (128 x 64
     # tiles): glws256 overlapped + pc1, s4 with 4 stages, pp with ping-pong, ser the serial loop.
     "glws": (dict(_GLWS, num_stages=3), (64, 128)),
+    # 128 x 64 tiles at hd64 / hd128 (the hd256 winner's shape): serial, overlapped + pc1, and with 4 stages
+    "glws64": (dict(_GLWS, block_n=64, num_stages=3), (64, 128)),
+    "glws64pc1": (dict(_GLWS, block_n=64, num_stages=3, overlap=2, p_carry=1), (64, 128)),
+    "glws64pc1s4": (dict(_GLWS, block_n=64, num_stages=4, overlap=2, p_carry=1), (64, 128)),
     # the Triton kernel's default_config (at hd256 the default is the Gluon forward: attention.GLWS_DEFAULTS)
     "triton": ({}, (256,)),
     "glwsperm": (dict(_GLWS, num_stages=3, permute_p=True), (64, 128)),
