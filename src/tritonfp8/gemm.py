@@ -266,6 +266,13 @@ _PLANS: dict[tuple, _Plan] = {}
 _PLAN_CACHE_SIZE = 512
 
 
+def _pad_k(t: torch.Tensor, k: int) -> torch.Tensor:
+    """(rows, k) FP8 -> a contiguous (rows, round16(k)) copy, zero columns appended."""
+    p = torch.zeros((t.shape[0], -(-k // 16) * 16), device=t.device, dtype=t.dtype)
+    p[:, :k] = t
+    return p
+
+
 def _plan_key(a, b, scale_a, scale_b, out_dtype, bias, activation, accumulate, out, config) -> tuple:
     from tritonfp8._kernels.gemm_configs import pinned
 
@@ -336,6 +343,8 @@ def gemm(
     activation: None, "relu", "gelu" (exact erf form) or "silu". accumulate: "fast" or "precise" (see module doc).
     out: optional (..., N) contiguous tensor of ``out_dtype`` to write into. config: pin a kernel configuration
     (tests, tuning); normally chosen from the tuned table of this GPU or the heuristics.
+    K not a multiple of 16: a and b are copied with zero columns up to one (TMA's 16-byte rows; a copy of both per
+    call: pad a weight once to avoid it). N must be a multiple of 16 (ValueError otherwise).
     Returns a (..., N) tensor of ``out_dtype``.
     """
     try:
@@ -366,10 +375,6 @@ def _gemm(a, b, scale_a, scale_b, *, out_dtype, bias, activation, accumulate, ou
     N = b.shape[0]
     if b.shape[1] != K:
         raise ValueError(f"b: expected (N, K) with K = {K} (a's last dim), got shape {tuple(b.shape)}")
-    if K % 16:
-        raise ValueError(
-            f"a: K = {K} must be a multiple of 16 (TMA needs 16-byte aligned rows); pad a and b with zero columns"
-        )
     if N % 16:
         raise ValueError(
             f"b: N = {N} must be a multiple of 16 (TMA needs 16-byte aligned output rows); pad b with zero rows"
@@ -437,10 +442,15 @@ def _gemm(a, b, scale_a, scale_b, *, out_dtype, bias, activation, accumulate, ou
         out2.copy_(_activation_torch(c, activation))
         return out
     a2 = a.reshape(M, K)
-    # A contiguous tensor can still start off 16-byte alignment (a storage offset): clone() then, not contiguous().
-    if not _tma_ready(a2):
-        a2 = a2.clone(memory_format=torch.contiguous_format)
-    b2 = b if _tma_ready(b) else b.clone(memory_format=torch.contiguous_format)
+    if K % 16:
+        # TMA needs 16-byte aligned rows: a and b are copied with zero columns up to a multiple of 16 (zeros add
+        # nothing to any product; the scale shapes do not change: ceil(K16 / 128) = ceil(K / 128)).
+        a2, b2, K = _pad_k(a2, K), _pad_k(b, K), -(-K // 16) * 16
+    else:
+        # A contiguous tensor can still start off 16-byte alignment (a storage offset): clone(), not contiguous().
+        if not _tma_ready(a2):
+            a2 = a2.clone(memory_format=torch.contiguous_format)
+        b2 = b if _tma_ready(b) else b.clone(memory_format=torch.contiguous_format)
 
     if device.type == "cuda" and not _backend.has_fp8_tensor_cores(device):
         _backend.warn_once(
