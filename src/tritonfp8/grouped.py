@@ -31,8 +31,8 @@ Scales are fp32 *dequantization* factors (``x ≈ x_fp8.float() * scale``), Kb =
 - ``bias``: ``(G, N)`` (one per expert and output channel), out_dtype or fp32.
 
 Block scales are applied per 128-wide K step in fp32 (precise accumulation), as in :func:`tritonfp8.gemm`.
-Requirements: K and N multiples of 16 (TMA; a ValueError otherwise: unlike :func:`tritonfp8.gemm`, no K padding: pad the expert weights once); b is read as the (G*N, K) view (copied
-when not contiguous). The kernel is the one GEMM kernel (``tritonfp8/_kernels/gemm.py``, ``GROUPED`` switch).
+Requirements: K and N multiples of 16 (TMA; a ValueError otherwise: unlike :func:`tritonfp8.gemm`, K is not padded
+here: pad the expert weights once); b is read as the (G*N, K) view (copied when not contiguous). The kernel is the one GEMM kernel (``tritonfp8/_kernels/gemm.py``, ``GROUPED`` switch).
 """
 
 from __future__ import annotations
