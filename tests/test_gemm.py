@@ -487,6 +487,30 @@ def test_bench_suite_runs_and_saves(cpu_tools, tmp_path):
             assert r["ours_gbps"] > 0
 
 
+def test_bench_suite_block_scaling_has_both_cublas_peers(cpu_tools, tmp_path, monkeypatch):
+    """--scaling block: ours vs cuBLAS blockwise and vs per-tensor cuBLAS on the same shape (issue 4's two peers),
+    with each one's error. torch's CPU _scaled_mm has no blockwise mode: off the GPU the blockwise peer is a
+    stand-in (the fp64 reference rounded to bf16), so the suite's bookkeeping is what is tested here."""
+    import argparse
+
+    from tritonfp8.bench.suites import gemm as suite
+
+    if not torch.cuda.is_available():
+        monkeypatch.setattr(suite, "cublas_block", lambda bs: (lambda: bs.ref().to(torch.bfloat16)))
+
+    args = argparse.Namespace(quick=True, repeats=1, out=str(tmp_path), no_save=False, profile=False,
+                              shapes="80x256x384", modes="fast", variants="", no_bf16=True, name_ab=None,
+                              scaling="block")
+    suite.run(args)
+    data = json.loads(next(tmp_path.glob("*.json")).read_text())
+    rows = [r for r in data["rows"] if r["mode"] == "block"]
+    assert len(rows) == 1, data.get("notes")
+    r = rows[0]
+    assert r["peer"] == "cublas_block" and r["err"] <= r["err_bound"]
+    assert r["tensor_peer_tflops"] > 0 and r["vs_cublas_tensor"] > 0 and r["tensor_peer_err"] < 0.05
+    assert math.isclose(r["cublas_block_vs_tensor"], r["peer_tflops"] / r["tensor_peer_tflops"])
+
+
 def test_misaligned_out_and_fp32_refit(device):
     """A contiguous ``out`` starting 2 bytes into its storage (TMA needs 16) is written through a temporary; a table
     config tuned for bf16 output is refitted to fewer stages for fp32 output."""

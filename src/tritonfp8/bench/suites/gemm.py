@@ -21,7 +21,9 @@ Block scaling (``--scaling block``, issue 4): ours with 1x128 scales of a (M, K/
 accumulation), on the same shapes (the issue's dense set unless ``--shapes``). cuBLAS takes scale_a stored
 outer-dim-major (stride (1, M)) and scale_b as the (K/128, N/128) view of the (N/128, K/128) tensor (see
 /work/shared/HOPPER-FP8-NOTES.md); ours reads the same scale tensors in place. Errors against the fp64 product of the
-block-dequantized inputs; bound: ``error_bound(bf16, K, "precise")``.
+block-dequantized inputs; bound: ``error_bound(bf16, K, "precise")``. The same rounds also time per-tensor cuBLAS
+(fast accumulation) on each shape: ``x cuBLAS tensor`` is ours with block scales against it, and
+``cublas_block_vs_tensor`` what the block scales cost cuBLAS.
 
 Targets (H200, issue 3): fast geomean >= 1.05x (no shape < 0.95x); rowwise geomean >= 1.0x; precise >= 0.95x with
 error <= 1.1x cuBLAS exact's; M <= 64: >= 1.0x.
@@ -243,6 +245,9 @@ def run(args) -> int:
         if block:
             fns["ours_block"] = lambda p=p, bs=bs: gemm(p.a, p.b, bs.sa, bs.sb, out=p.out)
             fns["cublas_block"] = cublas_block(bs)
+            # Issue 4's second peer: per-tensor cuBLAS (fast accumulation) on the same shape, the speed block
+            # scaling is measured against (what the block scales cost cuBLAS, and us).
+            fns["cublas_tensor"] = cublas(p, fast=True)
         if "fast" in modes:
             fns["ours_fast"] = lambda p=p: gemm(p.a, p.b, p.sa, p.sb, out=p.out)
             fns["cublas_fast"] = cublas(p, fast=True)
@@ -324,6 +329,11 @@ def run(args) -> int:
                 r["ours_gbps"] = H.gbps(p.bytes, med[ours_key])
                 r["peer_gbps"] = H.gbps(p.bytes, med[peer_key])
                 r["pct_hbm"] = H.pct(r["ours_gbps"] / 1000.0, hbm)
+            if mode == "block" and "cublas_tensor" in times:
+                vt = H.compare(times[ours_key], times["cublas_tensor"])
+                r.update(tensor_peer_tflops=tf["cublas_tensor"], tensor_peer_err=errs.get("cublas_tensor"),
+                         vs_cublas_tensor=vt.ratio, vs_cublas_tensor_lo=vt.lo, vs_cublas_tensor_hi=vt.hi,
+                         cublas_block_vs_tensor=tf[peer_key] / tf["cublas_tensor"])
             if "bf16_matmul" in tf:
                 r["bf16_tflops"] = tf["bf16_matmul"]
                 r["bf16_err"] = errs.get("bf16_matmul")
@@ -347,6 +357,9 @@ def run(args) -> int:
             H.Column("ratio", "ratio", "{:.3f}"), H.Column("verdict"), H.Column("vs_default", "vs default", "{:.3f}"), H.Column("pct_peak", "% peak", "{:.0f}"),
             H.Column("err", "err", "{:.2e}"), H.Column("peer_err", "cuBLAS err", "{:.2e}"),
             H.Column("ours_gbps", "GB/s", "{:.0f}"), H.Column("bf16_tflops", "bf16 TFLOPS", "{:.0f}")]
+    if block:
+        cols += [H.Column("tensor_peer_tflops", "cuBLAS tensor TFLOPS", "{:.0f}"),
+                 H.Column("vs_cublas_tensor", "x cuBLAS tensor", "{:.3f}")]
     H.print_table(rows, cols, title=f"bench gemm on {gpu} (ratio = cuBLAS ms / ours ms; > 1: ours faster)",
                   console=console)
     summary = []
@@ -359,7 +372,8 @@ def run(args) -> int:
              "min_ratio": min(r["ratio"] for r in rs), "below_0.95": sum(r["ratio"] < 0.95 for r in rs),
              "geomean_ratio_m_le_64": _geomean([r["ratio"] for r in small]),
              "max_err_vs_peer": max((r.get("err_vs_peer") or 0) for r in rs),
-             "geomean_vs_default": _geomean([r.get("vs_default") for r in rs])}
+             "geomean_vs_default": _geomean([r.get("vs_default") for r in rs]),
+             "geomean_vs_cublas_tensor": _geomean([r.get("vs_cublas_tensor") for r in rs])}
         summary.append(s)
     summary_cols = [
         H.Column("mode", justify="left"), H.Column("shapes"), H.Column("geomean_ratio", "geomean ratio", "{:.3f}"),
@@ -367,6 +381,7 @@ def run(args) -> int:
         H.Column("geomean_ratio_m_le_64", "M<=64 geomean", "{:.3f}"),
         H.Column("max_err_vs_peer", "max err / cuBLAS err", "{:.2f}"),
         H.Column("geomean_vs_default", "vs default", "{:.3f}"),
+        H.Column("geomean_vs_cublas_tensor", "x cuBLAS tensor", "{:.3f}"),
     ]
     H.print_table(summary, summary_cols, title="summary", console=console)
 
@@ -387,6 +402,7 @@ def run(args) -> int:
             H.plot_bars(w.png_path, [r["shape"] for r in fast],
                         {f"tritonfp8 {main}": [r["ours_tflops"] for r in fast],
                          f"cuBLAS {main}": [r["peer_tflops"] for r in fast],
+                         **({"cuBLAS per-tensor": [r.get("tensor_peer_tflops") for r in fast]} if block else {}),
                          **({"BF16 matmul": [r.get("bf16_tflops") for r in fast]} if not args.no_bf16 else {})},
                         ylabel="TFLOPS", title=f"FP8 GEMM on {gpu}", hline=(peak, "FP8 dense peak") if peak else None)
         console.print(f"wrote {w.json_path}" + (f" and {w.png_path}" if fast else ""))
