@@ -1,0 +1,89 @@
+"""Prepared in session 10 (not run yet): Nsight Compute profiles of the two open "same kernel, slower form" pairs,
+to name the limiting factor the timing runs could not:
+
+- GEMM (issue 4): the library's default for 4096x7168x16384 with block scales vs in precise mode (both the Gluon
+  kernel on 128x256 tiles, gemm-nvidia-h200-20261202-051652.json / -000309.json). Block runs 10-15% slower (s8 call 6) while its inner K loop has only 23 more
+  instructions per K block offline (212 vs 189: 2 LDS of a's scale column, 10 IMAD, 4 FMUL).
+- Attention (issue 5): the Gluon forward's serial loop vs its FA3-style overlapped loop with fp32 P carried, hd128,
+  B2 H16 S8192 (0.90x in s10 call 2 although offline the softmax's MUFU.EX2 run under P·V).
+
+Usage on the device: ``python3 scripts/gpu_profile_pairs.py`` (the parent runs itself under ncu through the
+library's harness, prints a table per kernel: duration, SM / memory throughput, tensor-pipe %, top stall reasons,
+and writes JSON under $OUT). ``--child`` is the profiled process: it warms every case up, then runs each once
+between ``torch.cuda.profiler.start()`` and ``stop()``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+
+import torch
+
+
+def _cases():
+    from tritonfp8 import gemm
+    from tritonfp8.attention import AttnConfig, kernel_only_fn
+
+    dev = "cuda"
+    M, N, K = 4096, 7168, 16384
+    a = torch.randn(M, K, device=dev).to(torch.float8_e4m3fn)
+    b = torch.randn(N, K, device=dev).to(torch.float8_e4m3fn)
+    sa_blk = torch.rand(M, K // 128, device=dev) + 0.5
+    sb_blk = torch.rand(N // 128, K // 128, device=dev) + 0.5
+    one = torch.tensor(1.0, device=dev)
+    out = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
+    cases = {
+        "gemm_glws_precise_4096x7168x16384": lambda: gemm(a, b, one, one, accumulate="precise", out=out),
+        "gemm_glws_block_4096x7168x16384": lambda: gemm(a, b, sa_blk, sb_blk, out=out),
+    }
+    B, H, S, D = 2, 16, 8192, 128
+    q, k, v = (torch.randn(B, S, H, D, device=dev).to(torch.float8_e4m3fn) for _ in range(3))
+    ones = torch.ones((), device=dev)
+    kw = dict(q_descale=ones, k_descale=ones, v_descale=ones)
+    glws = dict(kernel="glws", block_m=128, block_n=128, maxnreg=None, permute_p=False, num_stages=3)
+    cases["attn_glws_serial_hd128_S8192"] = kernel_only_fn(q, k, v, config=AttnConfig(**glws), **kw)
+    cases["attn_glws_ovl_pc1_hd128_S8192"] = kernel_only_fn(
+        q, k, v, config=AttnConfig(**glws, overlap=2, p_carry=1), **kw)
+    return cases
+
+
+def child() -> int:
+    cases = _cases()
+    for fn in cases.values():  # compile and warm up outside the profiled window
+        fn()
+        fn()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    for fn in cases.values():
+        fn()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+    print(json.dumps(list(cases)))
+    return 0
+
+
+def parent() -> int:
+    from tritonfp8.bench import harness
+
+    res = harness.profile_with_ncu([sys.executable, os.path.abspath(__file__), "--child"], timeout=540)
+    harness.print_ncu_result(res, "gemm precise vs block, attention serial vs overlapped", harness.make_console())
+    out = os.environ.get("OUT")
+    if out:
+        rows = [dict(k.__dict__) for k in res.kernels]
+        for r in rows:
+            r["stalls"] = [list(s) for s in r.get("stalls", [])]
+        with open(os.path.join(out, "profile-pairs.json"), "w") as f:
+            json.dump({"ok": res.ok, "message": res.message, "command": res.command, "kernels": rows,
+                       "log_tail": res.log[-4000:]}, f, indent=1,
+                      default=lambda x: None if isinstance(x, float) and math.isnan(x) else str(x))
+    return 0 if res.ok else 1
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--child", action="store_true", help="the profiled process (run by the parent under ncu)")
+    sys.exit(child() if p.parse_args().child else parent())
