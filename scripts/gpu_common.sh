@@ -1,5 +1,6 @@
 # Shared preamble of the device scripts (source it from the repo root): the package from src/, the carried wheels
-# (.whl/, e.g. cudnn-frontend for the attention peer) installed into /tmp/site, and `el` to log elapsed seconds.
+# (.whl/, filled by scripts/fetch_wheels.sh: cudnn-frontend for the attention peer, pytest-xdist) installed into
+# /tmp/site, and `el` to log elapsed seconds.
 set -u
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
 if ls .whl/*.whl >/dev/null 2>&1; then
