@@ -24,11 +24,11 @@ def interpreting() -> bool:
 
 
 class Switch:
-    """An on/off setting: on unless the environment variable ``env`` is "0" at import; switchable at run time
-    (tests, A/B timing)."""
+    """An on/off setting: ``default`` unless the environment variable ``env`` is set ("0" off, anything else on) at
+    import; switchable at run time (tests, A/B timing)."""
 
-    def __init__(self, env: str):
-        self.on = os.environ.get(env, "1") != "0"
+    def __init__(self, env: str, default: bool = True):
+        self.on = os.environ.get(env, "1" if default else "0") != "0"
 
     def get(self) -> bool:
         return self.on

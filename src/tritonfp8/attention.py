@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 import torch
 import triton
 
+from tritonfp8 import _backend
 from tritonfp8._backend import arch_of, check_device, interpreting, is_hopper, warn_once
 from tritonfp8._formats import E4M3, short_name
 from tritonfp8.naming import KernelName
@@ -785,6 +786,21 @@ def kernel_only_fn(q, k, v, *, causal=False, softmax_scale=None, q_descale=None,
     return lambda: _run_prepared(prep, prob, cfg, causal, scale, out_dtype, out_scale, False)
 
 
+# Prepared in session 10, off by default until its GPU test and timing have run (tests/test_attention_launch.py,
+# scripts/gpu_run71.sh): the Triton forward launched through _launch (Triton's dispatch skipped on repeat calls, as
+# the GEMM and decode do). At B8 H16 S2048 causal the public call took 394 us against the kernel's 223 us in
+# attention-nvidia-h200-20261202-042400.json (dense: 440 vs 370 us): consistent with ~0.4 ms of host time per call.
+_FAST_FWD = _backend.Switch("TRITONFP8_ATTN_FAST_LAUNCH", default=False)
+
+
+def _fwd_launcher():
+    from tritonfp8 import _launch
+
+    if _FAST_FWD.on:
+        return _launch.launch
+    return lambda fn, grid, *args, **kwargs: fn[grid](*args, **kwargs)
+
+
 def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_cols, prob: _Problem,
                 cfg: AttnConfig, causal, scale, per_head, return_lse, d):
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -825,7 +841,8 @@ def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_c
     name = kernel_name_of(arch_of(q8.device), d, causal, cfg, varlen=prob.varlen, out_short=out_short,
                           per_head=per_head, lse=return_lse).build()
     grid = (num_m_blocks, b * hq)
-    attn_fwd_kernel[grid](
+    _fwd_launcher()(
+        attn_fwd_kernel, grid,
         q_desc, k_desc, v_desc, out, lse, qds, kds, vds, os_arg,
         cu_q if prob.varlen else dummy_cu, cu_k if prob.varlen else dummy_cu,
         vt_cols if vt_cols is not None else dummy_cu,
