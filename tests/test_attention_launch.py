@@ -2,7 +2,8 @@
 off by default: ``attention._FAST_FWD`` / TRITONFP8_ATTN_FAST_LAUNCH).
 
 GPU: outputs bit-equal to Triton's own launch on the first (compiling) and the repeat (cached) call, for dense,
-causal + lse, varlen and E4M3-output forms. CPU: the switch's default and that the interpreter ignores it.
+causal + lse, varlen, E4M3-output and bf16-input (quantize kernels) forms, the Triton kernel and the Gluon forward
+(hd256's default) alike. CPU: the switch's default and that the interpreter ignores it.
 """
 
 from __future__ import annotations
@@ -37,14 +38,15 @@ def test_switch_default_off_and_interpreter_path():
 
 @requires_gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("form", ["dense", "causal_lse", "varlen", "e4m3_out", "hd256_triton"])
+@pytest.mark.parametrize("form", ["dense", "causal_lse", "varlen", "e4m3_out", "hd256_triton", "hd256_gluon",
+                                  "bf16_in"])
 def test_fast_launch_is_bit_equal(form):
     from test_attention import fp8_inputs
 
     A = importlib.import_module("tritonfp8.attention")
 
     gen = torch.Generator().manual_seed(3)
-    d = 256 if form == "hd256_triton" else 128
+    d = 256 if form.startswith("hd256") else 128
     b, sq, sk, hq, hkv = 2, 300, 333, 4, 2
     (q8, k8, v8), (qd, kd, vd) = fp8_inputs((b, sq, hq, d), (b, sk, hkv, d), hkv, b, True, gen, "cuda")
     kw = dict(q_descale=qd, k_descale=kd, v_descale=vd)
@@ -55,6 +57,8 @@ def test_fast_launch_is_bit_equal(form):
     if form == "hd256_triton":  # the Triton kernel at hd256 (the default there is the Gluon forward)
         kw.update(config=A.default_config(256))
     args = (q8, k8, v8)
+    if form == "bf16_in":  # the per-head quantize kernels (amax + quantize, Vᵀ) launched the same way
+        args, kw = tuple(x.float().to(torch.bfloat16) for x in (q8, k8, v8)), {}
     if form == "varlen":
         lq, lk = [100, 1, 200], [333, 0, 150]
         tq, tk = torch.randn(sum(lq), hq, d), torch.randn(sum(lk), hkv, d)

@@ -552,7 +552,8 @@ def _quantize_heads(x: torch.Tensor, heads_kv: int, cu: torch.Tensor | None, bat
     if quantize:
         amax = torch.zeros(batch, heads_kv, dtype=torch.float32, device=x.device)
         descale = torch.ones(batch, heads_kv, dtype=torch.float32, device=x.device)
-        head_amax_kernel[grid](
+        _fwd_launcher()(
+            head_amax_kernel, grid,
             x2, amax, cu_arg, seqlen, h, heads_kv, x2.stride(0),
             KERNEL_NAME=quant_kernel_name(arch, in_short, block_s, d, quantize=False, transpose=False,
                                           amax=True).build(),
@@ -561,7 +562,8 @@ def _quantize_heads(x: torch.Tensor, heads_kv: int, cu: torch.Tensor | None, bat
     else:
         amax = None
     dummy = torch.empty(1, dtype=torch.float32, device=x.device)
-    head_quantize_kernel[grid](
+    _fwd_launcher()(
+        head_quantize_kernel, grid,
         x2, y, amax if quantize else dummy, descale if quantize else dummy, cu_arg,
         cols if cols is not None else cu_arg,
         seqlen, h, heads_kv, x2.stride(0), stride_y,
@@ -787,8 +789,8 @@ def kernel_only_fn(q, k, v, *, causal=False, softmax_scale=None, q_descale=None,
 
 
 # Prepared in session 10, off by default until its GPU test and timing have run (tests/test_attention_launch.py,
-# scripts/gpu_run71.sh): the Triton forward launched through _launch (Triton's dispatch skipped on repeat calls, as
-# the GEMM and decode do). At B8 H16 S2048 causal the public call took 394 us against the kernel's 223 us in
+# scripts/gpu_run71.sh): the forward (Triton or Gluon) and the per-head quantize / Vᵀ relayout kernels launched
+# through _launch (Triton's dispatch skipped on repeat calls, as the GEMM and decode do). At B8 H16 S2048 causal the public call took 394 us against the kernel's 223 us in
 # attention-nvidia-h200-20261202-042400.json (dense: 440 vs 370 us): consistent with ~0.4 ms of host time per call.
 _FAST_FWD = _backend.Switch("TRITONFP8_ATTN_FAST_LAUNCH", default=False)
 
@@ -813,7 +815,8 @@ def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_c
                                p_carry=cfg.p_carry, causal=bool(causal), lse=lse if return_lse else None,
                                cu_q=cu_q if prob.varlen else None, cu_k=cu_k,
                                vt_cols=vt_cols, max_seqlen_q=prob.seqlen_q,
-                               out_scale=None if out_scale is None else out_scale.reshape(-1).contiguous())
+                               out_scale=None if out_scale is None else out_scale.reshape(-1).contiguous(),
+                               fast_launch=_FAST_FWD.on)
         return
 
     from tritonfp8._kernels.attention import attn_fwd_kernel

@@ -454,7 +454,7 @@ def vt_layout(v8, permute_keys: bool = False):
 def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: float, *, block_n: int = 128,
            stages: int = 3, permute_p: bool = False, overlap: bool = False, pingpong: bool = False,
            p_carry: int = 0, causal: bool = False, lse=None, cu_q=None, cu_k=None,
-           vt_cols=None, max_seqlen_q: int = 0, out_scale=None, warmup: bool = False):
+           vt_cols=None, max_seqlen_q: int = 0, out_scale=None, warmup: bool = False, fast_launch: bool = False):
     """out (B, Sq, Hq, D) bf16 = attention of E4M3 q8 (B, Sq, Hq, D), k8 (B, Sk, Hkv, D) and ``vt`` from
     :func:`vt_layout` (``permute_keys=permute_p``); descales fp32, (B, Hkv) contiguous or one element each (per
     tensor); dense; causal bottom-right;
@@ -501,6 +501,10 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
               num_warps=4)
     if warmup:
         return attn_fwd_glws_kernel.warmup(*args, grid=grid, **kw)
+    if fast_launch:  # attention._FAST_FWD (prepared, off by default): Triton's dispatch skipped on repeat calls
+        from tritonfp8 import _launch
+
+        return _launch.launch(attn_fwd_glws_kernel, grid, *args, **kw)
     return attn_fwd_glws_kernel[grid](*args, **kw)
 
 
