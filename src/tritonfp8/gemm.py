@@ -15,8 +15,11 @@ from their shapes:
   128×128 block of b, or ``(N, Kb)``: one per 1×128 group of a row of b. The last group/block of a row or column
   may be partial. Shapes that also fit the modes above (K <= 128) mean the same product and take those modes.
   Block scales are applied inside the K loop, in fp32, at every 128-wide K step: the accumulation is always
-  "precise" (``accumulate`` is ignored for them). Any strides: the kernel reads the scale tensors in place (no
-  copy); outer-dim-major storage (stride (1, M), as ``torch._scaled_mm`` takes it) gives contiguous loads.
+  "precise" (``accumulate`` is ignored for them). Any strides are accepted. The Triton kernel reads the scale
+  tensors in place; the Gluon kernel (Hopper's default for 1x128 x 128x128 block scales at large M) loads a's
+  scales by TMA from the outer-dim-major layout (strides (1, M), as ``torch._scaled_mm`` takes it) and copies
+  ``scale_a`` into it (M padded to a multiple of 4) when it is stored otherwise, e.g. the row-major (M, Kb) that
+  :func:`tritonfp8.quantize` returns: M x Kb fp32 per call.
 
 Accumulation: ``"fast"`` lets the Hopper tensor core accumulate FP8 products in its reduced-precision accumulator
 over all of K (as cuBLAS ``use_fast_accum=True``); ``"precise"`` adds every 128-wide K block into an fp32 accumulator
@@ -336,7 +339,8 @@ def gemm(
     scale_a: fp32, () / (1,) per tensor or (M, 1) per row of a. scale_b: fp32, () / (1,) per tensor or (N, 1) /
     (1, N) per row of b. Dequantization factors: a ≈ a_fp8.float() * scale_a.
     Block scales (Kb = ceil(K/128)): scale_a (M, Kb) per 1×128 group of a, with scale_b (ceil(N/128), Kb) per
-    128×128 block of b or (N, Kb) per 1×128 group of b; any strides, read in place (no copy); applied in fp32 at
+    128×128 block of b or (N, Kb) per 1×128 group of b; any strides (the Gluon kernel copies a row-major scale_a
+    into the outer-dim-major layout it loads by TMA: see the module doc); applied in fp32 at
     every 128-wide K step (always precise accumulation; ``accumulate`` does not change it); a pinned ``config``
     must have block_k = 128.
     out_dtype: torch.bfloat16 (default), torch.float16 or torch.float32. bias: (N,) in out_dtype or fp32.
