@@ -10,6 +10,7 @@ import os
 import time
 
 import torch
+import triton
 import triton.testing
 
 A = importlib.import_module("tritonfp8.attention")
@@ -53,6 +54,4 @@ def main():
 
 
 if __name__ == "__main__":
-    import triton  # noqa: F401
-
     main()

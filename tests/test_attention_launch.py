@@ -23,14 +23,13 @@ def test_switch_default_off_and_interpreter_path():
     assert A._FAST_FWD.on == (os.environ.get("TRITONFP8_ATTN_FAST_LAUNCH", "0") != "0")
     prev = A._FAST_FWD.set(False)
     try:
-        f = A._fwd_launcher()
         calls = []
 
         class K:
             def __getitem__(self, grid):
                 return lambda *a, **kw: calls.append((grid, a, kw))
 
-        f(K(), (2, 3), 1, x=2)
+        A._launch_kernel(K(), (2, 3), 1, x=2)
         assert calls == [((2, 3), (1,), {"x": 2})]
     finally:
         A._FAST_FWD.set(prev)

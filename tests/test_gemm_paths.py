@@ -29,6 +29,7 @@ import pytest
 import torch
 
 from conftest import HAS_CUDA, _cpu_timer, codegen_env, requires_gpu
+from test_gemm import rand_fp8
 from tritonfp8 import _backend, naming
 from tritonfp8._kernels import gemm as K_
 from tritonfp8._kernels import gemm_configs as C
@@ -39,10 +40,6 @@ G = sys.modules["tritonfp8.gemm"]  # the module (the package attribute ``tritonf
 
 E4, E5 = torch.float8_e4m3fn, torch.float8_e5m2
 FALLBACK_WARNING = "no FP8 tensor cores"
-
-
-def rand_fp8(shape, dtype=E4, device="cpu"):
-    return torch.randn(shape).to(dtype).to(device)
 
 
 def ref64(a, b, sa, sb, bias=None, activation=None):
@@ -147,7 +144,7 @@ FALLBACK_CASES = [
 def test_bf16_fallback_scale_modes(no_fp8_gpu, emitted, kind, a_dtype, b_dtype, out_dtype, bias_dtype, activation):
     """Per-tensor, rowwise ((N, 1) and (1, N)) and block scales ((M, Kb) with (ceil(N/128), Kb) or (N, Kb)) through
     gemm() on the fallback, with partial K groups / N blocks, bias and activations: within the fallback's bound."""
-    a, b = rand_fp8((M, K), a_dtype, "cuda"), rand_fp8((N, K), b_dtype, "cuda")
+    a, b = rand_fp8((M, K), a_dtype, device="cuda"), rand_fp8((N, K), b_dtype, device="cuda")
     sa, sb = _scales(kind, "cuda")
     bias = torch.randn(N).to(bias_dtype).cuda() if bias_dtype else None
     y = gemm(a, b, sa, sb, out_dtype=out_dtype, bias=bias, activation=activation)

@@ -39,6 +39,13 @@ class Switch:
         return prev
 
 
+def sync(device) -> None:
+    """Wait for the GPU when ``device`` ("cuda", "cuda:1", a torch.device) is a CUDA device; no-op for the CPU runs
+    of the benchmark and tuning bookkeeping."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+
+
 @functools.lru_cache(maxsize=None)
 def capability(device_index: int = 0) -> tuple[int, int] | None:
     if not torch.cuda.is_available():

@@ -184,8 +184,8 @@ class AttnConfig:
     only: not in the interpreter) instead of the Triton kernel. Its tile is 128 query rows x ``block_n`` keys with
     ``num_stages`` ring slots; ``overlap`` != 0 selects its overlapped loop (the softmax of block j under
     P_{j-1}·V; >= 3 stages), ``p_carry`` (0, 1) how P enters the next step there (1: fp32, no byte repacking),
-    ``pingpong`` orders the two groups' wgmma issue; ``permute_p`` as above.
-    Not a default: benchmarks/NOTES.md has its measurements.
+    ``pingpong`` orders the two groups' wgmma issue; ``permute_p`` as above. It is the default at hd256 on sm_90
+    (:data:`GLWS_DEFAULTS`); benchmarks/NOTES.md has its measurements.
     """
 
     block_m: int = 128
@@ -552,7 +552,7 @@ def _quantize_heads(x: torch.Tensor, heads_kv: int, cu: torch.Tensor | None, bat
     if quantize:
         amax = torch.zeros(batch, heads_kv, dtype=torch.float32, device=x.device)
         descale = torch.ones(batch, heads_kv, dtype=torch.float32, device=x.device)
-        _fwd_launcher()(
+        _launch_kernel(
             head_amax_kernel, grid,
             x2, amax, cu_arg, seqlen, h, heads_kv, x2.stride(0),
             KERNEL_NAME=quant_kernel_name(arch, in_short, block_s, d, quantize=False, transpose=False,
@@ -562,7 +562,7 @@ def _quantize_heads(x: torch.Tensor, heads_kv: int, cu: torch.Tensor | None, bat
     else:
         amax = None
     dummy = torch.empty(1, dtype=torch.float32, device=x.device)
-    _fwd_launcher()(
+    _launch_kernel(
         head_quantize_kernel, grid,
         x2, y, amax if quantize else dummy, descale if quantize else dummy, cu_arg,
         cols if cols is not None else cu_arg,
@@ -790,17 +790,19 @@ def kernel_only_fn(q, k, v, *, causal=False, softmax_scale=None, q_descale=None,
 
 # Prepared in session 10, off by default until its GPU test and timing have run (tests/test_attention_launch.py,
 # scripts/gpu_run71.sh): the forward (Triton or Gluon) and the per-head quantize / Vᵀ relayout kernels launched
-# through _launch (Triton's dispatch skipped on repeat calls, as the GEMM and decode do). At B8 H16 S2048 causal the public call took 394 us against the kernel's 223 us in
-# attention-nvidia-h200-20261202-042400.json (dense: 440 vs 370 us): consistent with ~0.4 ms of host time per call.
+# through _launch (Triton's dispatch skipped on repeat calls, as the GEMM and decode do). At B8 H16 S2048 causal
+# the public call took 394 us against the kernel's 223 us in attention-nvidia-h200-20261202-042400.json (dense:
+# 440 vs 370 us): consistent with ~0.4 ms of host time per call.
 _FAST_FWD = _backend.Switch("TRITONFP8_ATTN_FAST_LAUNCH", default=False)
 
 
-def _fwd_launcher():
-    from tritonfp8 import _launch
-
+def _launch_kernel(fn, grid, *args, **kwargs):
+    """``fn[grid](*args, **kwargs)``, or through :func:`tritonfp8._launch.launch` with :data:`_FAST_FWD` on."""
     if _FAST_FWD.on:
-        return _launch.launch
-    return lambda fn, grid, *args, **kwargs: fn[grid](*args, **kwargs)
+        from tritonfp8 import _launch
+
+        return _launch.launch(fn, grid, *args, **kwargs)
+    return fn[grid](*args, **kwargs)
 
 
 def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_cols, prob: _Problem,
@@ -844,7 +846,7 @@ def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_c
     name = kernel_name_of(arch_of(q8.device), d, causal, cfg, varlen=prob.varlen, out_short=out_short,
                           per_head=per_head, lse=return_lse).build()
     grid = (num_m_blocks, b * hq)
-    _fwd_launcher()(
+    _launch_kernel(
         attn_fwd_kernel, grid,
         q_desc, k_desc, v_desc, out, lse, qds, kds, vds, os_arg,
         cu_q if prob.varlen else dummy_cu, cu_k if prob.varlen else dummy_cu,

@@ -269,10 +269,10 @@ _PLANS: dict[tuple, _Plan] = {}
 _PLAN_CACHE_SIZE = 512
 
 
-def _pad_k(t: torch.Tensor, k: int) -> torch.Tensor:
-    """(rows, k) FP8 -> a contiguous (rows, round16(k)) copy, zero columns appended."""
-    p = torch.zeros((t.shape[0], -(-k // 16) * 16), device=t.device, dtype=t.dtype)
-    p[:, :k] = t
+def _pad_k(t: torch.Tensor, k16: int) -> torch.Tensor:
+    """(rows, k) FP8 -> a contiguous (rows, k16) copy, zero columns appended."""
+    p = torch.zeros((t.shape[0], k16), device=t.device, dtype=t.dtype)
+    p[:, : t.shape[1]] = t
     return p
 
 
@@ -449,7 +449,8 @@ def _gemm(a, b, scale_a, scale_b, *, out_dtype, bias, activation, accumulate, ou
     if K % 16:
         # TMA needs 16-byte aligned rows: a and b are copied with zero columns up to a multiple of 16 (zeros add
         # nothing to any product; the scale shapes do not change: ceil(K16 / 128) = ceil(K / 128)).
-        a2, b2, K = _pad_k(a2, K), _pad_k(b, K), -(-K // 16) * 16
+        K = -(-K // 16) * 16
+        a2, b2 = _pad_k(a2, K), _pad_k(b, K)
     else:
         # A contiguous tensor can still start off 16-byte alignment (a storage offset): clone(), not contiguous().
         if not _tma_ready(a2):

@@ -26,6 +26,7 @@ from typing import Callable, Iterable
 
 import torch
 
+from tritonfp8 import _backend
 from tritonfp8._kernels.gemm_configs import (
     GemmConfig, heuristic_config, m_bucket, smem_bytes, smem_spare, table_key, table_path, with_max_stages,
     SMEM_BYTES_SM90,
@@ -44,8 +45,7 @@ _TIMER = None
 
 
 def _sync() -> None:
-    if _DEVICE == "cuda":
-        torch.cuda.synchronize()
+    _backend.sync(_DEVICE)
 
 
 def _num_sms() -> int:
@@ -174,8 +174,6 @@ def candidates(M: int, N: int, K: int, *, precise: bool, num_sms: int, quick: bo
             if not quick:
                 c += [G(128, 256, 64, num_warps=8, num_stages=0, schedule="tmapersistent", epilogue_subtile=2),
                       G(128, 256, bk, num_warps=8, num_stages=3, schedule="tma")]
-    from tritonfp8 import _backend
-
     if _backend.interpreting():  # Gluon kernels do not run in the interpreter
         c = [x for x in c if x.schedule != "glws"]
     return _fit(c, out_size)

@@ -27,6 +27,8 @@ from typing import Any, Callable
 
 import torch
 
+from tritonfp8 import _backend
+
 DESCRIPTION = "FP8 attention prefill TFLOPS vs cuDNN FP8 / cuDNN BF16 / flash BF16, errors vs an fp32 reference"
 
 # (B, Hq, Hkv, S, D)
@@ -171,8 +173,7 @@ def _variant_list(args) -> list[str]:
 
 
 def _sync() -> None:
-    if _DEVICE == "cuda":
-        torch.cuda.synchronize()
+    _backend.sync(_DEVICE)
 
 
 def _make_inputs(b, hq, hkv, s, d, device, seed=0):

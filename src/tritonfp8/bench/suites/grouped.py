@@ -51,6 +51,8 @@ from typing import Callable
 
 import torch
 
+from tritonfp8 import _backend
+
 DESCRIPTION = ("grouped FP8 GEMM (MoE) vs a loop of cuBLAS calls and vs one dense GEMM of the same FLOPs "
                "(--scaling tensor|row|block)")
 
@@ -305,8 +307,7 @@ def target(sizes: list[int], ratio: float | None, scaling: str) -> tuple[bool, b
 
 
 def _sync() -> None:
-    if _DEVICE == "cuda":
-        torch.cuda.synchronize()
+    _backend.sync(_DEVICE)
 
 
 def run_case(args, G: int, N: int, K: int, dist: str, scaling: str, notes: list[str], H) -> dict:
