@@ -36,15 +36,22 @@ def _cases():
     sb_blk = torch.rand(N // 128, K // 128, device=dev) + 0.5
     one = torch.tensor(1.0, device=dev)
     out = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
+    bt, sbt = b.t(), sb_blk.t()
     cases = {
         "gemm_glws_precise_4096x7168x16384": lambda: gemm(a, b, one, one, accumulate="precise", out=out),
         "gemm_glws_block_4096x7168x16384": lambda: gemm(a, b, sa_blk, sb_blk, out=out),
+        # the peers on the same data: cuBLAS blockwise (the issue's peer) and per-tensor fast (its ceiling)
+        "cublas_block_4096x7168x16384": lambda: torch._scaled_mm(a, bt, scale_a=sa_blk, scale_b=sbt,
+                                                                  out_dtype=torch.bfloat16),
+        "cublas_tensor_fast_4096x7168x16384": lambda: torch._scaled_mm(a, bt, scale_a=one, scale_b=one,
+                                                                        out_dtype=torch.bfloat16, use_fast_accum=True),
     }
     B, H, S, D = 2, 16, 8192, 128
     q, k, v = (torch.randn(B, S, H, D, device=dev).to(torch.float8_e4m3fn) for _ in range(3))
     ones = torch.ones((), device=dev)
     kw = dict(q_descale=ones, k_descale=ones, v_descale=ones)
     glws = dict(kernel="glws", block_m=128, block_n=128, maxnreg=None, permute_p=False, num_stages=3)
+    cases["attn_triton_default_hd128_S8192"] = kernel_only_fn(q, k, v, **kw)
     cases["attn_glws_serial_hd128_S8192"] = kernel_only_fn(q, k, v, config=AttnConfig(**glws), **kw)
     cases["attn_glws_ovl_pc1_hd128_S8192"] = kernel_only_fn(
         q, k, v, config=AttnConfig(**glws, overlap=2, p_carry=1), **kw)
@@ -66,12 +73,40 @@ def child() -> int:
     return 0
 
 
+# Beyond the harness's sections: issue-slot use, the instruction mix, occupancy and per-instruction stall samples
+# (SourceCounters: which SASS line the warps wait on -- the question for both pairs).
+EXTRA_SECTIONS = ("SchedulerStats", "InstructionStats", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis",
+                  "SourceCounters")
+
+
+def _export(ncu: str, rep: str, out: str) -> None:
+    """The report as text, for reading without Nsight Compute: the details page, and the SASS of each kernel with
+    its per-instruction counters (gzipped CSV)."""
+    import gzip
+    import subprocess
+
+    det = subprocess.run([ncu, "--import", rep, "--page", "details", "--print-details", "all"],
+                         capture_output=True, text=True, timeout=120)
+    with open(os.path.join(out, "profile-details.txt"), "w") as f:
+        f.write(det.stdout + det.stderr)
+    src = subprocess.run([ncu, "--import", rep, "--page", "source", "--csv", "--print-source", "sass"],
+                         capture_output=True, text=True, timeout=300)
+    with gzip.open(os.path.join(out, "profile-source.csv.gz"), "wt") as f:
+        f.write(src.stdout + src.stderr)
+    print(f"details page: {len(det.stdout)} chars (status {det.returncode}); source page: {len(src.stdout)} chars "
+          f"(status {src.returncode}) {src.stderr[-300:]}")
+
+
 def parent() -> int:
     from tritonfp8.bench import harness
 
-    res = harness.profile_with_ncu([sys.executable, os.path.abspath(__file__), "--child"], timeout=540)
-    harness.print_ncu_result(res, "gemm precise vs block, attention serial vs overlapped", harness.make_console())
     out = os.environ.get("OUT")
+    rep = "/tmp/profile-pairs.ncu-rep"  # not sent back (no ncu here to read it; the exports below are)
+    res = harness.profile_with_ncu([sys.executable, os.path.abspath(__file__), "--child"], timeout=480,
+                                   sections=EXTRA_SECTIONS, keep_report=rep)
+    harness.print_ncu_result(res, "gemm precise vs block, attention serial vs overlapped", harness.make_console())
+    if os.path.exists(rep):
+        _export(harness.find_ncu(), rep, out or ".")
     if out:
         rows = [dict(k.__dict__) for k in res.kernels]
         for r in rows:

@@ -924,11 +924,13 @@ class NcuResult:
     log: str = ""
 
 
-def ncu_command(ncu: str, report: str, child: Sequence[str], extra_metrics: bool = True) -> list[str]:
+def ncu_command(ncu: str, report: str, child: Sequence[str], extra_metrics: bool = True,
+                sections: Sequence[str] = ()) -> list[str]:
     """The ncu command line: profile only between cudaProfilerStart/Stop (the child calls them around the one case),
-    leave the clocks alone (``--clock-control none``: measure at the clocks a user gets), collect the sections."""
+    leave the clocks alone (``--clock-control none``: measure at the clocks a user gets), collect the sections
+    (:data:`NCU_SECTIONS` and any further ``sections``, e.g. "SourceCounters" for per-instruction stall samples)."""
     cmd = [ncu, "--target-processes", "all", "--profile-from-start", "off", "--clock-control", "none"]
-    for s in NCU_SECTIONS:
+    for s in dict.fromkeys((*NCU_SECTIONS, *sections)):
         cmd += ["--section", s]
     if extra_metrics:
         cmd += ["--metrics", ",".join(NCU_EXTRA_METRICS)]
@@ -938,11 +940,13 @@ def ncu_command(ncu: str, report: str, child: Sequence[str], extra_metrics: bool
 
 def profile_with_ncu(
     child: Sequence[str], env: Mapping[str, str] | None = None, workdir: str | os.PathLike | None = None,
-    timeout: float = 600, ncu: str | None = None,
+    timeout: float = 600, ncu: str | None = None, sections: Sequence[str] = (),
+    keep_report: str | os.PathLike | None = None,
 ) -> NcuResult:
     """Run ``child`` (a command that launches the case between ``torch.cuda.profiler.start()`` and ``stop()``)
-    under ``ncu`` and summarise every kernel it profiled. Never raises for a missing or failing ncu: the result
-    says what went wrong."""
+    under ``ncu`` and summarise every kernel it profiled. ``sections`` adds ncu sections to :data:`NCU_SECTIONS`;
+    ``keep_report`` copies the ``.ncu-rep`` there (for ``ncu --import`` later). Never raises for a missing or
+    failing ncu: the result says what went wrong."""
     ncu = ncu or find_ncu()
     if ncu is None:
         return NcuResult(
@@ -959,7 +963,7 @@ def profile_with_ncu(
         proc = None
         cmd: list[str] = []
         for extra in (True, False):
-            cmd = ncu_command(ncu, report, child, extra_metrics=extra)
+            cmd = ncu_command(ncu, report, child, extra_metrics=extra, sections=sections)
             try:
                 proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -982,6 +986,8 @@ def profile_with_ncu(
         if not os.path.exists(rep_file):
             return NcuResult(False, "ncu wrote no report: no kernel ran between profiler start and stop",
                              command=cmd, log=log)
+        if keep_report is not None:
+            shutil.copyfile(rep_file, keep_report)
         raw = subprocess.run([ncu, "--import", rep_file, "--page", "raw", "--csv"], capture_output=True, text=True,
                              timeout=timeout)
         if raw.returncode != 0:
