@@ -32,7 +32,7 @@ def _cases():
     M, N, K = 4096, 7168, 16384
     a = torch.randn(M, K, device=dev).to(torch.float8_e4m3fn)
     b = torch.randn(N, K, device=dev).to(torch.float8_e4m3fn)
-    sa_blk = torch.rand(M, K // 128, device=dev) + 0.5
+    sa_blk = (torch.rand(K // 128, M, device=dev) + 0.5).t()  # outer-dim-major, as cuBLAS and our kernel read it
     sb_blk = torch.rand(N // 128, K // 128, device=dev) + 0.5
     one = torch.tensor(1.0, device=dev)
     out = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
