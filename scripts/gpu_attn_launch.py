@@ -1,5 +1,6 @@
-"""Prepared in session 10 (not run): host cost of attention()'s public call with and without the _launch path
-(attention._FAST_FWD), interleaved, and the kernel alone (kernel_only_fn) for reference; E4M3 inputs, hd128.
+"""Host cost of attention()'s public call with and without the fast path (attention._FAST_FWD: launch plans
+replayed through _launch since session 11), interleaved, and the kernel alone (kernel_only_fn) for reference;
+E4M3 inputs, hd128 and the hd256 Gluon default. Session 10 prepared it, session 11 call 1 ran it before plans.
 Prints a table and writes JSON under $OUT (or benchmarks/results/)."""
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ A = importlib.import_module("tritonfp8.attention")
 
 def main():
     rows = []
-    for (b, h, s, causal) in [(8, 16, 2048, False), (8, 16, 2048, True), (2, 16, 8192, False), (1, 16, 1024, True)]:
-        q, k, v = (torch.randn(b, s, h, 128, device="cuda").to(torch.float8_e4m3fn) for _ in range(3))
+    for (b, h, s, causal, d) in [(8, 16, 2048, False, 128), (8, 16, 2048, True, 128), (2, 16, 8192, False, 128),
+                                 (1, 16, 1024, True, 128), (4, 8, 2048, True, 256), (1, 16, 256, True, 128)]:
+        q, k, v = (torch.randn(b, s, h, d, device="cuda").to(torch.float8_e4m3fn) for _ in range(3))
         one = torch.ones((), device="cuda")
         kw = dict(causal=causal, q_descale=one, k_descale=one, v_descale=one)
         kern = A.kernel_only_fn(q, k, v, **kw)
@@ -40,10 +42,10 @@ def main():
         for _ in range(5):  # interleaved rounds
             for n, f in fns.items():
                 med[n].append(triton.testing.do_bench(f, warmup=10, rep=50, return_mode="median"))
-        r = {"case": f"B{b} H{h} S{s} {'causal' if causal else 'dense'}",
+        r = {"case": f"B{b} H{h} S{s} hd{d} {'causal' if causal else 'dense'}",
              **{n: sorted(v)[len(v) // 2] for n, v in med.items()}, "rounds": med}
         rows.append(r)
-        print(f"{r['case']:28s} kernel {r['kernel'] * 1e3:7.1f} us  public {r['public_triton_dispatch'] * 1e3:7.1f} us"
+        print(f"{r['case']:34s} kernel {r['kernel'] * 1e3:7.1f} us  public {r['public_triton_dispatch'] * 1e3:7.1f} us"
               f"  public+fast {r['public_fast_launch'] * 1e3:7.1f} us")
     out = os.environ.get("OUT") or "benchmarks/results"
     path = os.path.join(out, f"attn-launch-{time.strftime('%Y%m%d-%H%M%S')}.json")

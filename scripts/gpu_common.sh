@@ -16,7 +16,11 @@ if [ -n "${OUT:-}" ]; then
   mkdir -p "$OUT/results"
   touch "$OUT/.t0"
 fi
-save() { find benchmarks/results -type f -newer "$OUT/.t0" -exec cp {} "$OUT/results/" \; 2>/dev/null; true; }
+# PNG plots only with SAVE_PNG=1: $OUT returns at most 8 files (session 11 lost a JSON to that limit).
+save() {
+  local skip=(! -name "*.png"); [ -n "${SAVE_PNG:-}" ] && skip=()
+  find benchmarks/results -type f -newer "$OUT/.t0" "${skip[@]}" -exec cp {} "$OUT/results/" \; 2>/dev/null; true
+}
 # Issue 4's dense block-scaled shape set (DeepSeek-V3 projections at M 4096/8192, plus M 16/128 for 7168x16384).
 BLOCK_SHAPES="4096x7168x16384;8192x7168x16384;4096x24576x1536;8192x24576x1536;4096x32768x512;8192x32768x512;4096x7168x18432;8192x7168x18432;4096x18432x7168;8192x18432x7168;4096x4096x7168;8192x4096x7168;4096x7168x2048;8192x7168x2048;128x7168x16384;16x7168x16384"
 # pytest_v SECONDS ARGS...: a verbose pytest run into /tmp/t.log (a hang leaves the case's name as the log's last

@@ -65,16 +65,56 @@ def test_fast_launch_is_bit_equal(form):
         cu = lambda ls: torch.tensor([0] + list(torch.tensor(ls).cumsum(0)), dtype=torch.int32, device="cuda")
         args = (q8v, k8v, v8v)
         kw = dict(cu_seqlens_q=cu(lq), cu_seqlens_k=cu(lk), max_seqlen_q=max(lq), max_seqlen_k=max(lk))
+    # A second set of inputs of the same shapes (other values, other addresses): a planned call must read this
+    # call's tensors, not the recorded call's.
+    args2 = tuple(x.view(torch.uint8).flip(0).view(x.dtype).contiguous() if x.dtype.itemsize == 1 else x.flip(0)
+                  .contiguous() for x in args)
     prev = A._FAST_FWD.set(False)
     try:
-        ref = A.attention(*args, **kw)
+        ref, ref2 = A.attention(*args, **kw), A.attention(*args2, **kw)
         A._FAST_FWD.set(True)
-        first, again = A.attention(*args, **kw), A.attention(*args, **kw)
+        A._PLANS.clear()
+        first, again, other = A.attention(*args, **kw), A.attention(*args, **kw), A.attention(*args2, **kw)
+        planned = len(A._PLANS)
     finally:
         A._FAST_FWD.set(prev)
-    refs = ref if isinstance(ref, tuple) else (ref,)
-    for got in (first, again):
-        gots = got if isinstance(got, tuple) else (got,)
-        for r, g in zip(refs, gots):
-            assert torch.equal(r.view(torch.uint8) if r.dtype.itemsize == 1 else r,
-                               g.view(torch.uint8) if g.dtype.itemsize == 1 else g)
+
+    def same(x, y):
+        xs, ys = (x if isinstance(x, tuple) else (x,)), (y if isinstance(y, tuple) else (y,))
+        return all(torch.equal(r.view(torch.uint8) if r.dtype.itemsize == 1 else r,
+                               g.view(torch.uint8) if g.dtype.itemsize == 1 else g) for r, g in zip(xs, ys))
+
+    assert same(ref, first) and same(ref, again) and same(ref2, other)
+    assert not same(ref, ref2)
+    # Dense FP8 forms are planned (the repeat calls were replays); varlen and bf16 inputs never are.
+    assert planned == (0 if form in ("varlen", "bf16_in") else 1)
+
+
+def test_plan_rules_on_cpu():
+    """The interpreter never plans (its launches cannot be replayed), results are unchanged with the switch on, a
+    softmax scale that is not a Python number is never part of a key, and recording marks interpreter launches
+    as not replayable."""
+    from test_attention import fp8_inputs
+
+    from tritonfp8 import _launch
+
+    A = importlib.import_module("tritonfp8.attention")
+    gen = torch.Generator().manual_seed(5)
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((1, 40, 2, 64), (1, 50, 1, 64), 1, 1, False, gen, "cpu")
+    kw = dict(q_descale=qd, k_descale=kd, v_descale=vd, causal=True)
+    prev = A._FAST_FWD.set(False)
+    try:
+        ref = A.attention(q8, k8, v8, **kw)
+        A._FAST_FWD.set(True)
+        A._PLANS.clear()
+        with _launch.recording() as rec:
+            got = A.attention(q8, k8, v8, **kw)
+        assert A._PLANS == {} and rec and all(r is None for r in rec)
+    finally:
+        A._FAST_FWD.set(prev)
+    assert torch.equal(ref, got)
+    base = (q8, k8, v8, False, None, qd, kd, vd, torch.bfloat16, False, None, None)
+    assert A._plan_key(*base) is not None
+    assert A._plan_key(*base[:4], torch.tensor(0.1), *base[5:]) is None
+    assert A._plan_key(*base[:4], 0.1, *base[5:]) != A._plan_key(*base[:4], 0.2, *base[5:])
+    assert A._plan_key("q", *base[1:]) is None

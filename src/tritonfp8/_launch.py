@@ -22,6 +22,7 @@ Not used under the Triton interpreter, for warm-up (compile-only) calls, or when
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import torch
@@ -35,6 +36,30 @@ enabled, set_enabled = _SWITCH.get, _SWITCH.set  # set_enabled(on) -> the previo
 _CACHE: dict[tuple, tuple] = {}
 _CACHE_SIZE = 1024
 _I32 = 1 << 31
+# While :func:`recording` is active, every :func:`launch` appends (compiled kernel, grid3, tail values) here, or
+# None for a launch that cannot be replayed (interpreter, no compiled kernel): callers that keep a launch plan
+# (attention) replay the kernels in order through :func:`run_compiled` with fresh runtime arguments.
+_RECORDS: list | None = None
+
+
+@contextlib.contextmanager
+def recording():
+    """Collect the launches made inside the block (see ``_RECORDS``); yields the list."""
+    global _RECORDS
+    prev, _RECORDS = _RECORDS, []
+    try:
+        yield _RECORDS
+    finally:
+        _RECORDS = prev
+
+
+def _record(fn, grid, n_args: int, kwargs: dict, kernel) -> None:
+    if _RECORDS is None:
+        return
+    if kernel is None or hasattr(kernel, "result") or _backend.interpreting():
+        _RECORDS.append(None)
+        return
+    _RECORDS.append((kernel, (tuple(grid) + (1, 1))[:3], _tail_values(fn, n_args, kwargs)))
 
 
 def cache_clear() -> None:
@@ -101,22 +126,29 @@ def launch(fn, grid: tuple, *args, **kwargs):
     parameters) and launch options (num_warps, num_stages, maxnreg, ...).
     """
     if not _SWITCH.on or _backend.interpreting():
-        return fn[grid](*args, **kwargs)
+        kernel = fn[grid](*args, **kwargs)
+        _record(fn, grid, len(args), kwargs, kernel)
+        return kernel
     try:
         key = (fn, torch.cuda.current_device(), tuple(arg_spec(a) for a in args), tuple(kwargs.items()))
         entry = _CACHE.get(key)
     except TypeError:  # an argument kind without a key, or an unhashable constexpr: Triton's own path
-        return fn[grid](*args, **kwargs)
+        kernel = fn[grid](*args, **kwargs)
+        _record(fn, grid, len(args), kwargs, kernel)
+        return kernel
     if entry is None:
         kernel = fn[grid](*args, **kwargs)
         if kernel is not None and not hasattr(kernel, "result"):
             if len(_CACHE) >= _CACHE_SIZE:
                 _CACHE.pop(next(iter(_CACHE)))  # oldest first
             _CACHE[key] = (kernel, _tail_values(fn, len(args), kwargs))
+        _record(fn, grid, len(args), kwargs, kernel)
         return kernel
     kernel, tail = entry
     g = tuple(grid) + (1, 1)
     run_compiled(kernel, g[:3], args + tail)
+    if _RECORDS is not None:
+        _RECORDS.append((kernel, g[:3], tail))
     return kernel
 
 

@@ -464,35 +464,18 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
     pass's layout), out (total_q, Hq, D), lse (Hq, total_q), ``max_seqlen_q`` for the grid. An E4M3 ``out``
     needs ``out_scale`` (fp32, one element or (B, Hq) contiguous)."""
     import torch
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    varlen = cu_q is not None
-    if varlen:
-        B, (Hq, D), Hkv = cu_q.numel() - 1, q8.shape[1:], k8.shape[1]
-        rows_q, rows_k, Sq, Sk, m_blocks = q8.shape[0], k8.shape[0], 0, 0, triton.cdiv(max_seqlen_q, BLOCK_M)
-    else:
-        B, Sq, Hq, D = q8.shape
-        Sk, Hkv = k8.shape[1], k8.shape[2]
-        assert Sk >= 1, "launch: Sk = 0 (the caller writes zeros)"
-        rows_q, rows_k, m_blocks = B * Sq, B * Sk, triton.cdiv(Sq, BLOCK_M)
-        cu_q = cu_k = vt_cols = q_descale  # unused pointers
     # The overlapped loop holds blocks j-1 and j and waits for j+1 before releasing j-1: 2 stages deadlock.
     assert stages >= 3 or not overlap, "launch: the overlapped form needs stages >= 3"
-
-    def desc(t2, block):
-        return TensorDescriptor.from_tensor(t2, block, gl.NVMMASharedLayout.get_default_for(block, gl.float8e4nv))
-
-    q_desc = desc(q8.view(rows_q, Hq * D), [BLOCK_M, D])
-    k_desc = desc(k8.view(rows_k, Hkv * D), [block_n, D])
-    vt_desc = desc(vt.view(-1, vt.shape[-1]), [D, block_n])
+    grid, args = launch_args(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale, block_n=block_n,
+                             lse=lse, cu_q=cu_q, cu_k=cu_k, vt_cols=vt_cols, max_seqlen_q=max_seqlen_q,
+                             out_scale=out_scale)
+    varlen = cu_q is not None
+    D, Hq, Hkv = q8.shape[-1], q8.shape[-2], k8.shape[-2]
     name = _name(D, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse is not None, varlen,
                  {torch.bfloat16: "bf16", torch.float16: "f16", torch.float8_e4m3fn: "e4m3"}[out.dtype]).build()
     fp8_out = out.dtype == torch.float8_e4m3fn
     assert out_scale is not None or not fp8_out, "launch: an E4M3 output needs out_scale"
-    grid = (m_blocks, B * Hq)
-    args = (q_desc, k_desc, vt_desc, out, out if lse is None else lse, q_descale, k_descale, v_descale,
-            out_scale if fp8_out else q_descale, softmax_scale * _LOG2E, Sq, Sk, Hq, Hkv, Hq * D, cu_q, cu_k,
-            vt_cols, m_blocks)
     kw = dict(KERNEL_NAME=name, BLOCK_N=block_n, HEAD_DIM=D, GROUP=Hq // Hkv, STAGES=stages, LOG2_P_SCALE=8,
               PERMUTE_P=permute_p, OVERLAP=overlap, PINGPONG=pingpong, P_CARRY=p_carry,
               CAUSAL=causal, RETURN_LSE=lse is not None, DESCALE_PER_HEAD=q_descale.numel() > 1,
@@ -506,6 +489,34 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
 
         return _launch.launch(attn_fwd_glws_kernel, grid, *args, **kw)
     return attn_fwd_glws_kernel[grid](*args, **kw)
+
+
+def launch_args(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: float, *, block_n: int, lse=None,
+                cu_q=None, cu_k=None, vt_cols=None, max_seqlen_q: int = 0, out_scale=None) -> tuple:
+    """(grid, runtime arguments in order) of :func:`attn_fwd_glws_kernel` for :func:`launch`'s operands (shared by
+    :func:`launch` and the public op's replay of a recorded launch). TMA descriptors are built without
+    ``from_tensor``'s checks (the caller validated the operands; the shared layouts are cached)."""
+    import torch
+
+    from tritonfp8._kernels.gemm_gluon import _descriptor
+
+    if cu_q is not None:
+        B, (Hq, D), Hkv = cu_q.numel() - 1, q8.shape[1:], k8.shape[1]
+        rows_q, rows_k, Sq, Sk, m_blocks = q8.shape[0], k8.shape[0], 0, 0, triton.cdiv(max_seqlen_q, BLOCK_M)
+    else:
+        B, Sq, Hq, D = q8.shape
+        Sk, Hkv = k8.shape[1], k8.shape[2]
+        assert Sk >= 1, "launch: Sk = 0 (the caller writes zeros)"
+        rows_q, rows_k, m_blocks = B * Sq, B * Sk, triton.cdiv(Sq, BLOCK_M)
+        cu_q = cu_k = vt_cols = q_descale  # unused pointers
+    q_desc = _descriptor(q8.view(rows_q, Hq * D), [BLOCK_M, D])
+    k_desc = _descriptor(k8.view(rows_k, Hkv * D), [block_n, D])
+    vt_desc = _descriptor(vt.view(-1, vt.shape[-1]), [D, block_n])
+    fp8_out = out.dtype == torch.float8_e4m3fn
+    args = (q_desc, k_desc, vt_desc, out, out if lse is None else lse, q_descale, k_descale, v_descale,
+            out_scale if fp8_out else q_descale, softmax_scale * _LOG2E, Sq, Sk, Hq, Hkv, Hq * D, cu_q, cu_k,
+            vt_cols, m_blocks)
+    return (m_blocks, B * Hq), args
 
 
 # ------------------------------------------------------------------------------------------------------------------
