@@ -7,7 +7,8 @@ to name the limiting factor the timing runs could not:
 - Attention (issue 5): the Gluon forward's serial loop vs its FA3-style overlapped loop with fp32 P carried, hd128,
   B2 H16 S8192 (0.90x in s10 call 2 although offline the softmax's MUFU.EX2 run under P·V).
 
-Usage on the device: ``python3 scripts/gpu_profile_pairs.py`` (the parent runs itself under ncu through the
+Usage on the device: ``python3 scripts/gpu_profile_pairs.py`` (``PROFILE_GROUP=fast``: issue 3's per-tensor fast
+pair instead, ours vs cuBLAS fast accumulation) (the parent runs itself under ncu through the
 library's harness, prints a table per kernel: duration, SM / memory throughput, tensor-pipe %, top stall reasons,
 and writes JSON under $OUT). ``--child`` is the profiled process: it warms every case up, then runs each once
 between ``torch.cuda.profiler.start()`` and ``stop()``.
@@ -24,7 +25,26 @@ import sys
 import torch
 
 
+def _fast_cases():
+    """Issue 3's per-tensor fast pair: the library's default against cuBLAS fast accumulation, at a large shape and
+    at the worst one of the session-9 table (128 x 10240 x 8192, 0.84x)."""
+    from tritonfp8 import gemm
+
+    dev, cases = "cuda", {}
+    one = torch.tensor(1.0, device=dev)
+    for M, N, K in ((4096, 7168, 16384), (128, 10240, 8192)):
+        a = torch.randn(M, K, device=dev).to(torch.float8_e4m3fn)
+        b = torch.randn(N, K, device=dev).to(torch.float8_e4m3fn)
+        out = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
+        cases[f"gemm_fast_{M}x{N}x{K}"] = (lambda a, b, out: lambda: gemm(a, b, one, one, out=out))(a, b, out)
+        cases[f"cublas_fast_{M}x{N}x{K}"] = (lambda a, bt: lambda: torch._scaled_mm(
+            a, bt, scale_a=one, scale_b=one, out_dtype=torch.bfloat16, use_fast_accum=True))(a, b.t())
+    return cases
+
+
 def _cases():
+    if os.environ.get("PROFILE_GROUP") == "fast":
+        return _fast_cases()
     from tritonfp8 import gemm
     from tritonfp8.attention import AttnConfig, kernel_only_fn
 
@@ -87,11 +107,12 @@ def _export(ncu: str, rep: str, out: str) -> None:
 
     det = subprocess.run([ncu, "--import", rep, "--page", "details", "--print-details", "all"],
                          capture_output=True, text=True, timeout=120)
-    with open(os.path.join(out, "profile-details.txt"), "w") as f:
+    group = os.environ.get("PROFILE_GROUP", "pairs")
+    with open(os.path.join(out, f"profile-{group}-details.txt"), "w") as f:
         f.write(det.stdout + det.stderr)
     src = subprocess.run([ncu, "--import", rep, "--page", "source", "--csv", "--print-source", "sass"],
                          capture_output=True, text=True, timeout=300)
-    with gzip.open(os.path.join(out, "profile-source.csv.gz"), "wt") as f:
+    with gzip.open(os.path.join(out, f"profile-{group}-source.csv.gz"), "wt") as f:
         f.write(src.stdout + src.stderr)
     print(f"details page: {len(det.stdout)} chars (status {det.returncode}); source page: {len(src.stdout)} chars "
           f"(status {src.returncode}) {src.stderr[-300:]}")
@@ -101,7 +122,7 @@ def parent() -> int:
     from tritonfp8.bench import harness
 
     out = os.environ.get("OUT")
-    rep = "/tmp/profile-pairs.ncu-rep"  # not sent back (no ncu here to read it; the exports below are)
+    rep = f"/tmp/profile-{os.environ.get('PROFILE_GROUP', 'pairs')}.ncu-rep"  # not sent back (no ncu here to read it; the exports below are)
     res = harness.profile_with_ncu([sys.executable, os.path.abspath(__file__), "--child"], timeout=480,
                                    sections=EXTRA_SECTIONS, keep_report=rep)
     harness.print_ncu_result(res, "gemm precise vs block, attention serial vs overlapped", harness.make_console())
@@ -111,7 +132,7 @@ def parent() -> int:
         rows = [dict(k.__dict__) for k in res.kernels]
         for r in rows:
             r["stalls"] = [list(s) for s in r.get("stalls", [])]
-        with open(os.path.join(out, "profile-pairs.json"), "w") as f:
+        with open(os.path.join(out, f"profile-{os.environ.get('PROFILE_GROUP', 'pairs')}.json"), "w") as f:
             json.dump({"ok": res.ok, "message": res.message, "command": res.command, "kernels": rows,
                        "log_tail": res.log[-4000:]}, f, indent=1,
                       default=lambda x: None if isinstance(x, float) and math.isnan(x) else str(x))

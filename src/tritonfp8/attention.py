@@ -809,12 +809,14 @@ def kernel_only_fn(q, k, v, *, causal=False, softmax_scale=None, q_descale=None,
     return lambda: _run_prepared(prep, prob, cfg, causal, scale, out_dtype, out_scale, False)
 
 
-# Prepared in session 10, off by default until its GPU test and timing have run (tests/test_attention_launch.py,
-# scripts/gpu_run71.sh): the forward (Triton or Gluon) and the per-head quantize / Vᵀ relayout kernels launched
-# through _launch (Triton's dispatch skipped on repeat calls, as the GEMM and decode do). At B8 H16 S2048 causal
-# the public call took 394 us against the kernel's 223 us in attention-nvidia-h200-20261202-042400.json (dense:
-# 440 vs 370 us): consistent with ~0.4 ms of host time per call.
-_FAST_FWD = _backend.Switch("TRITONFP8_ATTN_FAST_LAUNCH", default=False)
+# The fast path, on by default since session 11 (TRITONFP8_ATTN_FAST_LAUNCH=0 turns it off): the forward (Triton
+# or Gluon) and the per-head quantize / Vᵀ relayout kernels launched through _launch (Triton's dispatch skipped on
+# repeat calls, as the GEMM and decode do), and dense FP8 calls replayed from launch plans (_PLANS below). H200,
+# public call with it off / on, interleaved (attn-launch-20261202-070728.json): B1 H16 S1024 hd128 causal 207 ->
+# 31 us (the kernel alone, through Triton's dispatch, 78 us), B1 H16 S256 277 -> 42 us, B4 H8 S2048 hd256 causal
+# (Gluon) 227 -> 142 us (kernel 131 us), B8 H16 S2048 dense 403 -> 380 us (kernel 365 us); outputs bit-equal
+# (tests/test_attention_launch.py, and the attention GPU suites ran with it on).
+_FAST_FWD = _backend.Switch("TRITONFP8_ATTN_FAST_LAUNCH", default=True)
 
 
 # Launch plans of the public op by call metadata (see :func:`_plan_key`): with _FAST_FWD on, the first eligible call
