@@ -4,5 +4,5 @@
 source scripts/gpu_common.sh
 nx=""; python3 -c "import xdist" 2>/dev/null && nx="-n 4"
 el tests
-pytest_v 300 $nx tests/test_attention_launch.py tests/test_ops.py tests/test_qkv.py $(ls tests/test_integration*.py 2>/dev/null)
+pytest_v 300 $nx tests/test_attention_launch.py tests/test_ops.py tests/test_qkv.py tests/test_transformers.py tests/test_nn.py
 el done
