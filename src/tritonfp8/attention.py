@@ -554,7 +554,7 @@ def _quantize_heads(x: torch.Tensor, heads_kv: int, cu: torch.Tensor | None, bat
         descale = torch.ones(batch, heads_kv, dtype=torch.float32, device=x.device)
         _launch_kernel(
             head_amax_kernel, grid,
-            x2, amax, cu_arg, seqlen, h, heads_kv, x2.stride(0),
+            *_amax_args(x2, amax, cu_arg, seqlen, h, heads_kv),
             KERNEL_NAME=quant_kernel_name(arch, in_short, block_s, d, quantize=False, transpose=False,
                                           amax=True).build(),
             BLOCK_S=block_s, HEAD_DIM=d, GROUP=group, VARLEN=varlen, num_warps=4,
@@ -571,6 +571,11 @@ def _quantize_heads(x: torch.Tensor, heads_kv: int, cu: torch.Tensor | None, bat
         EXACT_ROUND=interpreting(), PERMUTE_KEYS=transpose and permute_keys, num_warps=4,
     )
     return y, descale, cols
+
+
+def _amax_args(x2, amax, cu_arg, seqlen, h, heads_kv) -> tuple:
+    """Runtime arguments of ``head_amax_kernel`` in order (shared by the full path and a plan's replay)."""
+    return (x2, amax, cu_arg, seqlen, h, heads_kv, x2.stride(0))
 
 
 def _quantize_args(x2, y, amax, descale, cu_arg, cols, seqlen, h, heads_kv, stride_y) -> tuple:
@@ -822,8 +827,8 @@ _FAST_FWD = _backend.Switch("TRITONFP8_ATTN_FAST_LAUNCH", default=True)
 # Launch plans of the public op by call metadata (see :func:`_plan_key`): with _FAST_FWD on, the first eligible call
 # runs the full path while recording its launches (the Vᵀ relayout, the forward); a repeat call with the same
 # metadata skips validation, config choice, names and Triton's dispatch and replays the recorded kernels with this
-# call's tensors (:func:`_replay`). Eligible: dense FP8 inputs on a compiled Hopper run, head dim 64/128/256, q, k,
-# v contiguous and 16-byte aligned (used as given). Session 11 (host-profile-20261202-065437.json): the public
+# call's tensors (:func:`_replay`). Eligible: dense inputs (E4M3, or bf16/fp16/fp32 through the fused per-head
+# quantization) on a compiled Hopper run, head dim 64/128/256, q, k, v contiguous and 16-byte aligned. Session 11 (host-profile-20261202-065437.json): the public
 # call's host time was ~200 us at B1 H16 S256 (the kernel alone ~100 us through Triton's dispatch).
 _PLANS: dict[tuple, "_Plan"] = {}
 _PLAN_CACHE_SIZE = 256
@@ -837,7 +842,8 @@ class _Plan:
     scale: float
     per_head: bool
     vt_shape: tuple | None  # the relayout's Vᵀ buffer, None where the kernel reads V as given
-    relayout: tuple | None  # recorded (compiled kernel, grid3, tail values) of the relayout
+    relayout: tuple | None  # recorded (compiled kernel, grid3, tail values) of the relayout (E4M3 inputs)
+    quant: tuple | None  # bf16/fp16/fp32 inputs: (amax, quantize) records of q, k and v
     fwd: tuple  # recorded forward
     dummy_f: torch.Tensor  # placeholder pointers the kernels do not read in this form
     dummy_i: torch.Tensor
@@ -867,21 +873,23 @@ def _ready(t: torch.Tensor) -> bool:
 
 
 def _plan_eligible(prob: _Problem, q, k, v) -> bool:
-    return (not prob.varlen and prob.fp8_in and q.device.type == "cuda" and not interpreting()
+    return (not prob.varlen and q.device.type == "cuda" and not interpreting()
             and prob.head_dim in _SUPPORTED_D and _ready(q) and _ready(k) and _ready(v))
 
 
 def _keep_plan(key, records, prob, cfg, causal, scale, prep: _Prepared) -> None:
-    """Store the plan of a recorded full-path call: the relayout (when V was transposed) and the forward."""
-    want = 2 if cfg.v_transposed else 1
+    """Store the plan of a recorded full-path call: E4M3 inputs, the relayout (when V was transposed) and the
+    forward; other inputs, the amax and quantize launches of q, k and v, then the forward."""
+    want = (2 if cfg.v_transposed else 1) if prob.fp8_in else 7
     if len(records) != want or any(r is None for r in records):
         return
     if len(_PLANS) >= _PLAN_CACHE_SIZE:
         _PLANS.pop(next(iter(_PLANS)))
     dev = prep.q8.device
+    quant = None if prob.fp8_in else tuple((records[i], records[i + 1]) for i in (0, 2, 4))
+    relayout = records[0] if prob.fp8_in and cfg.v_transposed else None
     _PLANS[key] = _Plan(prob, cfg, bool(causal), scale, prep.per_head,
-                        tuple(prep.v8.shape) if cfg.v_transposed else None,
-                        records[0] if cfg.v_transposed else None, records[-1],
+                        tuple(prep.v8.shape) if cfg.v_transposed else None, relayout, quant, records[-1],
                         torch.empty(1, dtype=torch.float32, device=dev), torch.zeros(1, dtype=torch.int32, device=dev))
 
 
@@ -894,14 +902,35 @@ def _replay(plan: _Plan, q, k, v, q_descale, k_descale, v_descale, out_dtype, ou
     prob, cfg = plan.prob, plan.cfg
     b, hkv, d = prob.batch, prob.heads_kv, prob.head_dim
     dev = q.device
-    if plan.relayout is not None:
-        vt = torch.empty(plan.vt_shape, dtype=E4M3.torch_dtype, device=dev)
-        kern, grid3, tail = plan.relayout
-        run_compiled(kern, grid3, _quantize_args(v.view(-1, hkv, d), vt, plan.dummy_f, plan.dummy_f, plan.dummy_i, plan.dummy_i,
-                                                 prob.seqlen_k, hkv, hkv, plan.vt_shape[-1]) + tail)
+    if plan.quant is not None:  # per-head amax + quantize of each input, as _quantize_heads launches them
+        def quantized(t, h, seqlen, recs, y_shape, stride_y):
+            x2 = t.view(-1, h, d)
+            amax = torch.zeros(b, hkv, dtype=torch.float32, device=dev)
+            ds = torch.ones(b, hkv, dtype=torch.float32, device=dev)
+            y = torch.empty(y_shape, dtype=E4M3.torch_dtype, device=dev)
+            (ka, ga, ta), (kq, gq, tq) = recs
+            run_compiled(ka, ga, _amax_args(x2, amax, plan.dummy_i, seqlen, h, hkv) + ta)
+            run_compiled(kq, gq, _quantize_args(x2, y, amax, ds, plan.dummy_i, plan.dummy_i, seqlen, h, hkv,
+                                                stride_y) + tq)
+            return y, ds
+
+        rq, rk, rv = plan.quant
+        q, qds = quantized(q, prob.heads_q, prob.seqlen_q, rq, q.shape, 0)
+        k, kds = quantized(k, hkv, prob.seqlen_k, rk, k.shape, 0)
+        if plan.vt_shape is not None:
+            vt, vds = quantized(v, hkv, prob.seqlen_k, rv, plan.vt_shape, plan.vt_shape[-1])
+        else:
+            vt, vds = quantized(v, hkv, prob.seqlen_k, rv, v.shape, 0)
     else:
-        vt = v
-    qds, kds, vds = (_descale_arg(x, plan.per_head, b, hkv, dev) for x in (q_descale, k_descale, v_descale))
+        if plan.relayout is not None:
+            vt = torch.empty(plan.vt_shape, dtype=E4M3.torch_dtype, device=dev)
+            kern, grid3, tail = plan.relayout
+            run_compiled(kern, grid3, _quantize_args(v.view(-1, hkv, d), vt, plan.dummy_f, plan.dummy_f,
+                                                     plan.dummy_i, plan.dummy_i, prob.seqlen_k, hkv, hkv,
+                                                     plan.vt_shape[-1]) + tail)
+        else:
+            vt = v
+        qds, kds, vds = (_descale_arg(x, plan.per_head, b, hkv, dev) for x in (q_descale, k_descale, v_descale))
     out = torch.empty((*q.shape[:-1], d), dtype=out_dtype, device=dev)
     if return_lse:
         lse = torch.full((b, prob.heads_q, prob.seqlen_q), float("-inf"), dtype=torch.float32, device=dev)
