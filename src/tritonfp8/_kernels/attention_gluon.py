@@ -484,7 +484,7 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
               num_warps=4)
     if warmup:
         return attn_fwd_glws_kernel.warmup(*args, grid=grid, **kw)
-    if fast_launch:  # attention._FAST_FWD (prepared, off by default): Triton's dispatch skipped on repeat calls
+    if fast_launch:  # attention._FAST_FWD (on by default): Triton's dispatch skipped on repeat calls
         from tritonfp8 import _launch
 
         return _launch.launch(attn_fwd_glws_kernel, grid, *args, **kw)
