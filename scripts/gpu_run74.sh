@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 11, call 3: host time per call of attention / gemm under cProfile (gpu_host_profile.py; call 2 stopped
-# on an import), then issue 4's grouped bench with row and block scales (gpu_run70's steps).
+# on an import), then issue 4's grouped bench with row and block scales (prepared in session 10).
 source scripts/gpu_common.sh
 el host-profile
 timeout 150 python3 scripts/gpu_host_profile.py 2>&1 | tail -120

@@ -53,10 +53,15 @@ def recording():
         _RECORDS = prev
 
 
+def _compiled(kernel) -> bool:
+    """``fn[grid](...)`` returned a compiled kernel whose launcher can be called again (not a warm-up future)."""
+    return kernel is not None and not hasattr(kernel, "result")
+
+
 def _record(fn, grid, n_args: int, kwargs: dict, kernel) -> None:
     if _RECORDS is None:
         return
-    if kernel is None or hasattr(kernel, "result") or _backend.interpreting():
+    if not _compiled(kernel) or _backend.interpreting():
         _RECORDS.append(None)
         return
     _RECORDS.append((kernel, (tuple(grid) + (1, 1))[:3], _tail_values(fn, n_args, kwargs)))
@@ -138,7 +143,7 @@ def launch(fn, grid: tuple, *args, **kwargs):
         return kernel
     if entry is None:
         kernel = fn[grid](*args, **kwargs)
-        if kernel is not None and not hasattr(kernel, "result"):
+        if _compiled(kernel):
             if len(_CACHE) >= _CACHE_SIZE:
                 _CACHE.pop(next(iter(_CACHE)))  # oldest first
             _CACHE[key] = (kernel, _tail_values(fn, len(args), kwargs))

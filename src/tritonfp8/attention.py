@@ -613,15 +613,16 @@ def _descale_arg(d: torch.Tensor | None, per_head: bool, batch: int, hkv: int, d
     return d.reshape(1)
 
 
+def _lse_init(prob: _Problem, q) -> torch.Tensor:
+    """The lse output filled with -inf (a row with no visible key keeps it): (Hq, total_q) varlen, (B, Hq, Sq)."""
+    shape = (prob.heads_q, q.shape[0]) if prob.varlen else (prob.batch, prob.heads_q, prob.seqlen_q)
+    return torch.full(shape, float("-inf"), dtype=torch.float32, device=q.device)
+
+
 def _empty_result(prob: _Problem, q, out_dtype, return_lse, d):
     """Results for zero-size problems: out zeros (no key: 0), lse -inf."""
     out = torch.zeros((*q.shape[:-1], d), dtype=out_dtype, device=q.device)
-    if prob.varlen:
-        lse = torch.full((prob.heads_q, q.shape[0]), float("-inf"), dtype=torch.float32, device=q.device)
-    else:
-        lse = torch.full((prob.batch, prob.heads_q, prob.seqlen_q), float("-inf"), dtype=torch.float32,
-                         device=q.device)
-    return (out, lse) if return_lse else out
+    return (out, _lse_init(prob, q)) if return_lse else out
 
 
 def attention(
@@ -695,7 +696,7 @@ def attention(
     with _launch.recording() as records:
         prep = _prepare(q, k, v, prob, cfg, q_descale, k_descale, v_descale, cu_seqlens_q, cu_seqlens_k)
         res = _run_prepared(prep, prob, cfg, causal, scale, out_dtype, out_scale, return_lse)
-    _keep_plan(key, records, prob, cfg, causal, scale, prep)
+    _keep_plan(key, records, prob, cfg, scale, prep)
     return res
 
 
@@ -787,7 +788,7 @@ def _run_prepared(prep: _Prepared, prob: _Problem, cfg: AttnConfig, causal, scal
     device = prep.q8.device
     out = torch.empty((*prep.q8.shape[:-1], prep.d_pad), dtype=out_dtype, device=device)
     if return_lse:
-        lse = _empty_result(prob, prep.q8, out_dtype, True, prob.head_dim)[1]
+        lse = _lse_init(prob, prep.q8)
     else:
         lse = torch.empty(1, dtype=torch.float32, device=device)
     _launch_fwd(prep.q8, prep.k8, prep.v8, out, lse, prep.qds, prep.kds, prep.vds, out_scale, prep.cu_q, prep.cu_k,
@@ -828,8 +829,8 @@ _FAST_FWD = _backend.Switch("TRITONFP8_ATTN_FAST_LAUNCH", default=True)
 # runs the full path while recording its launches (the Vᵀ relayout, the forward); a repeat call with the same
 # metadata skips validation, config choice, names and Triton's dispatch and replays the recorded kernels with this
 # call's tensors (:func:`_replay`). Eligible: dense inputs (E4M3, or bf16/fp16/fp32 through the fused per-head
-# quantization) on a compiled Hopper run, head dim 64/128/256, q, k, v contiguous and 16-byte aligned. Session 11 (host-profile-20261202-065437.json): the public
-# call's host time was ~200 us at B1 H16 S256 (the kernel alone ~100 us through Triton's dispatch).
+# quantization) on a compiled Hopper run, head dim 64/128/256, q, k, v contiguous and 16-byte aligned.
+# Session 11 (host-profile-20261202-065437.json): the public call's host time was ~200 us at B1 H16 S256.
 _PLANS: dict[tuple, "_Plan"] = {}
 _PLAN_CACHE_SIZE = 256
 
@@ -838,8 +839,7 @@ _PLAN_CACHE_SIZE = 256
 class _Plan:
     prob: _Problem
     cfg: AttnConfig
-    causal: bool
-    scale: float
+    scale: float  # softmax scale (the forward's only float argument; causal and the rest are in the tail)
     per_head: bool
     vt_shape: tuple | None  # the relayout's Vᵀ buffer, None where the kernel reads V as given
     relayout: tuple | None  # recorded (compiled kernel, grid3, tail values) of the relayout (E4M3 inputs)
@@ -877,7 +877,7 @@ def _plan_eligible(prob: _Problem, q, k, v) -> bool:
             and prob.head_dim in _SUPPORTED_D and _ready(q) and _ready(k) and _ready(v))
 
 
-def _keep_plan(key, records, prob, cfg, causal, scale, prep: _Prepared) -> None:
+def _keep_plan(key, records, prob, cfg, scale, prep: _Prepared) -> None:
     """Store the plan of a recorded full-path call: E4M3 inputs, the relayout (when V was transposed) and the
     forward; other inputs, the amax and quantize launches of q, k and v, then the forward."""
     want = (2 if cfg.v_transposed else 1) if prob.fp8_in else 7
@@ -888,7 +888,7 @@ def _keep_plan(key, records, prob, cfg, causal, scale, prep: _Prepared) -> None:
     dev = prep.q8.device
     quant = None if prob.fp8_in else tuple((records[i], records[i + 1]) for i in (0, 2, 4))
     relayout = records[0] if prob.fp8_in and cfg.v_transposed else None
-    _PLANS[key] = _Plan(prob, cfg, bool(causal), scale, prep.per_head,
+    _PLANS[key] = _Plan(prob, cfg, scale, prep.per_head,
                         tuple(prep.v8.shape) if cfg.v_transposed else None, relayout, quant, records[-1],
                         torch.empty(1, dtype=torch.float32, device=dev), torch.zeros(1, dtype=torch.int32, device=dev))
 
@@ -932,10 +932,7 @@ def _replay(plan: _Plan, q, k, v, q_descale, k_descale, v_descale, out_dtype, ou
             vt = v
         qds, kds, vds = (_descale_arg(x, plan.per_head, b, hkv, dev) for x in (q_descale, k_descale, v_descale))
     out = torch.empty((*q.shape[:-1], d), dtype=out_dtype, device=dev)
-    if return_lse:
-        lse = torch.full((b, prob.heads_q, prob.seqlen_q), float("-inf"), dtype=torch.float32, device=dev)
-    else:
-        lse = plan.dummy_f
+    lse = _lse_init(prob, q) if return_lse else plan.dummy_f
     kern, grid3, tail = plan.fwd
     if cfg.kernel == "glws":
         from tritonfp8._kernels import attention_gluon
