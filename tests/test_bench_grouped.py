@@ -24,7 +24,7 @@ from tritonfp8.gemm import gemm_torch
 from conftest import HAS_CUDA, requires_gpu
 
 # Stand-in times (ms) per timed function: the ratios in the rows must come out of these exactly.
-TIMES = {"ours": 1.0, "loop": 2.0, "dense": 0.95, "dense_same": 1.2, "ours_dense": 0.9}
+TIMES = {"ours": 1.0, "loop": 2.0, "dense": 0.95, "dense_same": 1.2, "ours_dense": 0.9, "ours_triton": 1.4}
 
 
 def _args(tmp_path, **kw) -> argparse.Namespace:
@@ -265,3 +265,23 @@ def test_suite_on_gpu_small(scaling, tmp_path, monkeypatch):
         assert r["rel_error"] <= r["err_bound"] and r["loop_rel_error"] <= r["err_bound"]
         if scaling != "tensor":
             assert r["dense_same_tflops"] > 0
+
+
+def test_suite_vs_triton_and_precise(cpu_suite, tmp_path, monkeypatch):
+    """--vs-triton adds ours pinned to the Triton grouped kernel (ours_triton) with its ratio; --accumulate precise
+    runs ours, our dense GEMM and the error bound in precise mode."""
+    monkeypatch.setattr(suite, "peer_skip_reason", lambda: None)
+    monkeypatch.setattr(suite, "cublas_scaled_mm", _fake_cublas)
+    monkeypatch.setattr(H, "bench_interleaved", _fake_bench)
+    args = _args(tmp_path, scaling="row", groups="3", nk="64x256", dists="uneven", vs_triton=True,
+                 accumulate="precise")
+    assert suite.run(args) == 0
+    data = json.loads(next(tmp_path.glob("grouped-*.json")).read_text())
+    assert data["config"]["vs_triton"] and data["config"]["accumulate"] == "precise"
+    (r,) = data["rows"]
+    assert r["accumulate"] == "precise"
+    assert r["ours_vs_ours_triton"] == pytest.approx(TIMES["ours_triton"] / TIMES["ours"])
+    from tritonfp8.gemm import error_bound
+
+    assert r["err_bound"] == error_bound(torch.bfloat16, 256, "precise", tensor_core=False)
+    assert "ours_triton" in suite._fn_names("row", True) and "ours_triton" not in suite._fn_names("row")

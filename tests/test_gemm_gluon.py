@@ -278,7 +278,8 @@ def test_glws_kernel_name():
 @pytest.mark.parametrize("kernel", ["gemm_glws_precise", "gemm_glws_block", "gemm_glws_precise_rowwise_bias_gelu",
                                     "gemm_glws_fast", "gemm_glws_fast_rowwise", "gemm_glws_precise_n256",
                                     "gemm_glws_block_n256", "gemm_glws_precise_splitk", "gemm_glws_block_n256_splitk",
-                                    "gemm_glws_fast_splitk"])
+                                    "gemm_glws_fast_splitk", "grouped_glws_block_n256", "grouped_glws_precise_n256_bias",
+                                    "grouped_glws_fast_rowwise", "grouped_glws_masked_block"])
 def test_glws_sass(kernel):
     """QGMMA in both consumer groups, no spills, registers re-split between the partitions (USETMAXREG), and each
     consumer's chain of four wgmmas waited once (no serialized wgmma: C7514 would wait every instruction). The
@@ -294,6 +295,10 @@ def test_glws_sass(kernel):
     assert r.spill_stores == 0 and r.spill_loads == 0, r.as_dict()
     assert "USETMAXREG" in r.sass
     assert r.gmma_waited == 2 * chains, r.as_dict()
+    if kernel.startswith("grouped"):
+        # Grouped (MoE) launches: TMA stores, and the pointer stores of a group's last, partial row tile (64 x 128
+        # bf16 per consumer group: 128 threads x 64 STG, per consumer and column piece).
+        assert "UTMASTG" in r.sass and len(re.findall(r"\bSTG\.E", r.sass)) >= 128, r.as_dict()
     if chains == 2:  # per consumer group, the two chains write the same 64 registers
         heads = re.findall(r"QGMMA\.64x128x32\S* (R\d+), gdesc\[\w+\], RZ, !UPT", r.sass)
         assert len(heads) == 4 and heads[0] == heads[1] and heads[2] == heads[3], heads

@@ -40,6 +40,7 @@ from __future__ import annotations
 import torch
 
 from tritonfp8 import _backend
+from tritonfp8._kernels.gemm_configs import gluon_config
 from tritonfp8.gemm import (
     ACCUMULATE, ACTIVATIONS, OUT_DTYPES, SCALE_BLOCK, GemmConfig, _activation_torch, _check_operands, _check_tensor,
     _tma_ready, error_bound, gemm_torch,
@@ -226,15 +227,24 @@ def _want_check(check: bool | None, t: torch.Tensor) -> bool:
     return bool(check)
 
 
-def grouped_config(rows_per_group: int, N: int, K: int, *, block: bool, precise: bool) -> GemmConfig:
+def grouped_config(rows_per_group: int, N: int, K: int, *, block: bool, precise: bool, total_rows: int = 0,
+                   gluon: bool = False, num_sms: int = 132, out_size: int = 2) -> GemmConfig:
     """Kernel config of the grouped GEMM: a pure function of the host-known shapes (rows_per_group: M_max for
     the masked variant, total_M / G for contiguous groups, an estimate: the sizes are not read on the host).
 
-    Persistent TMA schedule (one launch over all groups), pointer stores (see the kernel). 128x256x128 with 8 warps
-    and 4 stages is the dense GEMM's main fast tile (its SASS: no spills); precise and block modes keep an fp32
-    accumulator beside each fresh dot and use 128x128 with 5 stages, as the dense GEMM does. Groups of at most 64
-    rows (decode) take 64-row tiles, wgmma's smallest M.
+    ``gluon`` (an sm_90 CUDA device; contiguous groups, E4M3, 16-byte aligned output, b not in 1x128 groups):
+    precise and block-scaled problems of groups above 64 rows with enough tiles take the Gluon warp-specialized
+    kernel, with the dense GEMM's tile choice for ``total_rows`` x N (:func:`gluon_config`): the Triton kernel
+    waits for each wgmma before its promotion (0.64-0.70x our dense block GEMM, session 11).
+    Otherwise the Triton persistent TMA schedule (one launch over all groups), pointer stores (see the kernel).
+    128x256x128 with 8 warps and 4 stages is the dense GEMM's main fast tile (its SASS: no spills); precise and
+    block modes keep an fp32 accumulator beside each fresh dot and use 128x128 with 5 stages, as the dense GEMM
+    does. Groups of at most 64 rows (decode) take 64-row tiles, wgmma's smallest M.
     """
+    if gluon and (block or precise) and rows_per_group > 64:
+        g = gluon_config(total_rows, N, num_sms, out_size)
+        if g is not None:
+            return g
     bm = 64 if rows_per_group <= 64 else 128
     if block or precise:
         return GemmConfig(bm, 128, 128, num_warps=4 if bm == 64 else 8, num_stages=5, schedule="tmapersistent")
@@ -394,7 +404,13 @@ def _run(a2, b, scale_a, scale_b, a_kind, b_kind, b_rows, bias, activation, accu
         sms = kernels.INTERPRETER_SMS
     precise = accumulate == "precise" or block
     if config is None:
-        config = grouped_config(rows_per_group, N, K, block=block, precise=precise)
+        gluon = (device.type == "cuda" and not _backend.interpreting() and arch == 90 and mode != "masked" and b_rows != 1
+                 and a2.dtype == b.dtype == torch.float8_e4m3fn and out2.data_ptr() % 16 == 0)
+        config = grouped_config(rows_per_group, N, K, block=block, precise=precise, total_rows=M, gluon=gluon,
+                                num_sms=sms, out_size=out2.element_size())
+    elif config.schedule == "glws" and out2.data_ptr() % 16:
+        raise ValueError("out: schedule 'glws' stores through TMA and needs a 16-byte aligned base; pass an "
+                         "aligned out or another config")
     if arch < 90:
         raise NotImplementedError(f"grouped_gemm: the grouped kernel needs TMA (sm_90+); this device is sm_{arch}: "
                                   "use grouped_gemm_torch")

@@ -1008,6 +1008,26 @@ def launch_grouped(
     (G, ceil(N/b_block_rows), Kb) with its dim-0 stride. bias (G, N) contiguous or None. No host sync: the grid is
     min(#SMs, upper bound of the tile count) and the kernel computes the real count from group_rows.
     """
+    if cfg.schedule == "glws":
+        # The Gluon warp-specialized kernel (its promotion overlaps the other consumer's wgmma) with the same
+        # device-side group schedule; TMA stores except for a group's last, partial row tile.
+        if cfg.split_k != 1 or (b_block_rows == 1 and cfg.block_n > 128):
+            raise ValueError(f"config: grouped schedule 'glws' needs split_k = 1 and, with 1x128 groups of b, "
+                             f"block_n <= 128; got {cfg.short()}")
+        from tritonfp8._kernels import gemm_gluon
+
+        name = grouped_kernel_name(
+            cfg, mode=mode, arch=arch, a_dtype=a.dtype, b_dtype=b.dtype, out_dtype=out.dtype, a_vec=a_vec,
+            b_vec=b_vec, precise=precise, has_bias=bias is not None, activation=activation,
+            b_block_rows=b_block_rows,
+        ).build()
+        gemm_gluon.launch_grouped(
+            a, b, scale_a, scale_b, bias, ACTIVATIONS[activation], out, mode=mode, group_rows=group_rows,
+            group_cap=group_cap, a_group_stride=a_group_stride, b_group_stride=b_group_stride,
+            block_n=cfg.block_n, num_stages=cfg.num_stages, group_m=cfg.group_m, a_vec=a_vec, b_vec=b_vec,
+            b_block_rows=b_block_rows, sms=sms, name=name, fast=not (precise or b_block_rows is not None),
+            warmup=warmup)
+        return out
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     R, K = a.shape

@@ -115,13 +115,6 @@ def _promote(acc, t, sa, sb, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr):
 
 
 @gluon.jit
-def _tile_count(M, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr):
-    num_pid_m = gl.cdiv(M, BLOCK_M)
-    num_pid_n = gl.cdiv(N, BLOCK_N)
-    return num_pid_m, num_pid_n, num_pid_m * num_pid_n
-
-
-@gluon.jit
 def _work_unit(unit, num_tiles, k_blocks, SPLIT_K: gl.constexpr):
     """(tile, split, first K block, end K block) of work unit ``unit``: units ``split * num_tiles + tile``, each
     split a run of ceil(k_blocks / SPLIT_K) K blocks (the launcher picks SPLIT_K so that none is empty)."""
@@ -135,31 +128,106 @@ def _work_unit(unit, num_tiles, k_blocks, SPLIT_K: gl.constexpr):
 
 
 @gluon.jit
+def _add(x, y):
+    return x + y
+
+
+@gluon.jit
+def _schedule(group_rows, num_groups, group_cap, M, N, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr,
+              GROUPED: gl.constexpr, G_PAD: gl.constexpr, WARPS: gl.constexpr):
+    """The tile schedule of this launch: (num_tiles, num_pid_m, num_pid_n, g_idx, g_lo, g_hi, g_tiles, g_cum).
+
+    Dense (GROUPED 0): cdiv(M, BLOCK_M) x cdiv(N, BLOCK_N) tiles; the group vectors are unused zeros.
+    Grouped (as the Triton kernel's grouped mode, read on the device, no host sync): per group g < num_groups its
+    row window [g_lo, g_hi) of a and C (GROUPED 1: int32 offsets (G+1,); 3: sizes (G,), prefix-summed here;
+    2: masked, window g * group_cap + [0, count)), clamped to [0, M] so malformed sizes cannot address outside
+    C; its tile count (row tiles of the window x column tiles) and their inclusive prefix sum. Each partition
+    computes the same table (``WARPS``: the partition's warps, for the vectors' layout)."""
+    num_pid_n = gl.cdiv(N, BLOCK_N)
+    num_pid_m = gl.cdiv(M, BLOCK_M)
+    if GROUPED == 0:
+        num_tiles = num_pid_m * num_pid_n
+        g_idx = 0
+        g_lo = 0
+        g_hi = 0
+        g_tiles = 0
+        g_cum = 0
+    else:
+        layout: gl.constexpr = gl.BlockedLayout([1], [32], [WARPS], [0])
+        g_idx = gl.arange(0, G_PAD, layout=layout)
+        valid = g_idx < num_groups
+        if GROUPED == 1:
+            g_lo = gl.load(group_rows + g_idx, mask=valid, other=0)
+            g_hi = gl.load(group_rows + g_idx + 1, mask=valid, other=0)
+        elif GROUPED == 3:
+            size = gl.load(group_rows + g_idx, mask=valid, other=0)
+            g_hi = gl.associative_scan(size, 0, _add)
+            g_lo = g_hi - size
+        else:
+            g_lo = g_idx * group_cap
+            g_hi = g_lo + gl.load(group_rows + g_idx, mask=valid, other=0)
+        g_lo = gl.minimum(gl.maximum(g_lo, 0), M)
+        g_hi = gl.minimum(gl.maximum(g_hi, g_lo), M)
+        g_tiles = gl.cdiv(g_hi - g_lo, BLOCK_M) * num_pid_n
+        g_cum = gl.associative_scan(g_tiles, 0, _add)
+        num_tiles = gl.sum(g_tiles, 0)
+    return num_tiles, num_pid_m, num_pid_n, g_idx, g_lo, g_hi, g_tiles, g_cum
+
+
+@gluon.jit
+def _tile_at(tile_id, M, num_pid_m, num_pid_n, g_idx, g_lo, g_hi, g_tiles, g_cum, BLOCK_M: gl.constexpr,
+             GROUP_M: gl.constexpr, GROUPED: gl.constexpr):
+    """(group, first row of the tile in a and C, end of the rows it may store, column tile) of tile ``tile_id``.
+    Grouped: the group is the number of groups whose inclusive tile prefix sum is <= tile_id (empty groups have
+    no tiles; padding lanes hold the total, which no tile reaches); tiles walk their group in grouped order."""
+    if GROUPED == 0:
+        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        g = 0
+        row0 = pid_m * BLOCK_M
+        row_end = M
+    else:
+        g = gl.sum((g_cum <= tile_id).to(gl.int32), 0)
+        sel = g_idx == g
+        first = gl.sum(gl.where(sel, g_cum - g_tiles, 0), 0)
+        row_lo = gl.sum(gl.where(sel, g_lo, 0), 0)
+        row_end = gl.sum(gl.where(sel, g_hi, 0), 0)
+        pid_m, pid_n = _tile_coords(tile_id - first, gl.cdiv(row_end - row_lo, BLOCK_M), num_pid_n, GROUP_M)
+        row0 = row_lo + pid_m * BLOCK_M
+    return g, row0, row_end, pid_n
+
+
+@gluon.jit
 def _loader(a_desc, b_desc, sa_desc, a_ring, b_ring, sa_ring, ready, empty, M, N, K, sa_col,
+            group_rows, num_groups, group_cap,
             BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
-            STAGES: gl.constexpr, SA_TMA: gl.constexpr, SPLIT_K: gl.constexpr):
+            STAGES: gl.constexpr, SA_TMA: gl.constexpr, SPLIT_K: gl.constexpr, GROUPED: gl.constexpr,
+            G_PAD: gl.constexpr):
     """Producer partition (one warp): TMA loads of every (tile, K block) of this program into the ring; with
     SA_TMA also the K block's column of a's 1x128 block scales (the rows of this tile: BLOCK_M fp32 from the
-    flattened (ceil(K/128), M rounded up to 4) transposed scales; ``sa_col`` = that row length)."""
-    num_pid_m, num_pid_n, num_tiles = _tile_count(M, N, BLOCK_M, BLOCK_N)
+    flattened (ceil(K/128), M rounded up to 4) transposed scales; ``sa_col`` = that row length). Grouped: b is
+    the (G*N, K) view of the (G, N, K) weights, group g's rows from g*N."""
+    num_tiles, num_pid_m, num_pid_n, g_idx, g_lo, g_hi, g_tiles, g_cum = _schedule(
+        group_rows, num_groups, group_cap, M, N, BLOCK_M, BLOCK_N, GROUPED, G_PAD, 1)
     k_blocks = gl.cdiv(K, BLOCK_K)
     nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes + (BLOCK_M * 4 if SA_TMA else 0)
     li = 0
     for unit in range(gl.program_id(0), num_tiles * SPLIT_K, gl.num_programs(0)):
         tile_id, split, kb_lo, kb_hi = _work_unit(unit, num_tiles, k_blocks, SPLIT_K)
-        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
+        g, row0, row_end, pid_n = _tile_at(tile_id, M, num_pid_m, num_pid_n, g_idx, g_lo, g_hi, g_tiles, g_cum,
+                                           BLOCK_M, GROUP_M, GROUPED)
+        b_row = g * N + pid_n * BLOCK_N
         for kb in range(kb_lo, kb_hi):
             s = li % STAGES
             # A fresh barrier counts as having completed the phase before phase 0: the first pass does not wait.
             mbarrier.wait(empty.index(s), ((li // STAGES) & 1) ^ 1)
             bar = ready.index(s)
             mbarrier.expect(bar, nbytes)
-            tma.async_copy_global_to_shared(a_desc, [pid_m * BLOCK_M, kb * BLOCK_K], bar, a_ring.index(s))
-            tma.async_copy_global_to_shared(b_desc, [pid_n * BLOCK_N, kb * BLOCK_K], bar, b_ring.index(s))
+            tma.async_copy_global_to_shared(a_desc, [row0, kb * BLOCK_K], bar, a_ring.index(s))
+            tma.async_copy_global_to_shared(b_desc, [b_row, kb * BLOCK_K], bar, b_ring.index(s))
             if SA_TMA:
                 # Rows past M read padding or the next column's first scales (finite; those rows are zero-filled
                 # in a and clipped in C), past the end TMA fills zeros.
-                tma.async_copy_global_to_shared(sa_desc, [kb * sa_col + pid_m * BLOCK_M], bar, sa_ring.index(s))
+                tma.async_copy_global_to_shared(sa_desc, [kb * sa_col + row0], bar, sa_ring.index(s))
             li += 1
 
 
@@ -170,6 +238,36 @@ def _store_piece(v, c_desc, c_smem, off_m, off_n):
     c_smem.store(v)
     fence_async_shared()
     tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_smem)
+
+
+@gluon.jit
+def _store_tile(v, c_desc, c_smem, out_ptr, offs_m, offs_n, off_m, off_n, row_end, N, GROUPED: gl.constexpr):
+    """Store one warp group's (64, W) result at (off_m, off_n) by TMA, in one or two EPI_N-wide column pieces
+    (through one staging buffer: its TMA read is done long before the second piece is converted). A grouped tile
+    reaching past its group's rows (a TMA box would overwrite the next group's) stores through pointers instead,
+    masked to rows < row_end and columns < N."""
+    WG_M: gl.constexpr = v.shape[0]
+    if GROUPED == 0:
+        _store_tma(v, c_desc, c_smem, off_m, off_n)
+    elif off_m + WG_M <= row_end:
+        _store_tma(v, c_desc, c_smem, off_m, off_n)
+    else:
+        mask = (offs_m < row_end)[:, None] & (offs_n < N)[None, :]
+        gl.store(out_ptr + offs_m.to(gl.int64)[:, None] * N + offs_n[None, :], v, mask=mask)
+
+
+@gluon.jit
+def _store_tma(v, c_desc, c_smem, off_m, off_n):
+    WG_M: gl.constexpr = v.shape[0]
+    W: gl.constexpr = v.shape[1]
+    EPI_N: gl.constexpr = c_desc.block_type.shape[1]
+    if EPI_N == W:
+        _store_piece(v, c_desc, c_smem, off_m, off_n)
+    else:
+        gl.static_assert(2 * EPI_N == W, "the epilogue stores one or two column pieces")
+        lo, hi = gl.split(v.reshape([WG_M, 2, EPI_N]).permute((0, 2, 1)))
+        _store_piece(lo, c_desc, c_smem, off_m, off_n)
+        _store_piece(hi, c_desc, c_smem, off_m, off_n + EPI_N)
 
 
 @gluon.jit
@@ -206,8 +304,13 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
               STAGES: gl.constexpr, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr, HAS_BIAS: gl.constexpr,
               ACTIVATION: gl.constexpr, FAST: gl.constexpr, SA_TMA: gl.constexpr, NSPLIT: gl.constexpr,
-              ws, SPLIT_K: gl.constexpr):
+              ws, SPLIT_K: gl.constexpr, out_ptr, group_rows, num_groups, group_cap, stride_sa_g, stride_sb_g,
+              GROUPED: gl.constexpr, G_PAD: gl.constexpr):
     """Consumer partition (one warp group): rows HALF*64 .. HALF*64+63 of every tile of this program.
+
+    Grouped (GROUPED > 0): the tile's group g selects b's rows (loader), the scales at scale_a + g * stride_sa_g
+    and scale_b + g * stride_sb_g, bias row g; rows past the group's end are computed (from the next group's
+    rows of a, or TMA's zero fill) but not stored (:func:`_store_tile`).
 
     NSPLIT (promoting modes, BLOCK_N = 256): the tile's columns are two 128-wide accumulators; each K block runs
     two fresh 64x128 wgmmas, one after the other, each waited and promoted into its own accumulator, so one fresh
@@ -218,26 +321,35 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
                                                          instr_shape=[16, MMA_N, 32])
     row_layout: gl.constexpr = gl.SliceLayout(1, mma_layout)
     col_layout: gl.constexpr = gl.SliceLayout(0, mma_layout)
-    num_pid_m, num_pid_n, num_tiles = _tile_count(M, N, BLOCK_M, BLOCK_N)
+    num_tiles, num_pid_m, num_pid_n, g_idx, g_lo, g_hi, g_tiles, g_cum = _schedule(
+        group_rows, num_groups, group_cap, M, N, BLOCK_M, BLOCK_N, GROUPED, G_PAD, 4)
     k_blocks = gl.cdiv(K, BLOCK_K)
     gl.static_assert(NSPLIT == 1 or (not FAST and SCALE_B != 2), "two column halves: promoting modes, b not 1x128")
-
-    # The per-tensor factor(s) the epilogue applies (block modes: none; both per row: none).
-    s_tensor = 1.0
-    if SCALE_A == 0:
-        s_tensor = gl.load(scale_a)
-        if SCALE_B == 0:
-            s_tensor = s_tensor * gl.load(scale_b)
-    elif SCALE_A == 1:
-        if SCALE_B == 0:
-            s_tensor = gl.load(scale_b)
+    scale_a0 = scale_a
+    scale_b0 = scale_b
+    bias0 = bias
 
     ci = 0
     t = gl.zeros([WG_M, MMA_N], gl.float32, mma_layout)
     for unit in range(gl.program_id(0), num_tiles * SPLIT_K, gl.num_programs(0)):
         tile_id, split, kb_lo, kb_hi = _work_unit(unit, num_tiles, k_blocks, SPLIT_K)
-        pid_m, pid_n = _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M)
-        off_m = pid_m * BLOCK_M + HALF * WG_M
+        g, row0, row_end, pid_n = _tile_at(tile_id, M, num_pid_m, num_pid_n, g_idx, g_lo, g_hi, g_tiles, g_cum,
+                                           BLOCK_M, GROUP_M, GROUPED)
+        if GROUPED > 0:
+            scale_a = scale_a0 + g * stride_sa_g
+            scale_b = scale_b0 + g.to(gl.int64) * stride_sb_g
+            if HAS_BIAS:
+                bias = bias0 + g.to(gl.int64) * N
+        # The per-tensor factor(s) the epilogue applies (block modes: none; both per row: none).
+        s_tensor = 1.0
+        if SCALE_A == 0:
+            s_tensor = gl.load(scale_a)
+            if SCALE_B == 0:
+                s_tensor = s_tensor * gl.load(scale_b)
+        elif SCALE_A == 1:
+            if SCALE_B == 0:
+                s_tensor = gl.load(scale_b)
+        off_m = row0 + HALF * WG_M
         off_n = pid_n * BLOCK_N
         offs_m = off_m + gl.arange(0, WG_M, layout=row_layout)
         offs_n = off_n + gl.arange(0, MMA_N, layout=col_layout)
@@ -307,7 +419,6 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
                 acc = _promote(acc, t, sa, sb, SCALE_A, SCALE_B)
                 ci += 1
 
-        EPI_N: gl.constexpr = c_desc.block_type.shape[1]
         # (Recomputed here: the column offsets are 32 registers per thread, not kept live across the K loop.)
         offs_n = off_n + gl.arange(0, MMA_N, layout=col_layout)
         if SPLIT_K > 1:
@@ -319,37 +430,32 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
                 _store_partial(acc2, ws, split, offs_m, offs_n + MMA_N, s_tensor, scale_a, scale_b, M, N, SCALE_A,
                                SCALE_B)
         elif NSPLIT == 2:
-            _store_piece(_finish(acc, offs_m, offs_n, s_tensor, scale_a, scale_b, bias, M, N, SCALE_A, SCALE_B,
-                                 HAS_BIAS, ACTIVATION, c_desc.dtype), c_desc, c_smem, off_m, off_n)
-            _store_piece(_finish(acc2, offs_m, offs_n + MMA_N, s_tensor, scale_a, scale_b, bias, M, N, SCALE_A,
-                                 SCALE_B, HAS_BIAS, ACTIVATION, c_desc.dtype), c_desc, c_smem, off_m, off_n + MMA_N)
+            _store_tile(_finish(acc, offs_m, offs_n, s_tensor, scale_a, scale_b, bias, M, N, SCALE_A, SCALE_B,
+                                HAS_BIAS, ACTIVATION, c_desc.dtype), c_desc, c_smem, out_ptr, offs_m, offs_n,
+                        off_m, off_n, row_end, N, GROUPED)
+            _store_tile(_finish(acc2, offs_m, offs_n + MMA_N, s_tensor, scale_a, scale_b, bias, M, N, SCALE_A,
+                                SCALE_B, HAS_BIAS, ACTIVATION, c_desc.dtype), c_desc, c_smem, out_ptr, offs_m,
+                        offs_n + MMA_N, off_m, off_n + MMA_N, row_end, N, GROUPED)
         else:
             out = _finish(acc, offs_m, offs_n, s_tensor, scale_a, scale_b, bias, M, N, SCALE_A, SCALE_B, HAS_BIAS,
                           ACTIVATION, c_desc.dtype)
-            if EPI_N == BLOCK_N:
-                _store_piece(out, c_desc, c_smem, off_m, off_n)
-            else:
-                # Two column pieces through one staging buffer (its TMA read is done long before the second piece
-                # is converted: the wait costs little, and the ring keeps a fourth stage).
-                gl.static_assert(2 * EPI_N == BLOCK_N, "the epilogue stores one or two column pieces")
-                lo, hi = gl.split(out.reshape([WG_M, 2, EPI_N]).permute((0, 2, 1)))
-                _store_piece(lo, c_desc, c_smem, off_m, off_n)
-                _store_piece(hi, c_desc, c_smem, off_m, off_n + EPI_N)
+            _store_tile(out, c_desc, c_smem, out_ptr, offs_m, offs_n, off_m, off_n, row_end, N, GROUPED)
     tma.store_wait(pendings=0)
 
 
-@named_gluon_jit(do_not_specialize=["M", "N", "K"])
+@named_gluon_jit(do_not_specialize=["M", "N", "K", "num_groups", "group_cap"])
 def fp8_gemm_promote_kernel(
     a_desc, b_desc, c_desc, sa_desc,
     scale_a, scale_b, bias, ws,
     M, N, K,
     stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k,
+    out_ptr, group_rows, num_groups, group_cap, stride_sa_g, stride_sb_g,
     KERNEL_NAME: gl.constexpr,
     GROUP_M: gl.constexpr, STAGES: gl.constexpr,
     SCALE_A: gl.constexpr, SCALE_B: gl.constexpr,
     HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, FAST: gl.constexpr, SPLIT_K: gl.constexpr,
     CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
-    num_warps: gl.constexpr,
+    num_warps: gl.constexpr, GROUPED: gl.constexpr = 0, G_PAD: gl.constexpr = 1,
 ):
     """C = (a·scale_a)(b·scale_b)ᵀ (+ bias, activation) with fp32 promotion every 128 of K (module docstring).
 
@@ -357,7 +463,12 @@ def fp8_gemm_promote_kernel(
     c_desc: C (M, N) row-major in the output type, block [BLOCK_M // 2, BLOCK_N] (each warp group stores its half).
     bias: (N,) or a dummy pointer. SPLIT_K > 1: work units (split, tile), each split a run of K blocks, whose
     scaled fp32 partials go to ``ws`` (SPLIT_K, M, N) (bias, activation and the rounding in the reduction kernel;
-    c_desc unused). Launch with num_warps=4 (the first consumer warp group; the second consumer and the one-warp
+    c_desc unused). Grouped GEMM (GROUPED 1 offsets / 3 sizes / 2 masked, see :func:`_schedule`): a holds the
+    rows of all groups, b_desc is over the (G*N, K) view of the (G, N, K) weights, c_desc and out_ptr (the same
+    (M, N) output) get each group's rows, group_rows the int32 offsets / sizes / counts of the num_groups groups
+    (G_PAD: the next power of two), group_cap the masked capacity; scales per group at scale_a + g * stride_sa_g
+    (0 for one scalar or per-row / block scales over all rows) and scale_b + g * stride_sb_g, bias (G, N).
+    Launch with num_warps=4 (the first consumer warp group; the second consumer and the one-warp
     loader are worker partitions).
     """
     BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
@@ -370,7 +481,9 @@ def fp8_gemm_promote_kernel(
     NSPLIT: gl.constexpr = 2 if (not FAST and BLOCK_N == 256) else 1
     gl.static_assert(num_warps == 4, "the default partition is one consumer warp group")
 
-    SA_TMA: gl.constexpr = SCALE_A == 2 and SCALE_B == 3  # the DeepSeek-V3 recipe: a's scales through TMA
+    # The DeepSeek-V3 recipe: a's scales through TMA (dense only: a grouped tile's first row, its group's offset
+    # plus a multiple of 128, is not the 16-byte aligned box start TMA needs).
+    SA_TMA: gl.constexpr = SCALE_A == 2 and SCALE_B == 3 and GROUPED == 0
     a_ring = gl.allocate_shared_memory(a_desc.dtype, [STAGES, BLOCK_M, BLOCK_K], a_desc.layout)
     if SA_TMA:
         sa_ring = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK_M], sa_desc.layout)
@@ -390,13 +503,15 @@ def fp8_gemm_promote_kernel(
     gl.warp_specialize([
         (_consumer, (0, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem.index(0), scale_a, scale_b, bias,
                      M, N, K, stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                     STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA, NSPLIT, ws, SPLIT_K)),
+                     STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA, NSPLIT, ws, SPLIT_K, out_ptr,
+                     group_rows, num_groups, group_cap, stride_sa_g, stride_sb_g, GROUPED, G_PAD)),
         (_consumer, (1, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem.index(1), scale_a, scale_b, bias,
                      M, N, K, stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                     STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA, NSPLIT, ws, SPLIT_K)),
-        (_loader, (a_desc, b_desc, sa_desc, a_ring, b_ring, sa_ring, ready, empty, M, N, K, stride_sa_k, BLOCK_M,
-                   BLOCK_N,
-                   BLOCK_K, GROUP_M, STAGES, SA_TMA, SPLIT_K)),
+                     STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA, NSPLIT, ws, SPLIT_K, out_ptr,
+                     group_rows, num_groups, group_cap, stride_sa_g, stride_sb_g, GROUPED, G_PAD)),
+        (_loader, (a_desc, b_desc, sa_desc, a_ring, b_ring, sa_ring, ready, empty, M, N, K, stride_sa_k,
+                   group_rows, num_groups, group_cap, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES, SA_TMA, SPLIT_K,
+                   GROUPED, G_PAD)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
@@ -439,18 +554,21 @@ def scale_modes(a_vec: bool, b_vec: bool, b_block_rows: int | None) -> tuple[int
     return (SCALE_ROW if a_vec else SCALE_TENSOR), (SCALE_ROW if b_vec else SCALE_TENSOR)
 
 
-def _runtime_args(a, b, scale_a, scale_b, bias, out, block_n: int, sa_mode: int, sb_mode: int, split: int):
-    """The kernel's runtime arguments (descriptors, pointers, sizes, scale strides) and the split-K workspace."""
+def _runtime_args(a, b, scale_a, scale_b, bias, out, block_n: int, sa_mode: int, sb_mode: int, split: int,
+                  grouped: tuple | None = None):
+    """The kernel's runtime arguments (descriptors, pointers, sizes, scale strides) and the split-K workspace.
+    ``grouped``: (group_rows, G, cap, a group stride, b group stride) of a grouped launch (b then (G*N, K),
+    block scales of b (G, Nb, Kb))."""
     M, K = a.shape
-    N = b.shape[0]
+    N = out.shape[1]
     if sa_mode == SCALE_BLOCK_1X128:
         sam, sak = scale_a.stride()
-        sbn, sbk = scale_b.stride()
+        sbn, sbk = scale_b.stride()[-2:]
     else:
         sam = sak = sbn = sbk = 0
     ws = torch.empty((split, M, N), device=out.device, dtype=torch.float32) if split > 1 else None
     a_desc = _descriptor(a, [128, 128])
-    if sa_mode == SCALE_BLOCK_1X128 and sb_mode == SCALE_BLOCK_128X128:
+    if sa_mode == SCALE_BLOCK_1X128 and sb_mode == SCALE_BLOCK_128X128 and grouped is None:
         # a's block scales go through TMA as the flattened (ceil(K/128), M) transpose: read in place when stored
         # outer-dim-major (strides (1, M), the torch._scaled_mm layout), else copied into that layout here (M x
         # ceil(K/128) fp32: ~1% of the GEMM's time at 8192 x 7168 x 7168).
@@ -466,9 +584,10 @@ def _runtime_args(a, b, scale_a, scale_b, bias, out, block_n: int, sa_mode: int,
         sa_desc = _descriptor(sa_t.reshape(-1), [128])
     else:
         sa_desc = a_desc  # unused by the kernel
+    group_args = (scale_a, 1, 0, 0, 0) if grouped is None else grouped
     args = (a_desc, _descriptor(b, [block_n, 128]), _descriptor(out, [64, min(block_n, 128)]), sa_desc,
             scale_a, scale_b, bias if bias is not None and split == 1 else scale_a, ws if ws is not None else scale_a,
-            M, N, K, sam, sak, sbn, sbk)
+            M, N, K, sam, sak, sbn, sbk, out) + group_args
     return args, ws
 
 
@@ -539,6 +658,31 @@ def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: 
     return main
 
 
+def launch_grouped(a, b, scale_a, scale_b, bias, activation_code: int, out, *, mode: int, group_rows, group_cap: int,
+                   a_group_stride: int, b_group_stride: int, block_n: int, num_stages: int, group_m: int,
+                   a_vec: bool, b_vec: bool, b_block_rows: int | None, sms: int, name: str, fast: bool = False,
+                   warmup: bool = False):
+    """One persistent launch of :func:`fp8_gemm_promote_kernel` over all groups' tiles (GROUPED = ``mode``: the
+    Triton kernel's GROUPED_* codes); inputs as in ``tritonfp8._kernels.gemm.launch_grouped`` (validated by
+    :mod:`tritonfp8.grouped`): a (R, K) rows of all groups, b (G, N, K) contiguous, out (R, N) contiguous with a
+    16-byte aligned base (TMA stores). No host sync: the grid is min(#SMs, an upper bound of the tile count), the
+    kernel counts the real tiles from ``group_rows``."""
+    R, K = a.shape
+    G, N, _ = b.shape
+    sa_mode, sb_mode = scale_modes(a_vec, b_vec, b_block_rows)
+    row_tiles = G * -(-group_cap // 128) if mode == 2 else -(-R // 128) + G  # each group: at most one partial tile
+    grid = (max(1, min(row_tiles * -(-N // block_n), sms)),)
+    args, _ = _runtime_args(a, b.view(G * N, K), scale_a, scale_b, bias, out, block_n, sa_mode, sb_mode, 1,
+                            grouped=(group_rows, G, group_cap, a_group_stride, b_group_stride))
+    kw = dict(KERNEL_NAME=name, GROUP_M=group_m, STAGES=num_stages, SCALE_A=sa_mode, SCALE_B=sb_mode,
+              HAS_BIAS=bias is not None, ACTIVATION=activation_code, FAST=fast, SPLIT_K=1,
+              CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4, GROUPED=mode,
+              G_PAD=max(1, triton.next_power_of_2(G)))
+    if warmup:
+        return fp8_gemm_promote_kernel.warmup(*args, grid=grid, **kw)
+    return _fast.launch(fp8_gemm_promote_kernel, grid, *args, **kw)
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # Offline codegen specs (python -m tritonfp8 codegen --list)
 
@@ -554,7 +698,7 @@ _SA_DESC_SIG = ("tensordesc<fp32[128],NVMMASharedLayout(swizzle_byte_width=0, el
 
 def codegen_spec(*, block_n: int = 128, stages: int = 6, scale_a: int = SCALE_TENSOR, scale_b: int = SCALE_TENSOR,
                  has_bias: bool = False, activation: int = 0, fast: bool = False, split_k: int = 1,
-                 description: str = ""):
+                 grouped: int = 0, description: str = ""):
     from tritonfp8.codegen import CodegenSpec
     from tritonfp8.naming import KernelName
 
@@ -565,22 +709,26 @@ def codegen_spec(*, block_n: int = 128, stages: int = 6, scale_a: int = SCALE_TE
         extras += ("bias" + ("", "relu", "gelu", "silu")[activation],)
     if split_k > 1:
         extras += (f"splitk{split_k}",)
-    name = KernelName(arch=90, op="fp8gemm", types=("e4m3", "e4m3", "f32", "bf16"), tile=(128, block_n, 128),
+    op = {0: "fp8gemm", 2: "fp8maskedgemm"}.get(grouped, "fp8groupedgemm")
+    name = KernelName(arch=90, op=op, types=("e4m3", "e4m3", "f32", "bf16"), tile=(128, block_n, 128),
                       warps=4, stages=stages, schedule="glws", scaling=scaling, extras=extras)
     sig = {"a_desc": _desc_sig("fp8e4nv", 8, (128, 128)), "b_desc": _desc_sig("fp8e4nv", 8, (block_n, 128)),
            "c_desc": _desc_sig("bf16", 16, (64, min(block_n, 128))),
            "sa_desc": (_SA_DESC_SIG if (scale_a, scale_b) == (SCALE_BLOCK_1X128, SCALE_BLOCK_128X128)
                        else _desc_sig("fp8e4nv", 8, (128, 128))), "scale_a": "*fp32", "scale_b": "*fp32", "bias": "*bf16", "ws": "*fp32",
            "M": "i32", "N": "i32", "K": "i32", "stride_sa_m": "i32", "stride_sa_k": "i32", "stride_sb_n": "i32",
-           "stride_sb_k": "i32"}
+           "stride_sb_k": "i32", "out_ptr": "*bf16", "group_rows": "*i32", "num_groups": "i32", "group_cap": "i32",
+           "stride_sa_g": "i32", "stride_sb_g": "i32"}
+    if grouped:  # 64 groups (the issue's largest count)
+        sig["sa_desc"] = _desc_sig("fp8e4nv", 8, (128, 128))  # a's block scales through pointer loads
     const = dict(GROUP_M=8, STAGES=stages, SCALE_A=scale_a, SCALE_B=scale_b, HAS_BIAS=has_bias,
                  ACTIVATION=activation, FAST=fast, SPLIT_K=split_k, CONSUMER_REGS=CONSUMER_REGS,
-                 LOADER_REGS=LOADER_REGS, num_warps=4)
+                 LOADER_REGS=LOADER_REGS, num_warps=4, GROUPED=grouped, G_PAD=64 if grouped else 1)
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=fp8_gemm_promote_kernel, signature=sig, constexprs=const, name=name, num_warps=4,
                        num_stages=stages, min_arch=90, description=description,
-                       divisible=("scale_a", "scale_b", "bias"))
+                       divisible=("scale_a", "scale_b", "bias", "out_ptr", "group_rows"))
 
 
 def codegen_specs() -> dict:
@@ -604,6 +752,18 @@ def codegen_specs() -> dict:
                                        description="Gluon fast-accumulation GEMM, 128x256 (two 64x256 groups)"),
         "gemm_glws_fast_rowwise": codegen_spec(block_n=256, stages=4, fast=True, scale_a=SCALE_ROW,
                                                scale_b=SCALE_ROW, description="fast, rowwise scales"),
+        # Grouped (MoE) launches on the same kernel: 64 groups, sizes prefix-summed in the kernel.
+        "grouped_glws_block_n256": codegen_spec(block_n=256, stages=3, scale_a=SCALE_BLOCK_1X128,
+                                                scale_b=SCALE_BLOCK_128X128, grouped=3,
+                                                description="grouped (m_sizes), block scales, 128x256"),
+        "grouped_glws_block": codegen_spec(stages=4, scale_a=SCALE_BLOCK_1X128, scale_b=SCALE_BLOCK_128X128,
+                                           grouped=1, description="grouped (offsets), block scales, 128x128"),
+        "grouped_glws_precise_n256_bias": codegen_spec(block_n=256, stages=3, has_bias=True, grouped=3,
+                                                       description="grouped, precise, per-group scales, bias"),
+        "grouped_glws_fast_rowwise": codegen_spec(block_n=256, stages=4, fast=True, scale_a=SCALE_ROW,
+                                                  scale_b=SCALE_ROW, grouped=3, description="grouped, fast, rowwise"),
+        "grouped_glws_masked_block": codegen_spec(stages=4, scale_a=SCALE_BLOCK_1X128, scale_b=SCALE_BLOCK_128X128,
+                                                  grouped=2, description="masked (decode), block scales"),
         # Not used by the heuristics: the (BLOCK_N,) scale vector of b spills (86 spill stores offline).
         "gemm_glws_block_group1x128": codegen_spec(stages=4, scale_a=SCALE_BLOCK_1X128, scale_b=SCALE_BLOCK_1X128,
                                                    description="1x128 x 1x128 block scales (spills; not a default)"),

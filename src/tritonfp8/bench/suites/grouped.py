@@ -81,6 +81,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dists", default=None,
                    help=f"comma list of uniform<tokens per group> or uneven (default {','.join(FULL_DISTS)}; "
                         f"--quick: {','.join(QUICK_DISTS)})")
+    p.add_argument("--accumulate", choices=("fast", "precise"), default=None,
+                   help="accumulation of ours and the cuBLAS peers with tensor / row scales (default fast; block "
+                        "scales are always precise)")
+    p.add_argument("--vs-triton", action="store_true",
+                   help="also time ours pinned to the Triton grouped kernel (ours_triton: its default config with "
+                        "the Gluon kernel off), to compare the two kernels in one run")
     p.add_argument("--no-check", action="store_true", help="skip the fp64 reference check (faster)")
     p.add_argument("--list", action="store_true", help="print the cases and the time estimate, run nothing")
 
@@ -143,11 +149,12 @@ def cases(quick: bool, groups: str | None = None, dists: str | None = None,
     return [(G, N, K, d) for G in gs for N, K in nks for d in ds]
 
 
-def _fn_names(scaling: str) -> list[str]:
-    return ["ours", "loop", "dense", *(["dense_same"] if scaling != "tensor" else []), "ours_dense"]
+def _fn_names(scaling: str, vs_triton: bool = False) -> list[str]:
+    return ["ours", *(["ours_triton"] if vs_triton else []), "loop", "dense",
+            *(["dense_same"] if scaling != "tensor" else []), "ours_dense"]
 
 
-def estimate_seconds(case_list, repeats: int, scaling: str) -> float:
+def estimate_seconds(case_list, repeats: int, scaling: str, vs_triton: bool = False) -> float:
     """Rough wall time of a GPU run (a model, not a measurement): per timing do_bench's 25 ms warmup + 100 ms of
     repeats + 6 calls (its estimate and first warmup), per case the data, the loop peer's copies and the fp64
     sample, plus ~60 s of kernel compiles. GEMM time at ~1100 TFLOPS (block: ~900); the loop at >= 25 us per
@@ -160,7 +167,7 @@ def estimate_seconds(case_list, repeats: int, scaling: str) -> float:
         c = 2.0 * M * N * K / rate * 1e3  # ms per call
         loop_c = max(c, 0.025 * sum(1 for m in sizes if m))
         per = 0.0
-        for name in _fn_names(scaling):
+        for name in _fn_names(scaling, vs_triton):
             ms = loop_c if name == "loop" else c
             per += 6 * ms + max(25.0, ms) + max(100.0, ms) + 10.0
         setup = 0.5 + M * (K + 3 * N) * 2 / 1e12  # randn, clones, outputs at ~1 TB/s effective
@@ -313,7 +320,7 @@ def _sync() -> None:
 def run_case(args, G: int, N: int, K: int, dist: str, scaling: str, notes: list[str], H) -> dict:
     """Time and check one case; returns its result row (notes gets what was skipped and why)."""
     from tritonfp8.gemm import error_bound, gemm
-    from tritonfp8.grouped import grouped_gemm
+    from tritonfp8.grouped import grouped_config, grouped_gemm
 
     sizes = _sizes(G, dist)
     x = make_inputs(G, N, K, sizes, scaling, _DEVICE)
@@ -321,13 +328,19 @@ def run_case(args, G: int, N: int, K: int, dist: str, scaling: str, notes: list[
     label = f"G{G} {N}x{K} {dist}"
     out = torch.empty(M, N, device=_DEVICE, dtype=torch.bfloat16)
     dense_out = torch.empty(M, N, device=_DEVICE, dtype=torch.bfloat16)
-    fast = scaling != "block"
+    acc = "precise" if scaling == "block" else (getattr(args, "accumulate", None) or "fast")
+    fast = acc == "fast"
     fns: dict[str, Callable[[], object]] = {}
 
     def ours():
-        grouped_gemm(x.a, x.b, x.sa, x.sb, m_sizes=x.m_sizes, out=out, check=False)
+        grouped_gemm(x.a, x.b, x.sa, x.sb, m_sizes=x.m_sizes, out=out, accumulate=acc, check=False)
 
     fns["ours"] = ours
+    if getattr(args, "vs_triton", False):
+        t_cfg = grouped_config(max(1, M // G), N, K, block=scaling == "block", precise=not fast)
+        t_out = torch.empty_like(out)
+        fns["ours_triton"] = lambda: grouped_gemm(x.a, x.b, x.sa, x.sb, m_sizes=x.m_sizes, out=t_out,
+                                                  accumulate=acc, config=t_cfg, check=False)
     skip = peer_skip_reason()
     parts = []
     if skip is None:
@@ -354,11 +367,11 @@ def run_case(args, G: int, N: int, K: int, dist: str, scaling: str, notes: list[
         od = (x.sa, x.sb[0].reshape(-1, 1))
     else:
         od = (x.sa, x.sb[0])
-    fns["ours_dense"] = lambda: gemm(x.a, x.b[0], *od, out=dense_out)
+    fns["ours_dense"] = lambda: gemm(x.a, x.b[0], *od, out=dense_out, accumulate=acc)
 
     # First call of each (compiles ours; a peer that raises is dropped with a note: e.g. rowwise / blockwise
     # _scaled_mm missing from the running torch).
-    peer_kind = {"loop": f"cuBLAS {scaling} loop", "dense": "cuBLAS per-tensor dense",
+    peer_kind = {"ours_triton": "ours on the Triton kernel", "loop": f"cuBLAS {scaling} loop", "dense": "cuBLAS per-tensor dense",
                  "dense_same": f"cuBLAS {scaling} dense", "ours_dense": "our dense gemm"}
     for name in list(fns):
         try:
@@ -375,7 +388,7 @@ def run_case(args, G: int, N: int, K: int, dist: str, scaling: str, notes: list[
     err = loop_err = None
     checked = 0
     on_gpu = _DEVICE == "cuda"
-    bound = error_bound(torch.bfloat16, K, "precise" if scaling == "block" else "fast", tensor_core=on_gpu)
+    bound = error_bound(torch.bfloat16, K, acc, tensor_core=on_gpu)
     if not getattr(args, "no_check", False):
         outs = {"ours": lambda g: out[x.offs[g]:x.offs[g + 1]]}
         if "loop" in fns:  # its first call above wrote every group's output
@@ -389,7 +402,8 @@ def run_case(args, G: int, N: int, K: int, dist: str, scaling: str, notes: list[
     s = {k: H.summarize(v) for k, v in t.items()}
     nonempty = [m for m in sizes if m]
     row = {
-        "case": label, "G": G, "N": N, "K": K, "dist": dist, "scaling": scaling, "sizes": sizes, "total_M": M,
+        "case": label, "G": G, "N": N, "K": K, "dist": dist, "scaling": scaling, "accumulate": acc, "sizes": sizes,
+        "total_M": M,
         "empty_groups": G - len(nonempty), "min_rows": min(nonempty, default=0),
         **{f"{k}_ms": v.median for k, v in s.items()}, "rounds_ms": t,
         **{f"{k}_tflops": H.tflops(flops, v.median) for k, v in s.items()},
@@ -397,7 +411,7 @@ def run_case(args, G: int, N: int, K: int, dist: str, scaling: str, notes: list[
     }
     if err is not None and loop_err:
         row["err_vs_loop"] = err / loop_err
-    for peer in ("dense", "dense_same", "loop", "ours_dense"):
+    for peer in ("dense", "dense_same", "loop", "ours_dense", "ours_triton"):
         if peer in t:
             c = H.compare(t["ours"], t[peer])
             row.update({f"ours_vs_{peer}": c.ratio, f"ours_vs_{peer}_lo": c.lo, f"ours_vs_{peer}_hi": c.hi,
@@ -431,8 +445,10 @@ def run(args: argparse.Namespace) -> int:
     case_list = cases(args.quick, getattr(args, "groups", None), getattr(args, "dists", None),
                       getattr(args, "nk", None))
     console = H.make_console()
-    est = estimate_seconds(case_list, args.repeats, scaling)
-    console.print(f"[bold]grouped[/] --scaling {scaling}: {len(case_list)} cases x {len(_fn_names(scaling))} "
+    vs_triton = bool(getattr(args, "vs_triton", False))
+    est = estimate_seconds(case_list, args.repeats, scaling, vs_triton)
+    console.print(f"[bold]grouped[/] --scaling {scaling}: {len(case_list)} cases x "
+                  f"{len(_fn_names(scaling, vs_triton))} "
                   f"functions x {args.repeats} interleaved rounds; estimated ~{est / 60:.1f} min on an H200 "
                   f"(a model of do_bench's cost, not a measurement)")
     if getattr(args, "list", False):
@@ -478,6 +494,9 @@ def run(args: argparse.Namespace) -> int:
             H.Column("ours_vs_loop", "loop/ours", "{:.3f}"),
             H.Column("rel_error", "err ours", "{:.2e}"), H.Column("loop_rel_error", "err loop", "{:.2e}"),
         ]
+    if vs_triton:
+        cols[4:4] = [H.Column("ours_triton_tflops", "ours Triton TF", "{:.0f}"),
+                     H.Column("ours_vs_ours_triton", "Triton/ours", "{:.3f}")]
     H.print_table(rows, cols, console=console,
                   title=f"grouped FP8 GEMM, {scaling} scales, bf16 out, TFLOPS (dense = one per-tensor cuBLAS GEMM "
                         "of the same total M, N, K)",
@@ -493,11 +512,12 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_save and rows:
         w = H.ResultsWriter("grouped", out_dir=args.out, env=env)
         path = w.write(rows, config={"quick": args.quick, "repeats": args.repeats, "scaling": scaling,
+                                     "accumulate": getattr(args, "accumulate", None), "vs_triton": vs_triton,
                                      "cases": [list(c) for c in case_list], "target_vs_dense": TARGET_VS_DENSE,
                                      "target_min_rows": TARGET_MIN_ROWS, "check_rows": CHECK_ROWS,
                                      "no_check": bool(getattr(args, "no_check", False))},
                        notes=[*notes, *failures])
-        names = {"ours": "tritonfp8 grouped", "loop": f"cuBLAS loop ({scaling})", "dense": "cuBLAS dense per-tensor",
+        names = {"ours": "tritonfp8 grouped", "ours_triton": "tritonfp8 grouped (Triton kernel)", "loop": f"cuBLAS loop ({scaling})", "dense": "cuBLAS dense per-tensor",
                  "dense_same": f"cuBLAS dense {scaling}", "ours_dense": f"tritonfp8 dense ({scaling})"}
         series = {label: [r.get(f"{k}_tflops") for r in rows] for k, label in names.items()
                   if any(r.get(f"{k}_tflops") is not None for r in rows)}
