@@ -6,8 +6,11 @@ codegen specs), the numbers on the GPU (Gluon kernels do not run in the interpre
 
 Tolerance (stated once, as in ``test_grouped.py``): each group's relative Frobenius error against the fp64
 reference ``grouped_gemm_torch`` at most ``error_bound(out_dtype, K, mode, tensor_core=True)``. Against the Triton
-grouped kernel on the same inputs (precise and block modes: the same fp32 additions in the same order) the two
-agree to the output's rounding, one unit in the last place per element (``_ULP``). Outputs start NaN-filled:
+grouped kernel on the same inputs (precise and block modes: the same fp32 sums of the K blocks' products; the
+Triton kernel applies per-tensor scales to every K block, the Gluon kernel once in the epilogue, so the fp32
+results may differ in their last bits) the two agree per element to one unit in the last place of the output
+type (``_ULP``) plus 2^-20 of the largest |output|: that absolute term covers a gelu / silu tail, where an fp32
+argument one bit apart turns an output of ~1e-7 into 0 (seen on the H200, s12 call 1). Outputs start NaN-filled:
 every row of every group must be written (and, masked, the rows past a group's count must stay NaN).
 """
 
@@ -150,7 +153,7 @@ def test_grouped_glws_matches_reference_and_triton_kernel(case):
         assert tcfg.schedule == "tmapersistent"
         t_out = grouped_gemm(a, b, sa, sb, out_dtype=out_dtype, bias=bias, activation=act, accumulate=acc,
                              config=tcfg, m_sizes=m_sizes)
-        tol = _ULP[out_dtype] * t_out.float().abs() + 1e-30
+        tol = _ULP[out_dtype] * t_out.float().abs() + 2.0 ** -20 * t_out.float().abs().max()
         assert ((outs[0].float() - t_out.float()).abs() <= tol).all()
 
 

@@ -87,6 +87,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vs-triton", action="store_true",
                    help="also time ours pinned to the Triton grouped kernel (ours_triton: its default config with "
                         "the Gluon kernel off), to compare the two kernels in one run")
+    p.add_argument("--ours-glws", action="store_true",
+                   help="pin ours to the Gluon warp-specialized kernel (fast accumulation too, whose default is the "
+                        "Triton kernel): 128x256 tiles, or the dense GEMM's Gluon choice for precise / block")
     p.add_argument("--no-check", action="store_true", help="skip the fp64 reference check (faster)")
     p.add_argument("--list", action="store_true", help="print the cases and the time estimate, run nothing")
 
@@ -332,8 +335,17 @@ def run_case(args, G: int, N: int, K: int, dist: str, scaling: str, notes: list[
     fast = acc == "fast"
     fns: dict[str, Callable[[], object]] = {}
 
+    o_cfg = None
+    if getattr(args, "ours_glws", False):
+        from tritonfp8._kernels.gemm_configs import GemmConfig, fit_stages, gluon_config
+
+        o_cfg = (fit_stages(GemmConfig(128, 256, 128, group_m=8, num_warps=4, num_stages=4, schedule="glws",
+                                       epilogue_subtile=1), 2) if fast
+                 else gluon_config(M, N, torch.cuda.get_device_properties(0).multi_processor_count
+                                   if _DEVICE == "cuda" else 132, 2))
+
     def ours():
-        grouped_gemm(x.a, x.b, x.sa, x.sb, m_sizes=x.m_sizes, out=out, accumulate=acc, check=False)
+        grouped_gemm(x.a, x.b, x.sa, x.sb, m_sizes=x.m_sizes, out=out, accumulate=acc, config=o_cfg, check=False)
 
     fns["ours"] = ours
     if getattr(args, "vs_triton", False):
@@ -402,7 +414,8 @@ def run_case(args, G: int, N: int, K: int, dist: str, scaling: str, notes: list[
     s = {k: H.summarize(v) for k, v in t.items()}
     nonempty = [m for m in sizes if m]
     row = {
-        "case": label, "G": G, "N": N, "K": K, "dist": dist, "scaling": scaling, "accumulate": acc, "sizes": sizes,
+        "case": label, "G": G, "N": N, "K": K, "dist": dist, "scaling": scaling, "accumulate": acc,
+        "ours_config": o_cfg.short() if o_cfg is not None else "default", "sizes": sizes,
         "total_M": M,
         "empty_groups": G - len(nonempty), "min_rows": min(nonempty, default=0),
         **{f"{k}_ms": v.median for k, v in s.items()}, "rounds_ms": t,
@@ -513,6 +526,7 @@ def run(args: argparse.Namespace) -> int:
         w = H.ResultsWriter("grouped", out_dir=args.out, env=env)
         path = w.write(rows, config={"quick": args.quick, "repeats": args.repeats, "scaling": scaling,
                                      "accumulate": getattr(args, "accumulate", None), "vs_triton": vs_triton,
+                                     "ours_glws": bool(getattr(args, "ours_glws", False)),
                                      "cases": [list(c) for c in case_list], "target_vs_dense": TARGET_VS_DENSE,
                                      "target_min_rows": TARGET_MIN_ROWS, "check_rows": CHECK_ROWS,
                                      "no_check": bool(getattr(args, "no_check", False))},
