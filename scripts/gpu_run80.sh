@@ -11,4 +11,7 @@ save
 el bench-fast-glws
 timeout 150 python3 -m tritonfp8 bench grouped --scaling tensor --ours-glws --vs-triton --groups 8,64 --dists uniform1024,uneven 2>&1 | grep -E "^│ G|results|target"
 save
+el host-vs-graph
+timeout 120 python3 scripts/gpu_grouped_host.py 2>&1 | tail -6
+save
 el done
