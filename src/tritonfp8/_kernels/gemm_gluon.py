@@ -369,39 +369,18 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
             mbarrier.arrive(empty.index((ci + STAGES - 1) % STAGES), count=1, pred=kb_hi > kb_lo)
         elif NSPLIT == 2:
-            if not SA_TMA:
-                # a's scales through global loads (grouped launches): one K block ahead, as in the 128-wide loop,
-                # so their latency does not sit between the first wgmma's completion and its promotion.
-                sa_next, sb_next = _block_scales(scale_a, scale_b, kb_lo, k_blocks, offs_m, offs_n, off_n, M, N,
-                                                 stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A,
-                                                 SCALE_B, SA_TMA)
-                sb2_next = sb_next
-                if SCALE_A == 2:
-                    sb2_next = _block_scale_b(scale_b, kb_lo, k_blocks, off_n + MMA_N, N, stride_sb_n, stride_sb_k)
             for kb in range(kb_lo, kb_hi):
                 s = ci % STAGES
                 mbarrier.wait(ready.index(s), (ci // STAGES) & 1)
+                # This K block's scales, loaded under the first wgmma (b's: one scalar per 128-wide column half;
+                # loading them a K block ahead measured no different, glws-sb-ahead-20261202-000953.json).
+                sa, sb = _block_scales(scale_a, scale_b, kb, k_blocks, offs_m, offs_n, off_n, M, N, stride_sa_m,
+                                       stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A, SCALE_B, SA_TMA)
+                sb2 = sb
+                if SCALE_A == 2:
+                    sb2 = _block_scale_b(scale_b, kb, k_blocks, off_n + MMA_N, N, stride_sb_n, stride_sb_k)
                 if SA_TMA:
-                    # This K block's scales, loaded under the first wgmma (b's: one scalar per 128-wide column
-                    # half; loading them a K block ahead measured no different, glws-sb-ahead-20261202-000953.json).
-                    sa, sb = _block_scales(scale_a, scale_b, kb, k_blocks, offs_m, offs_n, off_n, M, N,
-                                           stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A, SCALE_B,
-                                           SA_TMA)
-                    sb2 = sb
-                    if SCALE_A == 2:
-                        sb2 = _block_scale_b(scale_b, kb, k_blocks, off_n + MMA_N, N, stride_sb_n, stride_sb_k)
                     sa = sa_ring.index(s).slice(HALF * WG_M, WG_M).load(row_layout)
-                else:
-                    sa = sa_next
-                    sb = sb_next
-                    sb2 = sb2_next
-                    sa_next, sb_next = _block_scales(scale_a, scale_b, kb + 1, k_blocks, offs_m, offs_n, off_n, M,
-                                                     N, stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A,
-                                                     SCALE_B, SA_TMA)
-                    sb2_next = sb_next
-                    if SCALE_A == 2:
-                        sb2_next = _block_scale_b(scale_b, kb + 1, k_blocks, off_n + MMA_N, N, stride_sb_n,
-                                                  stride_sb_k)
                 a_half = a_ring.index(s).slice(HALF * WG_M, WG_M, dim=0)
                 b_s = b_ring.index(s)
                 t = warpgroup_mma(a_half, b_s.slice(0, MMA_N, dim=0).permute((1, 0)), t, use_acc=False,
