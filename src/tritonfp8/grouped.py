@@ -404,8 +404,8 @@ def _run(a2, b, scale_a, scale_b, a_kind, b_kind, b_rows, bias, activation, accu
         sms = kernels.INTERPRETER_SMS
     precise = accumulate == "precise" or block
     if config is None:
-        gluon = (device.type == "cuda" and not _backend.interpreting() and arch == 90 and mode != "masked" and b_rows != 1
-                 and a2.dtype == b.dtype == torch.float8_e4m3fn and out2.data_ptr() % 16 == 0)
+        gluon = (device.type == "cuda" and not _backend.interpreting() and arch == 90 and mode != "masked"
+                 and b_rows != 1 and a2.dtype == b.dtype == torch.float8_e4m3fn and out2.data_ptr() % 16 == 0)
         config = grouped_config(rows_per_group, N, K, block=block, precise=precise, total_rows=M, gluon=gluon,
                                 num_sms=sms, out_size=out2.element_size())
     elif config.schedule == "glws" and out2.data_ptr() % 16:

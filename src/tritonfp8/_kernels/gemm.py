@@ -971,6 +971,11 @@ def grouped_kernel_name(cfg: GemmConfig, *, mode: int, arch: int, a_dtype, b_dty
     return dataclasses.replace(base, op=op)
 
 
+@functools.lru_cache(maxsize=256)  # both grouped launchers build the symbol on every call
+def _grouped_symbol(cfg: GemmConfig, **kw) -> str:
+    return grouped_kernel_name(cfg, **kw).build()
+
+
 def _grouped_args(cfg: GemmConfig, *, mode: int, G: int, a_vec: bool, b_vec: bool, b_block_rows: int | None):
     """Constexprs shared by :func:`launch_grouped` and :func:`grouped_codegen_spec`."""
     # 'tmawspersistent' fails in Triton 3.6's sm_90 TTGIR passes with the grouped schedule (measured offline:
@@ -1016,11 +1021,11 @@ def launch_grouped(
                              f"block_n <= 128; got {cfg.short()}")
         from tritonfp8._kernels import gemm_gluon
 
-        name = grouped_kernel_name(
+        name = _grouped_symbol(
             cfg, mode=mode, arch=arch, a_dtype=a.dtype, b_dtype=b.dtype, out_dtype=out.dtype, a_vec=a_vec,
             b_vec=b_vec, precise=precise, has_bias=bias is not None, activation=activation,
             b_block_rows=b_block_rows,
-        ).build()
+        )
         gemm_gluon.launch_grouped(
             a, b, scale_a, scale_b, bias, ACTIVATIONS[activation], out, mode=mode, group_rows=group_rows,
             group_cap=group_cap, a_group_stride=a_group_stride, b_group_stride=b_group_stride,
@@ -1051,10 +1056,10 @@ def launch_grouped(
                  else triton.cdiv(R, BR) + G)
     bound = row_tiles * triton.cdiv(N, BS)
     grid_size = max(1, min(bound, sms))
-    name = grouped_kernel_name(
+    name = _grouped_symbol(
         cfg, mode=mode, arch=arch, a_dtype=a.dtype, b_dtype=b.dtype, out_dtype=out.dtype, a_vec=a_vec,
         b_vec=b_vec, precise=precise, has_bias=bias is not None, activation=activation, b_block_rows=b_block_rows,
-    ).build()
+    )
     _launch(
         fp8_gemm_kernel, (grid_size,), warmup,
         x_arg, y_arg, out, None, scale_a, scale_b, bias,

@@ -383,7 +383,8 @@ def run_case(args, G: int, N: int, K: int, dist: str, scaling: str, notes: list[
 
     # First call of each (compiles ours; a peer that raises is dropped with a note: e.g. rowwise / blockwise
     # _scaled_mm missing from the running torch).
-    peer_kind = {"ours_triton": "ours on the Triton kernel", "loop": f"cuBLAS {scaling} loop", "dense": "cuBLAS per-tensor dense",
+    peer_kind = {"ours_triton": "ours on the Triton kernel", "loop": f"cuBLAS {scaling} loop",
+                 "dense": "cuBLAS per-tensor dense",
                  "dense_same": f"cuBLAS {scaling} dense", "ours_dense": "our dense gemm"}
     for name in list(fns):
         try:
@@ -531,7 +532,8 @@ def run(args: argparse.Namespace) -> int:
                                      "target_min_rows": TARGET_MIN_ROWS, "check_rows": CHECK_ROWS,
                                      "no_check": bool(getattr(args, "no_check", False))},
                        notes=[*notes, *failures])
-        names = {"ours": "tritonfp8 grouped", "ours_triton": "tritonfp8 grouped (Triton kernel)", "loop": f"cuBLAS loop ({scaling})", "dense": "cuBLAS dense per-tensor",
+        names = {"ours": "tritonfp8 grouped", "ours_triton": "tritonfp8 grouped (Triton kernel)",
+                 "loop": f"cuBLAS loop ({scaling})", "dense": "cuBLAS dense per-tensor",
                  "dense_same": f"cuBLAS dense {scaling}", "ours_dense": f"tritonfp8 dense ({scaling})"}
         series = {label: [r.get(f"{k}_tflops") for r in rows] for k, label in names.items()
                   if any(r.get(f"{k}_tflops") is not None for r in rows)}
