@@ -254,16 +254,26 @@ def test_peer_that_raises_is_dropped_with_a_note(cpu_suite, tmp_path, monkeypatc
 @pytest.mark.parametrize("scaling", suite.SCALINGS)
 def test_suite_on_gpu_small(scaling, tmp_path, monkeypatch):
     """On the H200: every cuBLAS peer runs (no note) with each scaling, on small shapes with an empty group, and
-    the loop's error is within ours' bound (its operands are in the layouts cuBLAS takes)."""
+    the loop's error is within ours' bound (its operands are in the layouts cuBLAS takes). One exception, seen on
+    the H200 (session 13, torch 2.11): cuBLAS's blockwise GEMM refuses (CUBLAS_STATUS_NOT_SUPPORTED) the uneven
+    groups, whose row counts are not multiples of 4 (the block loop and the block dense peer); those two peers
+    must then be skipped with that note, on the uneven case only, and the uniform case must still have them."""
     monkeypatch.setattr(suite, "UNEVEN_RANGE", (100, 700))
     args = _args(tmp_path, scaling=scaling, groups="8", nk="512x1024", dists="uniform256,uneven")
     assert suite.run(args) == 0
     data = json.loads(next(tmp_path.glob("grouped-*.json")).read_text())
-    assert data["notes"] == []
+    skipped = set()
+    for n in data["notes"]:
+        assert scaling == "block" and " uneven: " in n and "CUBLAS_STATUS_NOT_SUPPORTED" in n, n
+        assert n.startswith(("loop (", "dense_same (")), n
+        skipped.add(n.split(" ")[0])
     for r in data["rows"]:
-        assert r["loop_tflops"] > 0 and r["dense_tflops"] > 0 and r["ours_dense_tflops"] > 0
-        assert r["rel_error"] <= r["err_bound"] and r["loop_rel_error"] <= r["err_bound"]
-        if scaling != "tensor":
+        peers = {"loop", "dense_same"} - (skipped if r["dist"] == "uneven" else set())
+        assert r["dense_tflops"] > 0 and r["ours_dense_tflops"] > 0
+        assert r["rel_error"] <= r["err_bound"]
+        if "loop" in peers:
+            assert r["loop_tflops"] > 0 and r["loop_rel_error"] <= r["err_bound"]
+        if scaling != "tensor" and "dense_same" in peers:
             assert r["dense_same_tflops"] > 0
 
 
