@@ -6,7 +6,8 @@ v_stage): GQA 4 chunk 8 and GQA 8 chunk 4 compile without spills (255 registers)
 GQA 8 chunk 8 93.
 
 Variants per case, graph-timed (write flush) and eager (do_bench), interleaved over rounds: the heuristic's config,
-larger merge chunks, the combine kernel, 8 splits. Prints a table; writes $OUT/results/decode-merge2-<stamp>.json
+larger merge chunks, the combine kernel (also as a programmatic dependent launch, DecodeConfig(pdl=True)), 8
+splits. Prints a table; writes $OUT/results/decode-merge2-<stamp>.json
 (benchmarks/results when $OUT is unset). Usage on the device: ``python scripts/gpu_decode_merge2.py``.
 """
 from __future__ import annotations
@@ -29,14 +30,20 @@ from tritonfp8.bench.suites import decode as S
 # (B, ctx, Hq, page): variants as DecodeConfig field replacements on the heuristic's config.
 CASES = {
     (8, 4096, 32, 64): {"c8": {"merge_chunk": 8}, "c16": {"merge_chunk": 16}, "combine": {"merge": "kernel"},
+                        "combine_pdl": {"merge": "kernel", "pdl": True},
                         "x8c8": {"num_splits": 8, "merge_chunk": 8}},
     (8, 4096, 64, 64): {"c4": {"merge_chunk": 4}, "combine": {"merge": "kernel"},
+                        "combine_pdl": {"merge": "kernel", "pdl": True},
                         "x8c4": {"num_splits": 8, "merge_chunk": 4}},
-    (8, 32768, 64, 64): {"c4": {"merge_chunk": 4}, "combine": {"merge": "kernel"}},
-    (8, 32768, 32, 64): {"c8": {"merge_chunk": 8}, "combine": {"merge": "kernel"}},
-    (32, 4096, 64, 64): {"c4": {"merge_chunk": 4}, "combine": {"merge": "kernel"}},
+    (8, 32768, 64, 64): {"c4": {"merge_chunk": 4}, "combine": {"merge": "kernel"},
+                         "combine_pdl": {"merge": "kernel", "pdl": True}},
+    (8, 32768, 32, 64): {"c8": {"merge_chunk": 8}, "combine": {"merge": "kernel"},
+                         "combine_pdl": {"merge": "kernel", "pdl": True}},
+    (32, 4096, 64, 64): {"c4": {"merge_chunk": 4}, "combine": {"merge": "kernel"},
+                         "combine_pdl": {"merge": "kernel", "pdl": True}},
     # B 32 ctx 4096 (79-82% of copy; 4 splits merged in one round already): the step's shape instead.
-    (32, 4096, 32, 64): {"s3": {"num_stages": 3}, "bn128": {"block_n": 128}},
+    (32, 4096, 32, 64): {"s3": {"num_stages": 3}, "bn128": {"block_n": 128},
+                         "combine_pdl": {"merge": "kernel", "pdl": True}},
 }
 ROUNDS = 4
 DEV = os.environ.get("DECODE_MERGE2_DEVICE", "cuda")  # "cpu" + TRITON_INTERPRET=1: a smoke test of the script
@@ -70,9 +77,14 @@ def main() -> None:
         fns["copy"] = copy_fn
         times = {(n, m): [] for n in fns for m in ("graph", "eager")}
         for _ in range(ROUNDS):
-            for n, fn in fns.items():
-                times[(n, "graph")].append(H.time_graph(fn))
-                times[(n, "eager")].append(H.time_events(fn))
+            for n, fn in list(fns.items()):
+                try:
+                    times[(n, "graph")].append(H.time_graph(fn))
+                    times[(n, "eager")].append(H.time_events(fn))
+                except Exception as e:  # noqa: BLE001 - e.g. a capture the driver refuses: report, drop, go on
+                    console.print(f"[red]B{b} ctx{ctx} Hq{hq} {n}: {type(e).__name__}: {str(e)[:200]}[/red]")
+                    del fns[n]
+                    cfgs.pop(n, None)
         copy = {m: statistics.median(times[("copy", m)]) for m in ("graph", "eager")}
         for n in cfgs:
             c = cfgs[n]

@@ -31,6 +31,7 @@ MAIN = [
     "decode_e4m3_gqa4_page64_tma_bn128",  # DecodeConfig(kv_load="tma"): TMA page loads
     "kvcache_write_bf16_e4m3",
     "decode_combine_bf16",
+    "decode_combine_bf16_pdl",  # DecodeConfig(merge="kernel", pdl=True)
 ]
 
 
@@ -75,3 +76,18 @@ def test_int32_offsets_use_fewer_instructions_than_int64(reports):
     r64 = json.loads(i64.stdout)
     r32 = json.loads(reports["decode_e4m3_gqa8_page16"].stdout)
     assert r32["instructions"] < r64["instructions"], (r32["instructions"], r64["instructions"])
+
+
+def test_pdl_combine_waits_on_the_grid_dependency(reports):
+    """The PDL combine kernel's griddepcontrol.wait survives to SASS (ACQBULK) before its loads, and its name says
+    pdl; the plain combine kernel has no such wait."""
+    r = json.loads(reports["decode_combine_bf16_pdl"].stdout)
+    assert naming.parse_kernel_name(r["name"])["rest"][-1] == "pdl", r["name"]
+    sass = _cli("decode_combine_bf16_pdl", "--arch", "90", "--sass", "--no-compare")
+    plain = _cli("decode_combine_bf16", "--arch", "90", "--sass", "--no-compare")
+    assert sass.returncode == 0 and plain.returncode == 0, (sass.stderr[-2000:], plain.stderr[-2000:])
+    lines = sass.stdout.splitlines()
+    wait = next(i for i, line in enumerate(lines) if "ACQBULK" in line)
+    first_load = next(i for i, line in enumerate(lines) if "LDG" in line)
+    assert wait < first_load
+    assert "ACQBULK" not in plain.stdout

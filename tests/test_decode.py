@@ -156,6 +156,17 @@ def test_split_and_unsplit_agree(merge, device):
     assert not torch.equal(one, four)  # the split path really ran (partials + merge round differently)
 
 
+def test_pdl_combine_equals_combine(device):
+    """DecodeConfig(merge="kernel", pdl=True): the combine kernel as a programmatic dependent launch on sm_90+
+    (elsewhere, and in the interpreter, a plain launch): the same partials and merge, so the same bits."""
+    case = Case((339, 100, 3), 4, 2, sq=3)
+    q, kc, vc, bt, sl, ks, vs = _make(case, device, seed=2)
+    kw = dict(k_descale=ks, v_descale=vs, out_dtype=torch.float32)
+    outs = [dec.decode_attention(q, kc, vc, bt, sl, config=dec.DecodeConfig(num_splits=4, merge="kernel", pdl=p),
+                                 **kw) for p in (False, True)]
+    assert torch.equal(outs[0], outs[1])
+
+
 def test_inline_merge_chunk(device):
     """The inline merge reads 1 or several splits' partials per step (DecodeConfig.merge_chunk; automatic: 64
     registers per thread, so 1 at one warp where the 4-warp chunk of 4 spilled): the same result within fp32
@@ -463,6 +474,10 @@ def test_decode_bad_options(device):
         dec.DecodeConfig(maxnreg=300)
     with pytest.raises(ValueError, match="block_n"):
         dec.DecodeConfig(block_n=48)
+    with pytest.raises(ValueError, match="pdl=True: only with merge='kernel'"):
+        dec.DecodeConfig(num_splits=4, pdl=True)
+    with pytest.raises(TypeError, match="pdl"):
+        dec.DecodeConfig(merge="kernel", pdl=1)
 
 
 # ------------------------------------------------------------------------------------------------------------------

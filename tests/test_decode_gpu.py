@@ -42,12 +42,13 @@ def test_decode_large_matches_reference(lens, hq, hkv, page, sq):
     assert_decode_close(bf, ref, pt, max(lens), torch.bfloat16)
 
 
-@pytest.mark.parametrize("splits,merge", [(1, "inline"), (7, "inline"), (7, "kernel"), (64, "inline")])
-def test_split_paths_agree(splits, merge):
+@pytest.mark.parametrize("splits,merge,pdl", [(1, "inline", False), (7, "inline", False), (7, "kernel", False),
+                                              (7, "kernel", True), (64, "inline", False), (64, "kernel", True)])
+def test_split_paths_agree(splits, merge, pdl):
     q, kc, vc, bt, sl, ks, vs = _setup([5000, 33, 2048], 32, 8, seed=1)
     ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
     pt = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, p_dtype=torch.float16)
-    cfg = dec.DecodeConfig(num_splits=splits, merge=merge)
+    cfg = dec.DecodeConfig(num_splits=splits, merge=merge, pdl=pdl)
     for _ in range(3):  # repeated launches: the inline merge's counters must come back to zero every time
         out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg, out_dtype=torch.float32)
         assert_decode_close(out, ref, pt, 5000, torch.float32)

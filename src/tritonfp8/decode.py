@@ -106,6 +106,11 @@ class DecodeConfig:
     # one-warp kernels use up to 255, so 8 programs share an SM; 168 lets 12 (offline sm_90: the pages-of-16 tmab
     # kernel 219 -> 168 registers with 7 spill stores; the pages-of-64 tma kernel at block_n 64 spills 177).
     maxnreg: int | None = None
+    # With merge="kernel" on sm_90+ CUDA: the combine kernel as a programmatic dependent launch (Triton's
+    # launch_pdl): the split kernel signals after its loop (griddepcontrol.launch_dependents), so the combine grid is
+    # scheduled while the partials are still being written, and waits (griddepcontrol.wait) for the split grid's
+    # completion and memory before its loads. The same results; the interpreter and older GPUs launch normally.
+    pdl: bool = False
 
     def __post_init__(self):
         if self.merge not in ("inline", "kernel"):
@@ -122,6 +127,10 @@ class DecodeConfig:
             raise ValueError(f"maxnreg: expected None or an int in [24, 255], got {self.maxnreg!r}")
         if self.merge_rows not in (0, 1, 2, 4, 8, 16, 32, 64):
             raise ValueError(f"merge_rows: expected 0 (automatic) or a power of two <= 64, got {self.merge_rows!r}")
+        if not isinstance(self.pdl, bool):
+            raise TypeError(f"pdl: expected a bool, got {type(self.pdl).__name__}")
+        if self.pdl and self.merge != "kernel":
+            raise ValueError(f"pdl=True: only with merge='kernel' (the combine launch), got merge={self.merge!r}")
         if not isinstance(self.v_stage, bool):
             raise TypeError(f"v_stage: expected a bool, got {type(self.v_stage).__name__}")
         if self.v_stage and (self.kv_load == "tmat" or self.dot == "fp8t"):
@@ -674,9 +683,12 @@ def _plan(key) -> _Plan:
     tail = cfg.loop == "tail" or fp8t or tma is not None
     arch = _backend.arch_of(device)
     per_head = k_head or v_head
+    # Programmatic dependent launch of the combine kernel: compiled GPU launches on sm_90+ only.
+    pdl = cfg.pdl and splits > 1 and not inline and not _backend.interpreting() and arch >= 90
     name = kern.decode_kernel_name(
         arch, short_name(c_dtype), short_name(q_dtype), short_name(out_dtype), block_m, cfg.block_n, d,
         cfg.num_warps, cfg.num_stages, page, splits > 1, per_head, inline, tail, fp8t, kv_tma, cfg.v_stage, cfg.maxnreg,
+        pdl,
     ).build(mode)
     p = _Plan()
     # The K/V descriptors' (shape, strides, block) over the [rows, cols] view (None: the gather path).
@@ -701,7 +713,7 @@ def _plan(key) -> _Plan:
         TAIL_MASK=tail,
         TOKENS_M=fp8t, KV_TMA=kv_tma, EXACT_ROUND=fp8t and _backend.interpreting(), KERNEL_NAME=name,
         # DecodeConfig rejects v_stage with "tmat" and "fp8t", the two forms whose P.V takes V^T.
-        V_STAGE=(1 if _backend.interpreting() else 2) if cfg.v_stage else 0,
+        V_STAGE=(1 if _backend.interpreting() else 2) if cfg.v_stage else 0, PDL=pdl,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}),
     )
     p.combine = p.combine_grid = p.combine_consts = p.ws = None
@@ -710,8 +722,9 @@ def _plan(key) -> _Plan:
         p.combine = kern._combine_kernel
         p.combine_grid = (hq, sq, bsz)
         p.combine_consts = dict(
-            HEAD_DIM=d, BLOCK_D=block_d, BLOCK_S=block_s,
-            KERNEL_NAME=kern.combine_kernel_name(arch, short_name(out_dtype), block_s, d).build(mode), num_warps=4,
+            HEAD_DIM=d, BLOCK_D=block_d, BLOCK_S=block_s, PDL=pdl,
+            KERNEL_NAME=kern.combine_kernel_name(arch, short_name(out_dtype), block_s, d, pdl).build(mode), num_warps=4,
+            **({"launch_pdl": True} if pdl else {}),
         )
     return p
 

@@ -34,8 +34,11 @@ A 16-bit cache (the bf16 peer of the benchmark) uses its own dtype for both prod
 
 from __future__ import annotations
 
+import dataclasses
+
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from tritonfp8._kernels.fp8cast import cast_to_fp8, round_to_fp8_grid
 from tritonfp8.codegen import CodegenSpec
@@ -468,6 +471,9 @@ def _decode_kernel(
     KV_TMA: tl.constexpr,  # 1-3: k_cache_ptr / v_cache_ptr are TMA descriptors (_decode_step_tma); 2: O^T = V^T.P^T;
     # 3: several pages per step without stacking their boxes (_decode_step_tma_boxes)
     EXACT_ROUND: tl.constexpr,  # interpreter: round fp32 -> fp8 explicitly (its casts truncate)
+    # DecodeConfig(pdl=True), with the combine kernel launched as a programmatic dependent launch: signal it after
+    # the loop (griddepcontrol.launch_dependents) so it is scheduled while the partials are written
+    PDL: tl.constexpr,
     KERNEL_NAME: tl.constexpr,
 ):
     """Attention of SQ new tokens x GROUP query heads over the paged cache of one KV head and one split.
@@ -589,6 +595,8 @@ def _decode_kernel(
                 EXACT_ROUND, TOKENS_M, True, V_STAGE,
             )
 
+    if PDL:
+        gdc_launch_dependents()
     if TOKENS_M or KV_TMA == 2:
         acc = tl.trans(acc)
     if V_STAGE and not TOKENS_M:  # the loop accumulated O with _perm_cols's column order
@@ -660,12 +668,14 @@ def _combine_kernel(
     HEAD_DIM: tl.constexpr,
     BLOCK_D: tl.constexpr,
     BLOCK_S: tl.constexpr,
+    PDL: tl.constexpr,  # launched as a programmatic dependent launch: wait for the split kernel's grid first
     KERNEL_NAME: tl.constexpr,
 ):
     """out[b, t, h] = sum_s 2^(lse_s - lse) o_s with lse = log2 sum_s 2^lse_s; 0 when every split was empty.
 
     Layouts (all contiguous): lse (B, SQ, Hq, num_splits), o (B, SQ, Hq, num_splits, HEAD_DIM), out (B, SQ, Hq,
-    HEAD_DIM); the grid is (Hq, SQ, B).
+    HEAD_DIM); the grid is (Hq, SQ, B). With PDL the program may start before the split kernel has finished
+    (launch_pdl): griddepcontrol.wait blocks until that grid has completed and its writes are visible.
     """
     h = tl.program_id(0).to(tl.int64)
     t = tl.program_id(1).to(tl.int64)
@@ -676,6 +686,8 @@ def _combine_kernel(
     d_ok = d < HEAD_DIM
     o_row = (b * tl.num_programs(1) + t) * tl.num_programs(0) + h
     base = o_row * num_splits + s
+    if PDL:
+        gdc_wait()
     lse = tl.load(part_lse_ptr + base, mask=s_ok, other=float("-inf"))
     m = tl.max(lse, axis=0)
     m_use = tl.where(m == float("-inf"), 0.0, m)
@@ -708,12 +720,13 @@ def merge_chunk(block_m: int, block_d: int, num_warps: int = 4) -> int:
 def decode_kernel_name(
     arch: int, cache: str, q: str, out: str, block_m: int, block_n: int, head_dim: int, warps: int, stages: int,
     page: int, split: bool, per_head: bool, inline: bool = True, tail: bool = False, tokens_m: bool = False,
-    kv_tma: int = 0, v_stage: bool = False, maxnreg: int | None = None,
+    kv_tma: int = 0, v_stage: bool = False, maxnreg: int | None = None, pdl: bool = False,
 ) -> KernelName:
     """Types: cache element, q element, accumulator, output. Tile: query rows x cache tokens x head dim.
     ``kv_tma``: 0 gathered K/V, 1 TMA page loads, 2 TMA page loads with O^T = V^T.P^T, 3 TMA page boxes not
     stacked (the kernel's KV_TMA). ``v_stage``: the P.V operand with permuted columns (the kernel's V_STAGE).
-    ``maxnreg``: the register cap per thread, shown as ``r<N>``.
+    ``maxnreg``: the register cap per thread, shown as ``r<N>``; ``pdl``: the combine kernel is a programmatic
+    dependent launch (``pdl``).
     Schedule: ``paged`` (one split), ``pagedsplitkv`` (partials merged in-kernel by the last split) or
     ``pagedsplitkvcombine`` (partials merged by :func:`_combine_kernel`)."""
     return KernelName(
@@ -727,7 +740,7 @@ def decode_kernel_name(
         scaling="headwise" if per_head else "tensorwise",
         extras=(f"page{page}",) + (("tailmask",) if tail else ()) + (("fp8t",) if tokens_m else ())
         + ((("tmakv", "tmakvt", "tmakvb")[kv_tma - 1],) if kv_tma else ()) + (("vstage",) if v_stage else ())
-        + ((f"r{maxnreg}",) if maxnreg else ()),
+        + ((f"r{maxnreg}",) if maxnreg else ()) + (("pdl",) if pdl else ()),
     )
 
 
@@ -744,10 +757,10 @@ def write_kv_kernel_name(arch: int, src: str, cache: str, heads: int, head_dim: 
     )
 
 
-def combine_kernel_name(arch: int, out: str, block_s: int, head_dim: int):
+def combine_kernel_name(arch: int, out: str, block_s: int, head_dim: int, pdl: bool = False):
     return KernelName(
         arch=arch, op="decodecombine", types=("f32", out), tile=(1, block_s, head_dim), warps=4, stages=1,
-        schedule="lse",
+        schedule="lse", extras=("pdl",) if pdl else (),
     )
 
 
@@ -775,7 +788,7 @@ def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, pag
     sig["stride_btn"] = "constexpr"
     for c in ("K_DESCALE_STRIDE", "V_DESCALE_STRIDE", "OFFS_I32", "KV_SAME_STRIDES", "SQ", "GROUP", "HEAD_DIM",
               "BLOCK_D", "BLOCK_M", "BLOCK_N", "PAGE", "DOT_DTYPE", "Q_POW2_SCALE", "WRITE_PARTIAL", "INLINE_MERGE",
-              "MERGE_ROWS", "MERGE_CHUNK", "TAIL_MASK", "TOKENS_M", "KV_TMA", "EXACT_ROUND", "V_STAGE"):
+              "MERGE_ROWS", "MERGE_CHUNK", "TAIL_MASK", "TOKENS_M", "KV_TMA", "EXACT_ROUND", "V_STAGE", "PDL"):
         sig[c] = "constexpr"
     constexprs = {
         "stride_btn": 1, "K_DESCALE_STRIDE": 1, "V_DESCALE_STRIDE": 1, "OFFS_I32": offs_i32,
@@ -786,6 +799,7 @@ def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, pag
         "INLINE_MERGE": split and inline, "MERGE_ROWS": merge_rows(block_m, group * sq),
         "MERGE_CHUNK": merge_chunk(merge_rows(block_m, group * sq), head_dim, warps), "TAIL_MASK": tail_mask,
         "TOKENS_M": tokens_m, "KV_TMA": kv_tma, "EXACT_ROUND": False, "V_STAGE": 2 if v_stage else 0,
+        "PDL": False,
     }
     short = {"fp8e4nv": "e4m3", "bf16": "bf16", "fp16": "f16"}
     name = decode_kernel_name(90, short[cache_sig], short[q_sig], "bf16", block_m, block_n, head_dim, warps, stages,
@@ -889,13 +903,19 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         fn=_combine_kernel,
         signature={
             "part_o_ptr": "*fp32", "part_lse_ptr": "*fp32", "out_ptr": "*bf16", "num_splits": "i32",
-            "HEAD_DIM": "constexpr", "BLOCK_D": "constexpr", "BLOCK_S": "constexpr",
+            "HEAD_DIM": "constexpr", "BLOCK_D": "constexpr", "BLOCK_S": "constexpr", "PDL": "constexpr",
         },
-        constexprs={"HEAD_DIM": 128, "BLOCK_D": 128, "BLOCK_S": 32},
+        constexprs={"HEAD_DIM": 128, "BLOCK_D": 128, "BLOCK_S": 32, "PDL": False},
         name=combine_kernel_name(90, "bf16", 32, 128),
         num_warps=4,
         num_stages=1,
         divisible=("part_o_ptr", "part_lse_ptr", "out_ptr"),
         description="log-sum-exp merge of split-KV partials (32 splits, D 128)",
+    )
+    pdl = specs["decode_combine_bf16"]
+    specs["decode_combine_bf16_pdl"] = dataclasses.replace(
+        pdl, constexprs={**pdl.constexprs, "PDL": True}, name=combine_kernel_name(90, "bf16", 32, 128, pdl=True),
+        description="the combine kernel as a programmatic dependent launch (griddepcontrol.wait before its loads)",
+        options={"launch_pdl": True},
     )
     return specs
