@@ -5,7 +5,7 @@
 # (DecodeConfig(pdl=True)), its GPU tests first; graph and eager (scripts/gpu_decode_merge2.py).
 source scripts/gpu_common.sh
 el tests
-pytest_v 150 tests/test_decode_gpu.py -k "split_paths or graph" tests/test_decode.py -k "pdl or split_and"
+pytest_v 150 tests/test_decode_gpu.py tests/test_decode.py -k "split_paths or graph or pdl or split_and"
 el decode-merge2
 timeout 400 python3 scripts/gpu_decode_merge2.py 2>&1 | tail -40
 save
