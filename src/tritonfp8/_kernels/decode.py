@@ -713,8 +713,16 @@ def merge_chunk(block_m: int, block_d: int, num_warps: int = 4) -> int:
     """Splits per step of the inline merge over ``block_m`` rows (:func:`merge_rows`): a [block_m, chunk, block_d]
     fp32 tile of at most 64 registers per thread (8192 elements at 4 warps, 2048 at one warp; more warps keep the
     4-warp size), at least 1. One-warp programs with the 4-warp chunk spilled (offline sm_90, 16 rows, D 128,
-    64 tokens: 198 spill stores, 16 with this chunk, 8 without a merge)."""
-    return max(1, min(16, 2048 * min(num_warps, 4) // (block_m * block_d)))
+    64 tokens: 198 spill stores, 16 with this chunk, 8 without a merge).
+
+    One warp merging at most 8 rows (GQA 4 / 8 with one new token): 128 registers (4096 elements), half the rounds
+    of dependent loads. Offline sm_90 (session 13), pages-of-64 TMA and pages-of-16 per-box kernels at GQA 4
+    (chunk 8) and GQA 8 (chunk 4): no spills (255 / 242 -> 255 registers); 16 rows at chunk 2 spill (51 stores), so
+    they keep 2048. Graph-timed on the H200 (16 splits, B 8, pages of 64; decode-merge2-20261202-160033.json):
+    ctx 4096 1.038x (GQA 4) / 1.073x (GQA 8), ctx 32768 1.007x / 1.016x, B 32 ctx 4096 (4 splits, GQA 8)
+    1.006x; every round faster."""
+    per_warp = 4096 if num_warps == 1 and block_m <= 8 else 2048
+    return max(1, min(16, per_warp * min(num_warps, 4) // (block_m * block_d)))
 
 
 def decode_kernel_name(
