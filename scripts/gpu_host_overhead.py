@@ -20,7 +20,8 @@ row) on B=8, ctx 8192, Hq 32, Hkv 8, D 128, pages of 64, E4M3 cache: with the fo
 block_n 64, 1 warp, 4 stages, 16 splits: the long-context rule's config at this shape; K/V descriptors per call)
 and with the heuristic's (gather) config. ``triton`` is the launch path before decode used the cached launcher
 (Triton's dispatch, two CUtensorMaps encoded per TMA call), ``cached`` skips the dispatch (stock launcher: still
-two encodings per call), ``direct`` (default) encodes none on repeat calls. Then the profile of the TMA call.
+two encodings per call), ``direct`` encodes none on repeat calls, ``replay`` (the default since session 13) also skips the validation and
+Triton's argument specialization of a repeat call (decode._REPLAYS). Then the profile of the TMA call.
 """
 
 import argparse
@@ -77,10 +78,13 @@ VARIANTS = {"triton": (False, False), "cached": (True, False), "direct": (True, 
 
 
 def set_variant(name):
-    on = VARIANTS[name]
+    """Launch-path switches; ``replay`` (decode only, session 13) is ``direct`` plus decode_attention's replay of
+    validated calls (decode._REPLAYS), which the other variants run with switched off."""
+    on = (True, True) if name == "replay" else VARIANTS[name]
     if on is not None:
         _launch.set_enabled(on[0])
         _direct.set_enabled(on[1])
+        Dec._FAST.set(name == "replay")
 
 
 def ab_rows():
@@ -135,7 +139,7 @@ def decode_operands(b=8, ctx=8192, hq=32, hkv=8, d=128, page=64):
 
 def decode_ab_rows():
     q, kc, vc, bt, sl, scale = decode_operands()
-    variants = [v for v in VARIANTS if VARIANTS[v] is not None]
+    variants = [v for v in VARIANTS if VARIANTS[v] is not None] + ["replay"]
     rows = []
     for label, cfg in (("tma", DECODE_TMA), ("heuristic", None)):
         out = torch.empty(q.shape, device="cuda", dtype=torch.bfloat16)
@@ -170,7 +174,7 @@ def decode_ab_rows():
             print(f"{label:>9} {name:>7}  host {h:7.1f} us (median of {cli.rounds})   events {ev * 1e3:7.1f} us"
                   f"   exact {exact[name]}   encoded/reused in the last round's 205 calls {stats[name]['encoded']}/"
                   f"{stats[name]['reused']}", flush=True)
-        set_variant("direct")
+        set_variant("replay")
     return rows
 
 

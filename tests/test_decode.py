@@ -747,3 +747,70 @@ def test_bench_suite_runs_and_writes_results(tmp_path, monkeypatch, device):
     row = data["rows"][0]
     assert row["check_ok"] and row["bytes"] == 2 * 2 * 40 * 8 * 128 + 2 * 2 * 8 * 128 * 2
     assert data["rows"][1]["exact"]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Replays of the public op (decode._REPLAYS): the key and the hit path (CPU), the real launches on the GPU
+# (tests/test_decode_gpu.py::test_replay_*).
+
+
+def test_replay_key_covers_the_metadata(device):
+    case = Case((100, 33), 4, 2)
+    q, kc, vc, bt, sl, ks, vs = _make(case, device)
+    key = dec._replay_key
+    base = key(q, kc, vc, bt, sl, ks, vs, None, None, torch.bfloat16, None, None)
+    assert base is not None and base == key(q.clone(), kc, vc, bt.clone(), sl.clone(), ks, vs, None, None,
+                                            torch.bfloat16, None, None)
+    variants = [
+        key(q[:1], kc, vc, bt[:1], sl[:1], ks, vs, None, None, torch.bfloat16, None, None),  # shapes
+        key(q.transpose(1, 2).contiguous().transpose(1, 2), kc, vc, bt, sl, ks, vs, None, None, torch.bfloat16,
+            None, None) if q.shape[1] > 1 else None,  # strides (Sq > 1 only)
+        key(q.half(), kc, vc, bt, sl, ks, vs, None, None, torch.bfloat16, None, None),  # dtype
+        key(q, kc, vc, bt, sl, ks[:1], vs, None, None, torch.bfloat16, None, None),  # descale shape
+        key(q, kc, vc, bt, sl, ks, vs, 0.1, None, torch.bfloat16, None, None),  # softmax scale
+        key(q, kc, vc, bt, sl, ks, vs, None, 2, torch.bfloat16, None, None),  # num_splits
+        key(q, kc, vc, bt, sl, ks, vs, None, None, torch.float32, None, None),  # out dtype
+        key(q, kc, vc, bt, sl, ks, vs, None, None, torch.bfloat16, 1, None),  # max_seqlen
+        key(q, kc, vc, bt, sl, ks, vs, None, None, torch.bfloat16, True, None),  # a bool is not the int 1
+        key(q, kc, vc, bt, sl, ks, vs, None, None, torch.bfloat16, None, dec.DecodeConfig()),  # config
+    ]
+    assert all(v != base for v in variants if v is not None)
+    assert variants[7] != variants[8]
+    # Never replayed: a softmax scale that is not a Python number, missing descales, non-tensors.
+    assert key(q, kc, vc, bt, sl, ks, vs, torch.tensor(0.1), None, torch.bfloat16, None, None) is None
+    assert key(q, kc, vc, bt, sl, None, vs, None, None, torch.bfloat16, None, None) is None
+    assert key(q, kc, vc, [[0]], sl, ks, vs, None, None, torch.bfloat16, None, None) is None
+
+
+def test_replay_hit_path_launches_the_plan(device, monkeypatch):
+    """A stored replay is taken for a call with the same metadata and aligned tensors (the plan launched with this
+    call's tensors into a fresh output), skipped with check=True, misaligned tensors or the switch off."""
+    case = Case((100, 33), 4, 2)
+    q, kc, vc, bt, sl, ks, vs = _make(case, device)
+    calls = []
+
+    class FakePlan:
+        def launch(self, *args):
+            calls.append(args)
+            args[7].fill_(7.0)
+
+    monkeypatch.setattr(dec, "_REPLAYS", {})
+    rkey = dec._replay_key(q, kc, vc, bt, sl, ks, vs, None, None, torch.bfloat16, None, None)
+    dec._REPLAYS[rkey] = (FakePlan(), 0.25, True)
+    out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
+    assert len(calls) == 1 and calls[0][0] is q and calls[0][1] is kc and calls[0][8] == 0.25
+    assert out.shape == q.shape and out.dtype == torch.bfloat16 and bool((out == 7.0).all())
+    ref = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, check=True)  # the full path
+    assert len(calls) == 1 and not bool((ref == 7.0).all())
+    prev = dec._FAST.set(False)
+    try:
+        dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
+    finally:
+        dec._FAST.set(prev)
+    assert len(calls) == 1
+    # A q whose data starts 2 bytes into a buffer: same metadata, not 16-byte aligned -> the full path.
+    buf = torch.empty(q.numel() + 1, dtype=q.dtype, device=q.device)
+    q_off = buf[1:].view(q.shape).copy_(q)
+    assert dec._replay_key(q_off, kc, vc, bt, sl, ks, vs, None, None, torch.bfloat16, None, None) == rkey
+    out2 = dec.decode_attention(q_off, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
+    assert len(calls) == 1 and torch.equal(out2, ref)

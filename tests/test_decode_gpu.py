@@ -123,3 +123,53 @@ def test_write_kv_cache_large_bit_exact():
     assert torch.equal(kc.view(torch.uint8), kr.view(torch.uint8))
     assert torch.equal(vc.view(torch.uint8), vr.view(torch.uint8))
 
+
+
+@pytest.mark.parametrize("lens,page,cfg", [
+    ([4096] * 8, 64, None),  # the one-warp TMA kernel, 16 splits, inline merge
+    ([4096] * 8, 16, None),  # pages of 16 (heuristic's kernel)
+    ([4096] * 32, 16, None),  # the per-box TMA kernel
+    ([300, 17, 4096, 1], 64, dec.DecodeConfig(num_splits=8, merge="kernel", pdl=True)),  # two launches
+    ([2048] * 2, 64, dec.DecodeConfig(num_splits=1)),  # unsplit
+])
+def test_replay_matches_the_full_path(lens, page, cfg):
+    """decode._REPLAYS: the second call with the same metadata replays the plan's compiled launches (recorded) and
+    gives the bits of the full path (TRITONFP8_DECODE_FAST_LAUNCH off), also with new values in the same tensors'
+    shapes (new q, longer seq_lens)."""
+    q, kc, vc, bt, sl, ks, vs = _setup(lens, 32, 8, page=page)
+    kw = dict(k_descale=ks, v_descale=vs, config=cfg)
+    dec.decode_attention(q, kc, vc, bt, sl, **kw)
+    rkey = dec._replay_key(q, kc, vc, bt, sl, ks, vs, None, None, torch.bfloat16, None, cfg)
+    assert rkey in dec._REPLAYS and dec._REPLAYS[rkey][0].fast is not None
+    q2 = torch.randn_like(q)
+    sl2 = torch.clamp(sl + 1, max=bt.shape[1] * page)
+    fast = [dec.decode_attention(x, kc, vc, bt, s, **kw) for x, s in ((q, sl), (q2, sl2))]
+    prev = dec._FAST.set(False)
+    try:
+        full = [dec.decode_attention(x, kc, vc, bt, s, **kw) for x, s in ((q, sl), (q2, sl2))]
+    finally:
+        dec._FAST.set(prev)
+    for a, b in zip(fast, full):
+        assert torch.equal(a, b)
+    assert not dec._merge_counters(q.device, 1).any()
+
+
+def test_replay_under_cuda_graph_capture():
+    """A replayed call captures into a CUDA graph (no host sync, no per-call allocation it cannot capture) and the
+    graph's replay with new q equals an eager call."""
+    q, kc, vc, bt, sl, ks, vs = _setup([4096] * 8, 32, 8, page=64)
+    kw = dict(k_descale=ks, v_descale=vs)
+    dec.decode_attention(q, kc, vc, bt, sl, **kw)
+    dec.decode_attention(q, kc, vc, bt, sl, **kw)  # replayed
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        dec.decode_attention(q, kc, vc, bt, sl, **kw)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = dec.decode_attention(q, kc, vc, bt, sl, **kw)
+    q.copy_(torch.randn_like(q))
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, dec.decode_attention(q, kc, vc, bt, sl, **kw))

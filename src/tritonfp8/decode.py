@@ -460,6 +460,16 @@ def decode_attention(
     with ``p_dtype=torch.float16`` is the reference with those roundings.
     """
     op = "decode_attention"
+    rkey = None
+    if _FAST.on and not check:
+        rkey = _replay_key(q, k_cache, v_cache, block_table, seq_lens, k_descale, v_descale, softmax_scale,
+                           num_splits, out_dtype, max_seqlen, config)
+        rp = _REPLAYS.get(rkey) if rkey is not None else None
+        if rp is not None and _replay_ready(rp, q, k_cache, v_cache, block_table, seq_lens, k_descale, v_descale):
+            plan, sm_scale_log2 = rp[0], rp[1]
+            out = torch.empty(q.shape, device=q.device, dtype=out_dtype)
+            plan.launch(q, k_cache, v_cache, block_table, seq_lens, k_descale, v_descale, out, sm_scale_log2)
+            return out
     if not isinstance(q, torch.Tensor):
         raise TypeError(f"{op}: q: expected a tensor, got {type(q).__name__}")
     if q.dtype not in _QUERY_DTYPES:
@@ -541,7 +551,50 @@ def decode_attention(
             _PLANS.pop(next(iter(_PLANS)))  # oldest first: a bounded cache of launch plans
         _PLANS[key] = plan
     plan.launch(q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, scale * _LOG2E)
+    if rkey is not None and plan.fast is not None and kd is k_descale and vd is v_descale and q.stride(3) == 1:
+        # This call's checks passed and its launches are compiled: repeat calls with the same metadata replay
+        # them (_replay_ready re-checks what the metadata does not fix: 16-byte alignment, TMA eligibility).
+        if len(_REPLAYS) >= _PLAN_CACHE_SIZE:
+            _REPLAYS.pop(next(iter(_REPLAYS)))
+        _REPLAYS[rkey] = (plan, scale * _LOG2E, aligned)
     return out
+
+
+# Replays of the public op (session 13): on CUDA, small-batch decode is host-bound eager (call 3 of session 13: B 8
+# ctx 4096 70-80 us per do_bench call for 31-36 us of GPU time). A call whose metadata (every tensor's shape,
+# strides, dtype, device; the scalar options with their types; the naming mode) equals an earlier validated call's
+# skips the validation, the plan key and Triton's argument specialization: the plan launches its recorded compiled
+# kernels (_Plan.fast) with this call's tensors. Off with TRITONFP8_DECODE_FAST_LAUNCH=0; never with check=True.
+_FAST = _backend.Switch("TRITONFP8_DECODE_FAST_LAUNCH", default=True)
+_REPLAYS: dict[tuple, tuple] = {}  # replay key -> (plan, softmax scale x log2(e), caches 16-byte aligned)
+
+
+def _meta(t):
+    return (type(t), t.shape, t.stride(), t.dtype, t.device)
+
+
+def _replay_key(q, k_cache, v_cache, block_table, seq_lens, k_descale, v_descale, softmax_scale, num_splits,
+                out_dtype, max_seqlen, config):
+    """The metadata every decision of the full path depends on, or None (a call never replayed: non-tensor or
+    missing descales, a softmax scale that is not a Python number)."""
+    if type(softmax_scale) not in (float, int, type(None)):
+        return None
+    try:
+        return (_meta(q), _meta(k_cache), _meta(v_cache), _meta(block_table), _meta(seq_lens), _meta(k_descale),
+                _meta(v_descale), type(softmax_scale), softmax_scale, type(num_splits), num_splits, out_dtype,
+                type(max_seqlen), max_seqlen, config, naming.naming_mode())
+    except (AttributeError, TypeError):
+        return None
+
+
+def _replay_ready(rp, q, k_cache, v_cache, block_table, seq_lens, k_descale, v_descale) -> bool:
+    """What the key does not fix: the recorded kernels were specialized on 16-byte aligned tensors, and the TMA
+    decision on the caches' base alignment."""
+    aligned = (k_cache.data_ptr() | v_cache.data_ptr()) % 16 == 0
+    if aligned != rp[2]:
+        return False
+    return (q.data_ptr() | block_table.data_ptr() | seq_lens.data_ptr() | k_descale.data_ptr()
+            | v_descale.data_ptr()) % 16 == 0 and aligned
 
 
 def _ones(device: torch.device) -> torch.Tensor:
@@ -616,7 +669,7 @@ def _tma_geometry(shape, kstr, vstr, elem: int, block_n: int, aligned: bool):
 
 class _Plan:
     __slots__ = ("kernel", "grid", "consts", "splits", "inline", "nblocks", "max_blocks", "part_rows", "d",
-                 "combine", "combine_grid", "combine_consts", "counters_n", "ws", "tma")
+                 "combine", "combine_grid", "combine_consts", "counters_n", "ws", "tma", "fast")
 
     def launch(self, q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, sm_scale_log2):
         splits = self.splits
@@ -640,17 +693,36 @@ class _Plan:
             shape, strides, block = self.tma
             k_cache = _direct.descriptor(k_cache, shape, strides, block)
             v_cache = _direct.descriptor(v_cache, shape, strides, block)
+        args = (q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, part_o, part_lse, counters,
+                sm_scale_log2, self.nblocks, self.max_blocks, splits,
+                qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], vs[0], vs[1], vs[2], bs[0], bs[1])
+        fast = self.fast
+        if fast is not None and _launch.enabled():
+            # The replayed call (decode_attention's _REPLAYS, 16-byte aligned tensors): the compiled kernels of
+            # the first aligned launch with this call's values, without Triton's argument specialization (the
+            # integers and dtypes are fixed by the plan's key, the alignment checked by the caller).
+            _launch.run_compiled(fast[0], fast[1], args + fast[2])
+            if fast[3] is not None:
+                _launch.run_compiled(fast[3], fast[4], (part_o, part_lse, out, splits) + fast[5])
+            return
         # Compiled launches skip Triton's dispatch after the first call of a specialization (_launch); the
         # interpreter and TRITONFP8_FAST_LAUNCH=0 take kernel[grid](...).
-        _launch.launch(
-            self.kernel, self.grid,
-            q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, part_o, part_lse, counters,
-            sm_scale_log2, self.nblocks, self.max_blocks, splits,
-            qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], vs[0], vs[1], vs[2], bs[0], bs[1],
-            **self.consts,
-        )
+        main = _launch.launch(self.kernel, self.grid, *args, **self.consts)
+        comb = None
         if splits > 1 and not self.inline:
-            _launch.launch(self.combine, self.combine_grid, part_o, part_lse, out, splits, **self.combine_consts)
+            comb = _launch.launch(self.combine, self.combine_grid, part_o, part_lse, out, splits,
+                                  **self.combine_consts)
+        if (_launch.compiled(main) and (comb is None or _launch.compiled(comb)) and not _backend.interpreting()
+                and all(a.data_ptr() % 16 == 0 for a in (q, block_table, seq_lens, kd, vd, out, part_o, part_lse,
+                                                         counters))
+                and (self.tma is not None or (k_cache.data_ptr() | v_cache.data_ptr()) % 16 == 0)):
+            g = (tuple(self.grid) + (1, 1))[:3]
+            tail = _launch.tail_values(self.kernel, len(args), self.consts)
+            if comb is None:
+                self.fast = (main, g, tail, None, None, None)
+            else:
+                gc = (tuple(self.combine_grid) + (1, 1))[:3]
+                self.fast = (main, g, tail, comb, gc, _launch.tail_values(self.combine, 4, self.combine_consts))
 
 
 def _plan(key) -> _Plan:
@@ -716,7 +788,7 @@ def _plan(key) -> _Plan:
         V_STAGE=(1 if _backend.interpreting() else 2) if cfg.v_stage else 0, PDL=pdl,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}),
     )
-    p.combine = p.combine_grid = p.combine_consts = p.ws = None
+    p.combine = p.combine_grid = p.combine_consts = p.ws = p.fast = None
     if splits > 1 and not inline:
         block_s = _next_pow2(splits)
         p.combine = kern._combine_kernel
