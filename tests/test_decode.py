@@ -790,7 +790,8 @@ def test_replay_hit_path_launches_the_plan(device, monkeypatch):
     calls = []
 
     class FakePlan:
-        def launch(self, *args):
+        def launch(self, *args, replay=False):
+            assert replay
             calls.append(args)
             args[7].fill_(7.0)
 

@@ -173,3 +173,17 @@ def test_replay_under_cuda_graph_capture():
     g.replay()
     torch.cuda.synchronize()
     assert torch.equal(out, dec.decode_attention(q, kc, vc, bt, sl, **kw))
+
+
+def test_full_path_after_a_replay_respects_alignment():
+    """A plan whose compiled kernels were recorded on aligned tensors, called through the full path with a q that
+    is not 16-byte aligned (same metadata), launches through Triton's specialization, not the recorded kernels:
+    the result equals the aligned call's."""
+    q, kc, vc, bt, sl, ks, vs = _setup([4096] * 8, 32, 8, page=64)
+    kw = dict(k_descale=ks, v_descale=vs)
+    ref = dec.decode_attention(q, kc, vc, bt, sl, **kw)
+    dec.decode_attention(q, kc, vc, bt, sl, **kw)
+    buf = torch.empty(q.numel() + 1, dtype=q.dtype, device=q.device)
+    q_off = buf[1:].view(q.shape).copy_(q)
+    assert q_off.data_ptr() % 16 != 0
+    assert torch.equal(dec.decode_attention(q_off, kc, vc, bt, sl, **kw), ref)

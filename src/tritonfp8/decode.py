@@ -468,7 +468,8 @@ def decode_attention(
         if rp is not None and _replay_ready(rp, q, k_cache, v_cache, block_table, seq_lens, k_descale, v_descale):
             plan, sm_scale_log2 = rp[0], rp[1]
             out = torch.empty(q.shape, device=q.device, dtype=out_dtype)
-            plan.launch(q, k_cache, v_cache, block_table, seq_lens, k_descale, v_descale, out, sm_scale_log2)
+            plan.launch(q, k_cache, v_cache, block_table, seq_lens, k_descale, v_descale, out, sm_scale_log2,
+                        replay=True)
             return out
     if not isinstance(q, torch.Tensor):
         raise TypeError(f"{op}: q: expected a tensor, got {type(q).__name__}")
@@ -671,7 +672,11 @@ class _Plan:
     __slots__ = ("kernel", "grid", "consts", "splits", "inline", "nblocks", "max_blocks", "part_rows", "d",
                  "combine", "combine_grid", "combine_consts", "counters_n", "ws", "tma", "fast")
 
-    def launch(self, q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, sm_scale_log2):
+    def launch(self, q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, sm_scale_log2, replay=False):
+        """The plan's launches. ``replay`` (decode_attention's replay path only, which has checked the 16-byte
+        alignment the recorded kernels were specialized on): the recorded compiled kernels; otherwise the launch
+        through _launch (Triton's specialization of this call's arguments), recording the compiled kernels on
+        the first call whose tensors are all 16-byte aligned."""
         splits = self.splits
         if splits > 1:
             if self.inline:
@@ -697,7 +702,7 @@ class _Plan:
                 sm_scale_log2, self.nblocks, self.max_blocks, splits,
                 qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], vs[0], vs[1], vs[2], bs[0], bs[1])
         fast = self.fast
-        if fast is not None and _launch.enabled():
+        if replay and fast is not None and _launch.enabled():
             # The replayed call (decode_attention's _REPLAYS, 16-byte aligned tensors): the compiled kernels of
             # the first aligned launch with this call's values, without Triton's argument specialization (the
             # integers and dtypes are fixed by the plan's key, the alignment checked by the caller).
