@@ -103,7 +103,10 @@ def test_cached_launches_match_tritons_dispatch_gpu(shape, opts):
     G._PLANS.clear()
     first = G.gemm(a, b, sa, sb, **kw)  # fills the caches
     n, nt = L.cache_size(), len(K_._TEMPLATES)
-    assert n >= 1 and nt == 1
+    # Launch templates belong to the Triton kernel; the Gluon kernel (the block-scaled default on Hopper since
+    # session 7: this case on the H200, session 13) launches through the launch cache only.
+    glws = any(p.config.schedule == "glws" for p in G._PLANS.values())
+    assert n >= 1 and nt == (0 if glws else 1), (n, nt, glws)
     b2 = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)  # new buffers, same specialization
     again = G.gemm(a, b, sa, sb, **kw)
     other = G.gemm(a, b2, sa, sb, **kw)
