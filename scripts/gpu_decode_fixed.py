@@ -27,6 +27,7 @@ import triton.language as tl
 from rich.console import Console
 from rich.table import Table
 
+from decode_case import case_inputs, pinned_call
 from tritonfp8 import decode as dec
 from tritonfp8.bench import harness as H
 from tritonfp8.bench.suites import decode as S
@@ -61,11 +62,7 @@ def main() -> None:
     sms = dec.num_sms(torch.device(DEV))
     rows = []
     for b, ctx, hq, page in CASES:
-        pc = S._paged(b, ctx, page, DEV)
-        torch.manual_seed(0)
-        q = torch.randn(b, 1, hq, S.D, device=DEV, dtype=torch.bfloat16)
-        nbytes = S.cache_bytes(b, ctx, 1) + S.io_bytes(b, hq)
-        copy_fn, moved = H.make_copy_fn(max(1, nbytes // 2), DEV)
+        pc, q, nbytes, copy_fn, moved = case_inputs(b, ctx, hq, page, DEV)
         heur = dec.decode_config(b, S.HKV, hq // S.HKV, ctx, sms, tma_page=page)
         cfgs = {"heuristic": heur, "unsplit": dataclasses.replace(heur, num_splits=1)}
         if heur.num_splits > 1:
@@ -74,8 +71,7 @@ def main() -> None:
         fns = {}
         for name, cfg in cfgs.items():
             for L in (LENS if name == "heuristic" else (0, ctx)):
-                fns[(name, L)] = (lambda cfg=cfg, t=lens[L]: dec.decode_attention(
-                    q, pc.k, pc.v, pc.table, t, k_descale=pc.descale, v_descale=pc.descale, config=cfg))
+                fns[(name, L)] = pinned_call(q, pc, cfg, lens[L])
         # Baselines at the heuristic's grid: (row blocks x splits, Hkv, B) programs of its warps.
         grid = (heur.num_splits * max(1, -(-(hq // S.HKV) // heur.block_m)), S.HKV, b)
         sink = torch.empty(grid[0] + 16, device=DEV)

@@ -23,6 +23,7 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
+from decode_case import case_inputs, pinned_call
 from tritonfp8 import decode as dec
 from tritonfp8.bench import harness as H
 from tritonfp8.bench.suites import decode as S
@@ -57,17 +58,12 @@ def main() -> None:
     sms = dec.num_sms(torch.device(DEV))
     rows = []
     for (b, ctx, hq, page), variants in CASES.items():
-        pc = S._paged(b, ctx, page, DEV)
-        torch.manual_seed(0)
-        q = torch.randn(b, 1, hq, S.D, device=DEV, dtype=torch.bfloat16)
-        nbytes = S.cache_bytes(b, ctx, 1) + S.io_bytes(b, hq)
-        copy_fn, moved = H.make_copy_fn(max(1, nbytes // 2), DEV)
+        pc, q, nbytes, copy_fn, moved = case_inputs(b, ctx, hq, page, DEV)
         heur = dec.decode_config(b, S.HKV, hq // S.HKV, ctx, sms, tma_page=page)
         cfgs = {"heuristic": heur, **{n: dataclasses.replace(heur, **f) for n, f in variants.items()}}
         fns, ref = {}, None
         for name, cfg in cfgs.items():
-            fn = (lambda cfg=cfg: dec.decode_attention(q, pc.k, pc.v, pc.table, pc.lens, k_descale=pc.descale,
-                                                       v_descale=pc.descale, config=cfg))
+            fn = pinned_call(q, pc, cfg)
             o = fn().float()
             ref = o if ref is None else ref
             diff = (o - ref).abs().max().item()

@@ -23,6 +23,7 @@ from rich.table import Table
 
 from gpu_decode_profile import kernel_times
 
+from decode_case import case_inputs, pinned_call
 from tritonfp8 import decode as dec
 from tritonfp8.bench import harness as H
 from tritonfp8.bench.suites import decode as S
@@ -56,19 +57,14 @@ def main(cases=CASES, make_configs=None, modes=MODES, out_name="decode_small.jso
     make_configs = make_configs or configs
     rows = []
     for b, ctx, hq, page in cases:
-        pc = S._paged(b, ctx, page, "cuda")
-        torch.manual_seed(0)
-        q = torch.randn(b, 1, hq, S.D, device="cuda", dtype=torch.bfloat16)
-        nbytes = S.cache_bytes(b, ctx, 1) + S.io_bytes(b, hq)
-        copy_fn, moved = H.make_copy_fn(max(1, nbytes // 2), "cuda")
+        pc, q, nbytes, copy_fn, moved = case_inputs(b, ctx, hq, page, "cuda")
         heur = dec.decode_config(b, S.HKV, hq // S.HKV, ctx, sms, tma_page=page)
         gather = dec.decode_config(b, S.HKV, hq // S.HKV, ctx, sms)
         cfgs = make_configs(page, heur, gather, b * S.HKV, ctx)
         fns = {}
         ref = None
         for name, cfg in cfgs.items():
-            fn = (lambda cfg=cfg: dec.decode_attention(q, pc.k, pc.v, pc.table, pc.lens, k_descale=pc.descale,
-                                                       v_descale=pc.descale, config=cfg))
+            fn = pinned_call(q, pc, cfg)
             o = fn().float()
             ref = o if ref is None else ref
             diff = (o - ref).abs().max().item()
