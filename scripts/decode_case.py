@@ -24,3 +24,18 @@ def pinned_call(q, pc, cfg, seq_lens=None):
     lens = pc.lens if seq_lens is None else seq_lens
     return lambda: dec.decode_attention(q, pc.k, pc.v, pc.table, lens, k_descale=pc.descale, v_descale=pc.descale,
                                         config=cfg)
+
+
+def checked_calls(q, pc, cfgs: dict, on_diff) -> dict:
+    """A pinned call per config, each run once and compared with the first config's output (max |diff| <= 1e-2,
+    bf16 output); ``on_diff(name, diff)`` for one that is not (report or stop)."""
+    fns, ref = {}, None
+    for name, cfg in cfgs.items():
+        fn = pinned_call(q, pc, cfg)
+        o = fn().float()
+        ref = o if ref is None else ref
+        diff = (o - ref).abs().max().item()
+        if not diff <= 1e-2:
+            on_diff(name, diff)
+        fns[name] = fn
+    return fns

@@ -23,7 +23,7 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from decode_case import case_inputs, pinned_call
+from decode_case import case_inputs, checked_calls
 from tritonfp8 import decode as dec
 from tritonfp8.bench import harness as H
 from tritonfp8.bench.suites import decode as S
@@ -61,15 +61,10 @@ def main() -> None:
         pc, q, nbytes, copy_fn, moved = case_inputs(b, ctx, hq, page, DEV)
         heur = dec.decode_config(b, S.HKV, hq // S.HKV, ctx, sms, tma_page=page)
         cfgs = {"heuristic": heur, **{n: dataclasses.replace(heur, **f) for n, f in variants.items()}}
-        fns, ref = {}, None
-        for name, cfg in cfgs.items():
-            fn = pinned_call(q, pc, cfg)
-            o = fn().float()
-            ref = o if ref is None else ref
-            diff = (o - ref).abs().max().item()
-            if not diff <= 1e-2:
-                raise SystemExit(f"B{b} ctx{ctx} Hq{hq}: {name} differs from the heuristic's output by {diff}")
-            fns[name] = fn
+        def stop(name, diff, b=b, ctx=ctx, hq=hq):
+            raise SystemExit(f"B{b} ctx{ctx} Hq{hq}: {name} differs from the heuristic's output by {diff}")
+
+        fns = checked_calls(q, pc, cfgs, stop)
         fns["copy"] = copy_fn
         times = {(n, m): [] for n in fns for m in ("graph", "eager")}
         for _ in range(ROUNDS):

@@ -23,7 +23,7 @@ from rich.table import Table
 
 from gpu_decode_profile import kernel_times
 
-from decode_case import case_inputs, pinned_call
+from decode_case import case_inputs, checked_calls
 from tritonfp8 import decode as dec
 from tritonfp8.bench import harness as H
 from tritonfp8.bench.suites import decode as S
@@ -61,16 +61,8 @@ def main(cases=CASES, make_configs=None, modes=MODES, out_name="decode_small.jso
         heur = dec.decode_config(b, S.HKV, hq // S.HKV, ctx, sms, tma_page=page)
         gather = dec.decode_config(b, S.HKV, hq // S.HKV, ctx, sms)
         cfgs = make_configs(page, heur, gather, b * S.HKV, ctx)
-        fns = {}
-        ref = None
-        for name, cfg in cfgs.items():
-            fn = pinned_call(q, pc, cfg)
-            o = fn().float()
-            ref = o if ref is None else ref
-            diff = (o - ref).abs().max().item()
-            if not diff <= 1e-2:
-                console.print(f"[red]{name} disagrees with the heuristic by {diff}[/red]")
-            fns[name] = fn
+        fns = checked_calls(q, pc, cfgs,
+                            lambda name, diff: console.print(f"[red]{name} disagrees with the heuristic by {diff}[/red]"))
         fns["copy"] = copy_fn
         times = {(n, m): [] for n in fns for m in modes}
         for _ in range(3):  # rounds, configs and modes interleaved
