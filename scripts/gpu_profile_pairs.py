@@ -8,7 +8,8 @@ to name the limiting factor the timing runs could not:
   B2 H16 S8192 (0.90x in s10 call 2 although offline the softmax's MUFU.EX2 run under P·V).
 
 Usage on the device: ``python3 scripts/gpu_profile_pairs.py`` (``PROFILE_GROUP=fast``: issue 3's per-tensor fast
-pair instead, ours vs cuBLAS fast accumulation) (the parent runs itself under ncu through the
+pair instead, ours vs cuBLAS fast accumulation; ``PROFILE_GROUP=grouped``: issue 4's grouped G 8 call vs the dense
+GEMM of the same total shape, session 13) (the parent runs itself under ncu through the
 library's harness, prints a table per kernel: duration, SM / memory throughput, tensor-pipe %, top stall reasons,
 and writes JSON under $OUT). ``--child`` is the profiled process: it warms every case up, then runs each once
 between ``torch.cuda.profiler.start()`` and ``stop()``.
@@ -42,9 +43,29 @@ def _fast_cases():
     return cases
 
 
+def _grouped_cases():
+    """Issue 4's grouped G 8 gap (session 13: 0.86-0.92x our dense GEMM of the same total shape on the same Gluon
+    kernel, GPU time, also with per-tensor scales): the grouped call (8 groups of 1024 rows, each with its own b)
+    against the dense GEMM (one b) at 4096x7168, precise per-tensor scales; DRAM bytes and L2 hit rates
+    (MemoryWorkloadAnalysis) tell whether per-group b traffic is the cause."""
+    from tritonfp8 import gemm, grouped_gemm
+    from tritonfp8.bench.suites import grouped as suite
+
+    x = suite.make_inputs(8, 4096, 7168, [1024] * 8, "tensor", "cuda")
+    out = torch.empty(x.M, 4096, device="cuda", dtype=torch.bfloat16)
+    one = torch.ones((), device="cuda")
+    return {
+        "grouped_g8x1024_4096x7168_precise": lambda: grouped_gemm(x.a, x.b, x.sa, x.sb, m_sizes=x.m_sizes, out=out,
+                                                                  accumulate="precise", check=False),
+        "dense_8192x4096x7168_precise": lambda: gemm(x.a, x.b[0], one, one, out=out, accumulate="precise"),
+    }
+
+
 def _cases():
     if os.environ.get("PROFILE_GROUP") == "fast":
         return _fast_cases()
+    if os.environ.get("PROFILE_GROUP") == "grouped":
+        return _grouped_cases()
     from tritonfp8 import gemm
     from tritonfp8.attention import AttnConfig, kernel_only_fn
 
