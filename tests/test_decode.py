@@ -797,7 +797,7 @@ def test_replay_hit_path_launches_the_plan(device, monkeypatch):
 
     monkeypatch.setattr(dec, "_REPLAYS", {})
     rkey = dec._replay_key(q, kc, vc, bt, sl, ks, vs, None, None, torch.bfloat16, None, None)
-    dec._REPLAYS[rkey] = (FakePlan(), 0.25, True)
+    dec._REPLAYS[rkey] = (FakePlan(), 0.25)
     out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
     assert len(calls) == 1 and calls[0][0] is q and calls[0][1] is kc and calls[0][8] == 0.25
     assert out.shape == q.shape and out.dtype == torch.bfloat16 and bool((out == 7.0).all())

@@ -483,3 +483,46 @@ def test_v_stage_sass_sm90_wide_v_loads_fewer_instructions():
         assert 3 * main_vs["ops"].get("LDS", 0) < main["ops"].get("LDS", 0), (main["ops"], main_vs["ops"])
         assert main_vs["instructions"] < 0.93 * main["instructions"], (main_vs["instructions"], main["instructions"])
         assert vst["spill_stores"] <= base["spill_stores"], (vst, base)
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="CPU stand-in for compiled launches; on a GPU test_decode_gpu's replay tests "
+                    "run the real kernels")
+def test_replay_records_then_replays_the_compiled_launch(fake_cuda, monkeypatch):
+    """decode._REPLAYS end to end on CPU: the launches are handed to a compiled stand-in (test_direct's fake_cuda)
+    and recorded as _launch.launch records them; the first call records the plan's launch, a repeat call with the
+    same metadata skips _launch.launch and calls the recorded kernel with its own tensors (the C entry point gets
+    the same non-tensor arguments), and a call with a q off 16-byte alignment takes _launch.launch again."""
+    from tritonfp8 import _launch as L
+    from tritonfp8._kernels import decode as kern
+
+    case = Case((17, 40), 4, 2, page=16)
+    q, kc, vc, bt, sl, ks, vs = _make(case, "cpu", seed=28)
+    kernel = fake_cuda.make(*_decode_signature(16, case.d))
+    dispatched = []
+
+    def launch(fn, grid, *args, **kwargs):  # _launch.launch for a compiled specialization, records included
+        assert fn is kern._decode_kernel
+        dispatched.append(args[0])
+        tail = tuple(kwargs[n] if n in kwargs else p.default for n, p in list(_decode_params().items())[len(args):])
+        if L._RECORDS is not None:
+            L._RECORDS.append((kernel, (tuple(grid) + (1, 1))[:3], tail))
+        L.run_compiled(kernel, tuple(grid), args + tail)
+
+    monkeypatch.setattr(dec._launch, "launch", launch)
+    monkeypatch.setattr(dec, "_REPLAYS", {})
+    monkeypatch.setattr(dec, "_PLANS", {})  # plans that hold the stand-in's kernel stay out of the real cache
+    cfg = dec.DecodeConfig(block_n=32, kv_load="tma")
+    kw = dict(k_descale=ks, v_descale=vs, config=cfg)
+    dec.decode_attention(q, kc, vc, bt, sl, **kw)
+    assert len(dispatched) == 1 and len(dec._REPLAYS) == 1 and len(fake_cuda.calls) == 1
+    q2 = torch.randn_like(q, dtype=torch.float32).to(q.dtype)
+    dec.decode_attention(q2, kc, vc, bt, sl, **kw)
+    assert len(dispatched) == 1 and len(fake_cuda.calls) == 2  # replayed: no _launch.launch
+    plain = lambda args: tuple(a for a in args if not isinstance(a, torch.Tensor))  # noqa: E731 (out is new)
+    first, second = fake_cuda.calls
+    assert plain(first) == plain(second)
+    assert any(a is q2 for a in second) and any(a is q for a in first)  # this call's q, not the recorded one
+    buf = torch.empty(q.numel() + 1, dtype=q.dtype)
+    q_off = buf[1:].view(q.shape).copy_(q)
+    dec.decode_attention(q_off, kc, vc, bt, sl, **kw)
+    assert len(dispatched) == 2 and dispatched[-1] is q_off and len(fake_cuda.calls) == 3

@@ -58,16 +58,13 @@ def _compiled(kernel) -> bool:
     return kernel is not None and not hasattr(kernel, "result")
 
 
-compiled = _compiled  # for callers that keep their own compiled launches (decode's plans)
-
-
 def _record(fn, grid, n_args: int, kwargs: dict, kernel) -> None:
     if _RECORDS is None:
         return
     if not _compiled(kernel) or _backend.interpreting():
         _RECORDS.append(None)
         return
-    _RECORDS.append((kernel, (tuple(grid) + (1, 1))[:3], tail_values(fn, n_args, kwargs)))
+    _RECORDS.append((kernel, (tuple(grid) + (1, 1))[:3], _tail_values(fn, n_args, kwargs)))
 
 
 def cache_clear() -> None:
@@ -108,7 +105,7 @@ def arg_spec(v: Any):
     raise TypeError(f"no launch key for an argument of type {type(v).__name__}")
 
 
-def tail_values(fn, n_args: int, kwargs: dict) -> tuple:
+def _tail_values(fn, n_args: int, kwargs: dict) -> tuple:
     """Values of the parameters after the first ``n_args`` (kwargs, else the declared defaults), in order."""
     out = []
     if hasattr(fn, "params"):
@@ -125,9 +122,6 @@ def tail_values(fn, n_args: int, kwargs: dict) -> tuple:
         else:
             raise TypeError(f"{getattr(fn, '__name__', fn)}: no value for parameter {name!r}")
     return tuple(out)
-
-
-_tail_values = tail_values  # the name the GEMM launchers use
 
 
 def launch(fn, grid: tuple, *args, **kwargs):
@@ -152,7 +146,7 @@ def launch(fn, grid: tuple, *args, **kwargs):
         if _compiled(kernel):
             if len(_CACHE) >= _CACHE_SIZE:
                 _CACHE.pop(next(iter(_CACHE)))  # oldest first
-            _CACHE[key] = (kernel, tail_values(fn, len(args), kwargs))
+            _CACHE[key] = (kernel, _tail_values(fn, len(args), kwargs))
         _record(fn, grid, len(args), kwargs, kernel)
         return kernel
     kernel, tail = entry

@@ -22,6 +22,7 @@ of seq_lens and of the block table: a sync, for debugging, not for CUDA graphs).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -465,7 +466,7 @@ def decode_attention(
         rkey = _replay_key(q, k_cache, v_cache, block_table, seq_lens, k_descale, v_descale, softmax_scale,
                            num_splits, out_dtype, max_seqlen, config)
         rp = _REPLAYS.get(rkey) if rkey is not None else None
-        if rp is not None and _replay_ready(rp, q, k_cache, v_cache, block_table, seq_lens, k_descale, v_descale):
+        if rp is not None and _replay_ready(q, k_cache, v_cache, block_table, seq_lens, k_descale, v_descale):
             plan, sm_scale_log2 = rp[0], rp[1]
             out = torch.empty(q.shape, device=q.device, dtype=out_dtype)
             plan.launch(q, k_cache, v_cache, block_table, seq_lens, k_descale, v_descale, out, sm_scale_log2,
@@ -552,12 +553,14 @@ def decode_attention(
             _PLANS.pop(next(iter(_PLANS)))  # oldest first: a bounded cache of launch plans
         _PLANS[key] = plan
     plan.launch(q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, scale * _LOG2E)
-    if rkey is not None and plan.fast is not None and kd is k_descale and vd is v_descale and q.stride(3) == 1:
+    if (rkey is not None and plan.fast is not None and kd is k_descale and vd is v_descale and q.stride(3) == 1
+            and (k_cache.data_ptr() | v_cache.data_ptr()) % 16 == 0):
         # This call's checks passed and its launches are compiled: repeat calls with the same metadata replay
-        # them (_replay_ready re-checks what the metadata does not fix: 16-byte alignment, TMA eligibility).
+        # them (_replay_ready re-checks what the metadata does not fix: 16-byte alignment, which also made this
+        # call's plan (the TMA rule) the one an aligned repeat call would get).
         if len(_REPLAYS) >= _PLAN_CACHE_SIZE:
             _REPLAYS.pop(next(iter(_REPLAYS)))
-        _REPLAYS[rkey] = (plan, scale * _LOG2E, aligned)
+        _REPLAYS[rkey] = (plan, scale * _LOG2E)
     return out
 
 
@@ -567,7 +570,7 @@ def decode_attention(
 # skips the validation, the plan key and Triton's argument specialization: the plan launches its recorded compiled
 # kernels (_Plan.fast) with this call's tensors. Off with TRITONFP8_DECODE_FAST_LAUNCH=0; never with check=True.
 _FAST = _backend.Switch("TRITONFP8_DECODE_FAST_LAUNCH", default=True)
-_REPLAYS: dict[tuple, tuple] = {}  # replay key -> (plan, softmax scale x log2(e), caches 16-byte aligned)
+_REPLAYS: dict[tuple, tuple] = {}  # replay key -> (plan, softmax scale x log2(e)), recorded on aligned caches
 
 
 def _meta(t):
@@ -588,14 +591,11 @@ def _replay_key(q, k_cache, v_cache, block_table, seq_lens, k_descale, v_descale
         return None
 
 
-def _replay_ready(rp, q, k_cache, v_cache, block_table, seq_lens, k_descale, v_descale) -> bool:
-    """What the key does not fix: the recorded kernels were specialized on 16-byte aligned tensors, and the TMA
-    decision on the caches' base alignment."""
-    aligned = (k_cache.data_ptr() | v_cache.data_ptr()) % 16 == 0
-    if aligned != rp[2]:
-        return False
-    return (q.data_ptr() | block_table.data_ptr() | seq_lens.data_ptr() | k_descale.data_ptr()
-            | v_descale.data_ptr()) % 16 == 0 and aligned
+def _replay_ready(q, k_cache, v_cache, block_table, seq_lens, k_descale, v_descale) -> bool:
+    """What the key does not fix: the recorded kernels were specialized on 16-byte aligned tensors, and the plan
+    (the TMA rule) chosen for 16-byte aligned caches."""
+    return (q.data_ptr() | k_cache.data_ptr() | v_cache.data_ptr() | block_table.data_ptr() | seq_lens.data_ptr()
+            | k_descale.data_ptr() | v_descale.data_ptr()) % 16 == 0
 
 
 def _ones(device: torch.device) -> torch.Tensor:
@@ -692,6 +692,9 @@ class _Plan:
             part_o = part_lse = out  # unused
             counters = seq_lens  # unused
         qs, ks, vs, bs = q.stride(), k_cache.stride(), v_cache.stride(), block_table.stride()
+        record = self.fast is None and not replay and all(
+            a.data_ptr() % 16 == 0 for a in (q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, part_o,
+                                             part_lse, counters))
         if self.tma is not None:  # the kernel reads K/V through descriptors (its stride arguments go unused)
             # Geometry checked by _tma_geometry; tuples: the direct launcher finds the encoded CUtensorMaps of
             # these caches (same address and geometry) and encodes nothing on repeat calls (_direct.descriptor).
@@ -701,33 +704,23 @@ class _Plan:
         args = (q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, part_o, part_lse, counters,
                 sm_scale_log2, self.nblocks, self.max_blocks, splits,
                 qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], vs[0], vs[1], vs[2], bs[0], bs[1])
-        fast = self.fast
-        if replay and fast is not None and _launch.enabled():
+        comb_args = (part_o, part_lse, out, splits) if splits > 1 and not self.inline else None
+        if replay and self.fast is not None and _launch.enabled():
             # The replayed call (decode_attention's _REPLAYS, 16-byte aligned tensors): the compiled kernels of
             # the first aligned launch with this call's values, without Triton's argument specialization (the
             # integers and dtypes are fixed by the plan's key, the alignment checked by the caller).
-            _launch.run_compiled(fast[0], fast[1], args + fast[2])
-            if fast[3] is not None:
-                _launch.run_compiled(fast[3], fast[4], (part_o, part_lse, out, splits) + fast[5])
+            for (kernel, grid3, tail), vals in zip(self.fast, (args, comb_args)):
+                _launch.run_compiled(kernel, grid3, vals + tail)
             return
         # Compiled launches skip Triton's dispatch after the first call of a specialization (_launch); the
-        # interpreter and TRITONFP8_FAST_LAUNCH=0 take kernel[grid](...).
-        main = _launch.launch(self.kernel, self.grid, *args, **self.consts)
-        comb = None
-        if splits > 1 and not self.inline:
-            comb = _launch.launch(self.combine, self.combine_grid, part_o, part_lse, out, splits,
-                                  **self.combine_consts)
-        if (_launch.compiled(main) and (comb is None or _launch.compiled(comb)) and not _backend.interpreting()
-                and all(a.data_ptr() % 16 == 0 for a in (q, block_table, seq_lens, kd, vd, out, part_o, part_lse,
-                                                         counters))
-                and (self.tma is not None or (k_cache.data_ptr() | v_cache.data_ptr()) % 16 == 0)):
-            g = (tuple(self.grid) + (1, 1))[:3]
-            tail = _launch.tail_values(self.kernel, len(args), self.consts)
-            if comb is None:
-                self.fast = (main, g, tail, None, None, None)
-            else:
-                gc = (tuple(self.combine_grid) + (1, 1))[:3]
-                self.fast = (main, g, tail, comb, gc, _launch.tail_values(self.combine, 4, self.combine_consts))
+        # interpreter and TRITONFP8_FAST_LAUNCH=0 take kernel[grid](...). Until this plan has them, its compiled
+        # launches are recorded (_launch.recording) on a call whose tensors are all 16-byte aligned.
+        with _launch.recording() if record else contextlib.nullcontext() as rec:
+            _launch.launch(self.kernel, self.grid, *args, **self.consts)
+            if comb_args is not None:
+                _launch.launch(self.combine, self.combine_grid, *comb_args, **self.combine_consts)
+        if record and len(rec) == (1 if comb_args is None else 2) and all(r is not None for r in rec):
+            self.fast = tuple(rec)
 
 
 def _plan(key) -> _Plan:
