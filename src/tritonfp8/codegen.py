@@ -83,6 +83,7 @@ class SassReport:
     gmma_waited: int = 0
     mufu_ex2: int = 0
     mufu_in_flight: int = 0
+    gmma_loop: int = 0
     sass: str = field(default="", repr=False)
 
     def as_dict(self) -> dict:
@@ -188,6 +189,28 @@ def _gmma_overlap_facts(sass: str) -> tuple[int, int]:
     return waited, in_flight
 
 
+_ADDR = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(.*)$", re.M)
+_BACK = re.compile(r"\bBRA\s+(?:\S+,\s*)?0x([0-9a-f]+)")
+
+
+def gmma_loop_size(sass: str) -> int:
+    """Instructions in the innermost loop that issues tensor-core MMAs (the smallest span from a backward branch's
+    target to the branch that contains a QGMMA or HGMMA); 0 when no loop does. The steady-state cost per K block
+    beside the MMAs themselves: two kernels with the same MMAs per iteration and different loop sizes differ in
+    address arithmetic, waits or uniform-register use (session 14: the grouped schedule's G_PAD)."""
+    rows = [(int(m.group(1), 16), m.group(2)) for m in _ADDR.finditer(sass)]
+    best = 0
+    for i, (addr, text) in enumerate(rows):
+        m = _BACK.search(text)
+        if not m or int(m.group(1), 16) >= addr:
+            continue
+        target = int(m.group(1), 16)
+        body = [t for a, t in rows[:i + 1] if a >= target]
+        if any("QGMMA" in t or "HGMMA" in t for t in body) and (best == 0 or len(body) < best):
+            best = len(body)
+    return best
+
+
 def sass_facts(sass: str, res_usage: str) -> dict:
     ops = [m.group(2) for m in _INSTR.finditer(sass)]
     waited, in_flight = _gmma_overlap_facts(sass)
@@ -209,6 +232,7 @@ def sass_facts(sass: str, res_usage: str) -> dict:
         "gmma_waited": waited,
         "mufu_ex2": ops.count("MUFU.EX2"),
         "mufu_in_flight": in_flight,
+        "gmma_loop": gmma_loop_size(sass),
     }
 
 

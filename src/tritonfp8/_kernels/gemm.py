@@ -516,7 +516,7 @@ def fp8_gemm_kernel(
     GROUPED = 2 (masked, decode): group_rows = int32 valid counts (G,), x is the (G*group_cap, K) view of a
     (G, group_cap, K) buffer, group g owns rows g*group_cap .. g*group_cap+counts[g]-1; other rows are not written.
     The tile schedule is computed here, on the device, from those G values (no host sync): per-group tile counts
-    cdiv(m_g, BLOCK_R) * cdiv(S, BLOCK_S) in one G_PAD-wide vector (G_PAD = next power of two >= G), their
+    cdiv(m_g, BLOCK_R) * cdiv(S, BLOCK_S) in one G_PAD-wide vector (G_PAD: :func:`group_pad`), their
     prefix sum, and the total, which bounds the persistent loop; each tile finds its group by one vector compare
     and sum. Row windows are clamped to [0, R], so malformed offsets cannot make the kernel write outside c.
     Scales: x_scale a vector over x rows (X_SCALE_VEC), or per tensor at x_scale[g * stride_xs_g]; y_scale of group g
@@ -993,8 +993,18 @@ def _grouped_args(cfg: GemmConfig, *, mode: int, G: int, a_vec: bool, b_vec: boo
         X_SCALE_GROUP=1 if b_block_rows is not None else 0, Y_SCALE_GROUP=b_block_rows or 0,
         # Pointer stores: a tile's rows past its group's end belong to the next group (a TMA store would overwrite
         # them with this group's products); the masked store writes only rows < the group's end.
-        TMA_STORE=False, GROUPED=mode, G_PAD=max(1, triton.next_power_of_2(G)),
+        TMA_STORE=False, GROUPED=mode, G_PAD=group_pad(G),
     )
+
+
+def group_pad(G: int) -> int:
+    """Width of the grouped schedule's per-group vectors (the G_PAD constexpr): the next power of two >= G, at
+    least 32. Narrower vectors (one warp's lanes holding copies of < 32 groups) made ptxas keep the persistent
+    loop's counters and shared-memory addresses in vector registers (R2UR before every wgmma): offline sm_90, G 8
+    and 16 gave the Gluon consumer's K loop 240 instructions against 188 at >= 32 (the dense kernel's count), and
+    on the H200 the G 8 grouped call executed 28% more instructions than the dense GEMM of the same shape
+    (ncu, session 14). ``test_codegen_grouped.py`` checks the K loop at G 8 against the dense kernel."""
+    return max(32, triton.next_power_of_2(G))
 
 
 def launch_grouped(
@@ -1331,6 +1341,9 @@ def _specs() -> dict:
         "grouped_fast_tensorwise": grouped_codegen_spec(
             grouped_main, mode=GROUPED_SIZES, a_per_group=True,
             description="grouped (m_sizes), 64 groups: per-group scales, 128x256x128 fast"),
+        "grouped_fast_tensorwise_g8": grouped_codegen_spec(
+            grouped_main, mode=GROUPED_SIZES, G=8, a_per_group=True,
+            description="grouped (m_sizes), 8 groups (issue 4's G 8 shape), 128x256x128 fast"),
         "grouped_fast_rowwise": grouped_codegen_spec(
             grouped_main, a_vec=True, b_vec=True, description="grouped: rowwise scales (total_M,1) x (G,N)"),
         "grouped_precise_tensorwise": grouped_codegen_spec(

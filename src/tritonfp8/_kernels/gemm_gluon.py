@@ -466,7 +466,7 @@ def fp8_gemm_promote_kernel(
     c_desc unused). Grouped GEMM (GROUPED 1 offsets / 3 sizes / 2 masked, see :func:`_schedule`): a holds the
     rows of all groups, b_desc is over the (G*N, K) view of the (G, N, K) weights, c_desc and out_ptr (the same
     (M, N) output) get each group's rows, group_rows the int32 offsets / sizes / counts of the num_groups groups
-    (G_PAD: the next power of two), group_cap the masked capacity; scales per group at scale_a + g * stride_sa_g
+    (G_PAD: ``gemm.group_pad``), group_cap the masked capacity; scales per group at scale_a + g * stride_sa_g
     (0 for one scalar or per-row / block scales over all rows) and scale_b + g * stride_sb_g, bias (G, N).
     Launch with num_warps=4 (the first consumer warp group; the second consumer and the one-warp
     loader are worker partitions).
@@ -677,7 +677,7 @@ def launch_grouped(a, b, scale_a, scale_b, bias, activation_code: int, out, *, m
     kw = dict(KERNEL_NAME=name, GROUP_M=group_m, STAGES=num_stages, SCALE_A=sa_mode, SCALE_B=sb_mode,
               HAS_BIAS=bias is not None, ACTIVATION=activation_code, FAST=fast, SPLIT_K=1,
               CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4, GROUPED=mode,
-              G_PAD=max(1, triton.next_power_of_2(G)))
+              G_PAD=_triton_gemm.group_pad(G))
     if warmup:
         return fp8_gemm_promote_kernel.warmup(*args, grid=grid, **kw)
     return _fast.launch(fp8_gemm_promote_kernel, grid, *args, **kw)
@@ -698,7 +698,7 @@ _SA_DESC_SIG = ("tensordesc<fp32[128],NVMMASharedLayout(swizzle_byte_width=0, el
 
 def codegen_spec(*, block_n: int = 128, stages: int = 6, scale_a: int = SCALE_TENSOR, scale_b: int = SCALE_TENSOR,
                  has_bias: bool = False, activation: int = 0, fast: bool = False, split_k: int = 1,
-                 grouped: int = 0, description: str = ""):
+                 grouped: int = 0, groups: int = 64, description: str = ""):
     from tritonfp8.codegen import CodegenSpec
     from tritonfp8.naming import KernelName
 
@@ -719,11 +719,12 @@ def codegen_spec(*, block_n: int = 128, stages: int = 6, scale_a: int = SCALE_TE
            "M": "i32", "N": "i32", "K": "i32", "stride_sa_m": "i32", "stride_sa_k": "i32", "stride_sb_n": "i32",
            "stride_sb_k": "i32", "out_ptr": "*bf16", "group_rows": "*i32", "num_groups": "i32", "group_cap": "i32",
            "stride_sa_g": "i32", "stride_sb_g": "i32"}
-    if grouped:  # 64 groups (the issue's largest count)
+    if grouped:  # ``groups`` only sets G_PAD (default 64, the issue's largest count)
         sig["sa_desc"] = _desc_sig("fp8e4nv", 8, (128, 128))  # a's block scales through pointer loads
     const = dict(GROUP_M=8, STAGES=stages, SCALE_A=scale_a, SCALE_B=scale_b, HAS_BIAS=has_bias,
                  ACTIVATION=activation, FAST=fast, SPLIT_K=split_k, CONSUMER_REGS=CONSUMER_REGS,
-                 LOADER_REGS=LOADER_REGS, num_warps=4, GROUPED=grouped, G_PAD=64 if grouped else 1)
+                 LOADER_REGS=LOADER_REGS, num_warps=4, GROUPED=grouped,
+                 G_PAD=_triton_gemm.group_pad(groups) if grouped else 1)
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=fp8_gemm_promote_kernel, signature=sig, constexprs=const, name=name, num_warps=4,
@@ -758,6 +759,8 @@ def codegen_specs() -> dict:
                                                 description="grouped (m_sizes), block scales, 128x256"),
         "grouped_glws_block": codegen_spec(stages=4, scale_a=SCALE_BLOCK_1X128, scale_b=SCALE_BLOCK_128X128,
                                            grouped=1, description="grouped (offsets), block scales, 128x128"),
+        "grouped_glws_precise_n256_g8": codegen_spec(block_n=256, stages=3, grouped=3, groups=8,
+                                                     description="grouped, precise, 8 groups (issue 4's G 8 shape)"),
         "grouped_glws_precise_n256_bias": codegen_spec(block_n=256, stages=3, has_bias=True, grouped=3,
                                                        description="grouped, precise, per-group scales, bias"),
         "grouped_glws_fast_rowwise": codegen_spec(block_n=256, stages=4, fast=True, scale_a=SCALE_ROW,
