@@ -1,0 +1,104 @@
+"""Issue 3 / 4, session 14: a's block from registers in the 128 x 256 promoting Gluon GEMM (``gemm_gluon.A_REGS``).
+
+Why: each consumer warp group runs two 64x128 wgmmas per K block (one per column half) and, reading a from shared
+memory, reads its 64 x 128 block twice. Per K block of a 128 x 256 tile the shared memory then serves ~96 KB of
+wgmma operand reads plus 48 KB of TMA writes, above what 1024 tensor-core cycles at 128 B/clk move; with a in
+registers (loaded once per K block, 16 registers) the reads drop to ~80 KB. Prediction: precise and block on the
+128x256 tiles gain up to ~10% where they now run below the fast path.
+
+Times, interleaved over rounds (eager do_bench, as the bench suites), A_REGS off / on and the cuBLAS peer
+(precise: _scaled_mm exact; block: _scaled_mm blockwise), checks both variants give bit-identical outputs (the
+same products), no NaN. Shapes where the plan is not the 128x256 Gluon kernel run the same kernel in both
+variants: their ratio is the run's noise. Prints a table, writes benchmarks/results/gemm-aregs-<stamp>.json."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import statistics
+import time
+
+import torch
+import triton
+
+import tritonfp8
+from tritonfp8._kernels import gemm as kgemm
+from tritonfp8._kernels import gemm_gluon as gg
+from tritonfp8.bench.suites.gemm import BlockScales, cublas_block
+from tritonfp8.tune import Problem, cublas
+
+G = importlib.import_module("tritonfp8.gemm")  # the module (the package's ``gemm`` is the function)
+
+ROUNDS = 3
+SHAPES = [(4096, 7168, 16384), (8192, 7168, 16384), (4096, 24576, 1536), (4096, 18432, 7168), (8192, 18432, 7168),
+          (4096, 4096, 7168), (4096, 7168, 2048), (4096, 10240, 8192), (8192, 8192, 8192), (1024, 10240, 8192)]
+
+
+def _set(flag: bool):
+    gg.A_REGS = flag
+    G._PLANS.clear()
+    kgemm._TEMPLATES.clear()
+
+
+def main():
+    rows = []
+    for M, N, K in SHAPES:
+        p = Problem.make(M, N, K)
+        bs = BlockScales(p)
+        for mode in ("precise", "block"):
+            outs = {v: torch.empty(M, N, device="cuda", dtype=torch.bfloat16) for v in ("off", "on")}
+            if mode == "block":
+                args = (p.a, p.b, bs.sa, bs.sb)
+                peer = cublas_block(bs)
+            else:
+                args = (p.a, p.b, p.sa, p.sb)
+                peer = cublas(p, fast=False)
+
+            def ours(v, flag):
+                def fn():
+                    if gg.A_REGS != flag:
+                        _set(flag)
+                    return tritonfp8.gemm(*args, out=outs[v], accumulate="precise")
+                return fn
+
+            fns = {"off": ours("off", False), "on": ours("on", True), "cublas": peer}
+            for fn in fns.values():
+                fn()
+            torch.cuda.synchronize()
+            cfg = next(iter(G._PLANS.values())).config.short() if G._PLANS else "?"
+            same = torch.equal(outs["off"], outs["on"]) and not outs["on"].isnan().any().item()
+            res = {k: [] for k in fns}
+            for _ in range(ROUNDS):
+                for k, fn in fns.items():
+                    res[k].append(triton.testing.do_bench(fn))
+            _set(False)
+            flops = 2.0 * M * N * K
+            ms = {k: statistics.median(v) for k, v in res.items()}
+            row = {"shape": f"{M}x{N}x{K}", "mode": mode, "config_on": cfg, "bit_identical": same,
+                   **{f"{k}_ms": v for k, v in ms.items()}, **{f"{k}_tflops": flops / v / 1e9 for k, v in ms.items()},
+                   "on_over_off": ms["off"] / ms["on"], "off_vs_cublas": ms["cublas"] / ms["off"],
+                   "on_vs_cublas": ms["cublas"] / ms["on"], "rounds": res}
+            rows.append(row)
+            print(f"{row['shape']:18s} {mode:8s} {cfg:34s} same={same} off {row['off_tflops']:.0f} on "
+                  f"{row['on_tflops']:.0f} cublas {row['cublas_tflops']:.0f} TF  on/off {row['on_over_off']:.3f}",
+                  flush=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+           "cuda": torch.version.cuda, "date": stamp, "command": "python3 scripts/gpu_gemm_aregs.py"}
+    geo = {}
+    for mode in ("precise", "block"):
+        for k in ("on_over_off", "off_vs_cublas", "on_vs_cublas"):
+            xs = [r[k] for r in rows if r["mode"] == mode]
+            geo[f"{mode}_{k}"] = math.exp(sum(map(math.log, xs)) / len(xs))
+    with open(f"benchmarks/results/gemm-aregs-{stamp}.json", "w") as f:
+        json.dump({"env": env, "rows": rows, "geomeans": geo}, f, indent=1)
+    print(f"{'shape':18s} {'mode':8s} {'off TF':>7s} {'on TF':>7s} {'cuBLAS':>7s} {'on/off':>7s} {'off/cub':>7s} {'on/cub':>7s}")
+    for r in rows:
+        print(f"{r['shape']:18s} {r['mode']:8s} {r['off_tflops']:7.0f} {r['on_tflops']:7.0f} {r['cublas_tflops']:7.0f} "
+              f"{r['on_over_off']:7.3f} {r['off_vs_cublas']:7.3f} {r['on_vs_cublas']:7.3f}")
+    print("geomeans", {k: round(v, 3) for k, v in geo.items()})
+
+
+if __name__ == "__main__":
+    main()
