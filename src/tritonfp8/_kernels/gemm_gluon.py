@@ -305,7 +305,7 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
               STAGES: gl.constexpr, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr, HAS_BIAS: gl.constexpr,
               ACTIVATION: gl.constexpr, FAST: gl.constexpr, SA_TMA: gl.constexpr, NSPLIT: gl.constexpr,
               ws, SPLIT_K: gl.constexpr, out_ptr, group_rows, num_groups, group_cap, stride_sa_g, stride_sb_g,
-              GROUPED: gl.constexpr, G_PAD: gl.constexpr, A_REGS: gl.constexpr):
+              GROUPED: gl.constexpr, G_PAD: gl.constexpr):
     """Consumer partition (one warp group): rows HALF*64 .. HALF*64+63 of every tile of this program.
 
     Grouped (GROUPED > 0): the tile's group g selects b's rows (loader), the scales at scale_a + g * stride_sa_g
@@ -382,10 +382,6 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
                 if SA_TMA:
                     sa = sa_ring.index(s).slice(HALF * WG_M, WG_M).load(row_layout)
                 a_half = a_ring.index(s).slice(HALF * WG_M, WG_M, dim=0)
-                if A_REGS:
-                    # a's 64 x 128 block into registers once for both column halves (16 registers): the two
-                    # wgmmas then read only b from shared memory.
-                    a_half = a_half.load(gl.DotOperandLayout(operand_index=0, parent=mma_layout, k_width=4))
                 b_s = b_ring.index(s)
                 t = warpgroup_mma(a_half, b_s.slice(0, MMA_N, dim=0).permute((1, 0)), t, use_acc=False,
                                   is_async=True)
@@ -459,7 +455,7 @@ def fp8_gemm_promote_kernel(
     SCALE_A: gl.constexpr, SCALE_B: gl.constexpr,
     HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, FAST: gl.constexpr, SPLIT_K: gl.constexpr,
     CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
-    num_warps: gl.constexpr, GROUPED: gl.constexpr = 0, G_PAD: gl.constexpr = 1, A_REGS: gl.constexpr = False,
+    num_warps: gl.constexpr, GROUPED: gl.constexpr = 0, G_PAD: gl.constexpr = 1,
 ):
     """C = (a·scale_a)(b·scale_b)ᵀ (+ bias, activation) with fp32 promotion every 128 of K (module docstring).
 
@@ -508,11 +504,11 @@ def fp8_gemm_promote_kernel(
         (_consumer, (0, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem.index(0), scale_a, scale_b, bias,
                      M, N, K, stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                      STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA, NSPLIT, ws, SPLIT_K, out_ptr,
-                     group_rows, num_groups, group_cap, stride_sa_g, stride_sb_g, GROUPED, G_PAD, A_REGS)),
+                     group_rows, num_groups, group_cap, stride_sa_g, stride_sb_g, GROUPED, G_PAD)),
         (_consumer, (1, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem.index(1), scale_a, scale_b, bias,
                      M, N, K, stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                      STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA, NSPLIT, ws, SPLIT_K, out_ptr,
-                     group_rows, num_groups, group_cap, stride_sa_g, stride_sb_g, GROUPED, G_PAD, A_REGS)),
+                     group_rows, num_groups, group_cap, stride_sa_g, stride_sb_g, GROUPED, G_PAD)),
         (_loader, (a_desc, b_desc, sa_desc, a_ring, b_ring, sa_ring, ready, empty, M, N, K, stride_sa_k,
                    group_rows, num_groups, group_cap, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, STAGES, SA_TMA, SPLIT_K,
                    GROUPED, G_PAD)),
@@ -526,9 +522,6 @@ SMEM_LIMIT_SM90 = 232448  # bytes of shared memory one block may take on sm_90 (
 _BARRIER_BYTES = 1024     # the two barrier arrays and alignment slack (compile metadata: 164056 = 5*32 KB + 32 KB + 216)
 CONSUMER_REGS = 232
 LOADER_REGS = 40
-# 128 x 256 promoting tiles: a's 64 x 128 block per consumer loaded into registers once per K block for both column
-# halves' wgmmas (A_REGS constexpr) instead of read from shared memory by each (session 14 A/B: see docs/gemm.md).
-A_REGS = False
 _GL_DTYPES = {}
 
 
@@ -640,7 +633,7 @@ def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: 
     args, ws = _runtime_args(a, b, scale_a, scale_b, bias, out, block_n, sa_mode, sb_mode, split)
     kw = dict(KERNEL_NAME=name, GROUP_M=group_m, STAGES=num_stages, SCALE_A=sa_mode, SCALE_B=sb_mode,
               HAS_BIAS=bias is not None and split == 1, ACTIVATION=activation_code if split == 1 else 0, FAST=fast,
-              SPLIT_K=split, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4, A_REGS=A_REGS)
+              SPLIT_K=split, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
     red = rgrid = rkw = None
     if split > 1:
         rgrid = (-(-M * N // _triton_gemm.REDUCE_BLOCK),)
@@ -684,7 +677,7 @@ def launch_grouped(a, b, scale_a, scale_b, bias, activation_code: int, out, *, m
     kw = dict(KERNEL_NAME=name, GROUP_M=group_m, STAGES=num_stages, SCALE_A=sa_mode, SCALE_B=sb_mode,
               HAS_BIAS=bias is not None, ACTIVATION=activation_code, FAST=fast, SPLIT_K=1,
               CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4, GROUPED=mode,
-              G_PAD=_triton_gemm.group_pad(G), A_REGS=A_REGS)
+              G_PAD=_triton_gemm.group_pad(G))
     if warmup:
         return fp8_gemm_promote_kernel.warmup(*args, grid=grid, **kw)
     return _fast.launch(fp8_gemm_promote_kernel, grid, *args, **kw)
@@ -705,7 +698,7 @@ _SA_DESC_SIG = ("tensordesc<fp32[128],NVMMASharedLayout(swizzle_byte_width=0, el
 
 def codegen_spec(*, block_n: int = 128, stages: int = 6, scale_a: int = SCALE_TENSOR, scale_b: int = SCALE_TENSOR,
                  has_bias: bool = False, activation: int = 0, fast: bool = False, split_k: int = 1,
-                 grouped: int = 0, groups: int = 64, a_regs: bool = False, description: str = ""):
+                 grouped: int = 0, groups: int = 64, description: str = ""):
     from tritonfp8.codegen import CodegenSpec
     from tritonfp8.naming import KernelName
 
@@ -716,8 +709,6 @@ def codegen_spec(*, block_n: int = 128, stages: int = 6, scale_a: int = SCALE_TE
         extras += ("bias" + ("", "relu", "gelu", "silu")[activation],)
     if split_k > 1:
         extras += (f"splitk{split_k}",)
-    if a_regs:
-        extras += ("areg",)
     op = {0: "fp8gemm", 2: "fp8maskedgemm"}.get(grouped, "fp8groupedgemm")
     name = KernelName(arch=90, op=op, types=("e4m3", "e4m3", "f32", "bf16"), tile=(128, block_n, 128),
                       warps=4, stages=stages, schedule="glws", scaling=scaling, extras=extras)
@@ -733,7 +724,7 @@ def codegen_spec(*, block_n: int = 128, stages: int = 6, scale_a: int = SCALE_TE
     const = dict(GROUP_M=8, STAGES=stages, SCALE_A=scale_a, SCALE_B=scale_b, HAS_BIAS=has_bias,
                  ACTIVATION=activation, FAST=fast, SPLIT_K=split_k, CONSUMER_REGS=CONSUMER_REGS,
                  LOADER_REGS=LOADER_REGS, num_warps=4, GROUPED=grouped,
-                 G_PAD=_triton_gemm.group_pad(groups) if grouped else 1, A_REGS=a_regs)
+                 G_PAD=_triton_gemm.group_pad(groups) if grouped else 1)
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=fp8_gemm_promote_kernel, signature=sig, constexprs=const, name=name, num_warps=4,
@@ -753,11 +744,6 @@ def codegen_specs() -> dict:
                                                                               "column halves per consumer group"),
         "gemm_glws_block_n256": codegen_spec(block_n=256, stages=3, scale_a=SCALE_BLOCK_1X128,
                                              scale_b=SCALE_BLOCK_128X128, description="block scales, 128x256"),
-        "gemm_glws_precise_n256_aregs": codegen_spec(block_n=256, stages=3, a_regs=True,
-                                                     description="precise 128x256, a from registers (A_REGS)"),
-        "gemm_glws_block_n256_aregs": codegen_spec(block_n=256, stages=3, scale_a=SCALE_BLOCK_1X128,
-                                                   scale_b=SCALE_BLOCK_128X128, a_regs=True,
-                                                   description="block scales, 128x256, a from registers"),
         "gemm_glws_precise_splitk": codegen_spec(split_k=3, description="precise, split-K 3 (fp32 partials)"),
         "gemm_glws_block_n256_splitk": codegen_spec(block_n=256, stages=3, scale_a=SCALE_BLOCK_1X128,
                                                     scale_b=SCALE_BLOCK_128X128, split_k=4,
