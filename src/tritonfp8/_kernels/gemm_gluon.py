@@ -331,6 +331,7 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
 
     ci = 0
     t = gl.zeros([WG_M, MMA_N], gl.float32, mma_layout)
+    t1 = t  # the second product in flight (NSPLIT 4)
     for unit in range(gl.program_id(0), num_tiles * SPLIT_K, gl.num_programs(0)):
         tile_id, split, kb_lo, kb_hi = _work_unit(unit, num_tiles, k_blocks, SPLIT_K)
         g, row0, row_end, pid_n = _tile_at(tile_id, M, num_pid_m, num_pid_n, g_idx, g_lo, g_hi, g_tiles, g_cum,
@@ -354,7 +355,9 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
         offs_m = off_m + gl.arange(0, WG_M, layout=row_layout)
         offs_n = off_n + gl.arange(0, MMA_N, layout=col_layout)
         acc = gl.zeros([WG_M, MMA_N], gl.float32, mma_layout)
-        acc2 = acc  # the second column half (NSPLIT)
+        acc2 = acc  # the second column half (NSPLIT 2) / quarter (NSPLIT 4)
+        acc3 = acc  # quarters 3 and 4 (NSPLIT 4)
+        acc4 = acc
         if FAST:
             # Fast accumulation: one chained accumulator over all of K, one wgmma group kept in flight; a slot is
             # released once the group after it has been issued and its own group retired.
@@ -368,6 +371,45 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
                 ci += 1
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
             mbarrier.arrive(empty.index((ci + STAGES - 1) % STAGES), count=1, pred=kb_hi > kb_lo)
+        elif NSPLIT == 4:
+            # Four 64-wide quarters per K block, two products (t, t1: 32 registers each) in flight: quarter q + 1
+            # runs on the tensor cores while quarter q is promoted, so this warp group's promotion overlaps its
+            # own next wgmma (the two-halves form waits for each product before issuing the next).
+            for kb in range(kb_lo, kb_hi):
+                s = ci % STAGES
+                mbarrier.wait(ready.index(s), (ci // STAGES) & 1)
+                sa, sb = _block_scales(scale_a, scale_b, kb, k_blocks, offs_m, offs_n, off_n, M, N, stride_sa_m,
+                                       stride_sa_k, stride_sb_n, stride_sb_k, SCALE_A, SCALE_B, SA_TMA)
+                sb2 = sb
+                if SCALE_A == 2:
+                    sb2 = _block_scale_b(scale_b, kb, k_blocks, off_n + 2 * MMA_N, N, stride_sb_n, stride_sb_k)
+                if SA_TMA:
+                    sa = sa_ring.index(s).slice(HALF * WG_M, WG_M).load(row_layout)
+                a_half = a_ring.index(s).slice(HALF * WG_M, WG_M, dim=0)
+                b_s = b_ring.index(s)
+                t = warpgroup_mma(a_half, b_s.slice(0, MMA_N, dim=0).permute((1, 0)), t, use_acc=False,
+                                  is_async=True)
+                t1 = warpgroup_mma(a_half, b_s.slice(MMA_N, MMA_N, dim=0).permute((1, 0)), t1, use_acc=False,
+                                   is_async=True)
+                t = warpgroup_mma_wait(num_outstanding=1, deps=(t,))
+                acc = _promote(acc, t, sa, sb, SCALE_A, SCALE_B)
+                # (Each promoted quarter goes through a wait, as in the two-halves form: the FFMAs then stay above
+                # the next wgmma that reuses the product's registers.)
+                acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+                t = warpgroup_mma(a_half, b_s.slice(2 * MMA_N, MMA_N, dim=0).permute((1, 0)), t, use_acc=False,
+                                  is_async=True)
+                t1 = warpgroup_mma_wait(num_outstanding=1, deps=(t1,))
+                acc2 = _promote(acc2, t1, sa, sb, SCALE_A, SCALE_B)
+                acc2 = warpgroup_mma_wait(num_outstanding=1, deps=(acc2,))
+                t1 = warpgroup_mma(a_half, b_s.slice(3 * MMA_N, MMA_N, dim=0).permute((1, 0)), t1, use_acc=False,
+                                   is_async=True)
+                t = warpgroup_mma_wait(num_outstanding=1, deps=(t,))
+                acc3 = _promote(acc3, t, sa, sb2, SCALE_A, SCALE_B)
+                acc3 = warpgroup_mma_wait(num_outstanding=1, deps=(acc3,))  # (under the last quarter's wgmma)
+                t1 = warpgroup_mma_wait(num_outstanding=0, deps=(t1,))
+                mbarrier.arrive(empty.index(s), count=1)
+                acc4 = _promote(acc4, t1, sa, sb2, SCALE_A, SCALE_B)
+                ci += 1
         elif NSPLIT == 2:
             for kb in range(kb_lo, kb_hi):
                 s = ci % STAGES
@@ -426,9 +468,20 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
             # TMA box of a partial M tile would write into the next split's rows); bias and activation come in
             # the reduction (fp8_gemm_splitk_reduce_kernel of the Triton kernel).
             _store_partial(acc, ws, split, offs_m, offs_n, s_tensor, scale_a, scale_b, M, N, SCALE_A, SCALE_B)
-            if NSPLIT == 2:
+            if NSPLIT >= 2:
                 _store_partial(acc2, ws, split, offs_m, offs_n + MMA_N, s_tensor, scale_a, scale_b, M, N, SCALE_A,
                                SCALE_B)
+            if NSPLIT == 4:
+                _store_partial(acc3, ws, split, offs_m, offs_n + 2 * MMA_N, s_tensor, scale_a, scale_b, M, N,
+                               SCALE_A, SCALE_B)
+                _store_partial(acc4, ws, split, offs_m, offs_n + 3 * MMA_N, s_tensor, scale_a, scale_b, M, N,
+                               SCALE_A, SCALE_B)
+        elif NSPLIT == 4:
+            for q in gl.static_range(4):
+                part = (acc, acc2, acc3, acc4)[q]
+                _store_tile(_finish(part, offs_m, offs_n + q * MMA_N, s_tensor, scale_a, scale_b, bias, M, N, SCALE_A,
+                                    SCALE_B, HAS_BIAS, ACTIVATION, c_desc.dtype), c_desc, c_smem, out_ptr, offs_m,
+                            offs_n + q * MMA_N, off_m, off_n + q * MMA_N, row_end, N, GROUPED)
         elif NSPLIT == 2:
             _store_tile(_finish(acc, offs_m, offs_n, s_tensor, scale_a, scale_b, bias, M, N, SCALE_A, SCALE_B,
                                 HAS_BIAS, ACTIVATION, c_desc.dtype), c_desc, c_smem, out_ptr, offs_m, offs_n,
@@ -455,7 +508,7 @@ def fp8_gemm_promote_kernel(
     SCALE_A: gl.constexpr, SCALE_B: gl.constexpr,
     HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, FAST: gl.constexpr, SPLIT_K: gl.constexpr,
     CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr,
-    num_warps: gl.constexpr, GROUPED: gl.constexpr = 0, G_PAD: gl.constexpr = 1,
+    num_warps: gl.constexpr, GROUPED: gl.constexpr = 0, G_PAD: gl.constexpr = 1, QUARTERS: gl.constexpr = False,
 ):
     """C = (a·scale_a)(b·scale_b)ᵀ (+ bias, activation) with fp32 promotion every 128 of K (module docstring).
 
@@ -478,7 +531,8 @@ def fp8_gemm_promote_kernel(
     gl.static_assert(BLOCK_M == 128, "two consumer warp groups of 64 rows")
     gl.static_assert(FAST or BLOCK_N <= 256, "promoting modes: 64-row products of at most 128 columns")
     # Promoting modes at BLOCK_N = 256: two 128-wide column halves per consumer (see _consumer).
-    NSPLIT: gl.constexpr = 2 if (not FAST and BLOCK_N == 256) else 1
+    # QUARTERS: four 64-wide quarters instead, two products in flight (see _consumer).
+    NSPLIT: gl.constexpr = (4 if QUARTERS else 2) if (not FAST and BLOCK_N == 256) else 1
     gl.static_assert(num_warps == 4, "the default partition is one consumer warp group")
 
     # The DeepSeek-V3 recipe: a's scales through TMA (dense only: a grouped tile's first row, its group's offset
@@ -522,6 +576,9 @@ SMEM_LIMIT_SM90 = 232448  # bytes of shared memory one block may take on sm_90 (
 _BARRIER_BYTES = 1024     # the two barrier arrays and alignment slack (compile metadata: 164056 = 5*32 KB + 32 KB + 216)
 CONSUMER_REGS = 232
 LOADER_REGS = 40
+# Promoting 128 x 256 tiles in four 64-wide quarters with two products in flight (the QUARTERS constexpr) instead of
+# two 128-wide halves waited one at a time.
+QUARTERS = False
 _GL_DTYPES = {}
 
 
@@ -555,7 +612,7 @@ def scale_modes(a_vec: bool, b_vec: bool, b_block_rows: int | None) -> tuple[int
 
 
 def _runtime_args(a, b, scale_a, scale_b, bias, out, block_n: int, sa_mode: int, sb_mode: int, split: int,
-                  grouped: tuple | None = None):
+                  grouped: tuple | None = None, quarters: bool = False):
     """The kernel's runtime arguments (descriptors, pointers, sizes, scale strides) and the split-K workspace.
     ``grouped``: (group_rows, G, cap, a group stride, b group stride) of a grouped launch (b then (G*N, K),
     block scales of b (G, Nb, Kb))."""
@@ -585,7 +642,8 @@ def _runtime_args(a, b, scale_a, scale_b, bias, out, block_n: int, sa_mode: int,
     else:
         sa_desc = a_desc  # unused by the kernel
     group_args = (scale_a, 1, 0, 0, 0) if grouped is None else grouped
-    args = (a_desc, _descriptor(b, [block_n, 128]), _descriptor(out, [64, min(block_n, 128)]), sa_desc,
+    epi_n = 64 if quarters and block_n == 256 else min(block_n, 128)  # the quarters form stores 64-wide pieces
+    args = (a_desc, _descriptor(b, [block_n, 128]), _descriptor(out, [64, epi_n]), sa_desc,
             scale_a, scale_b, bias if bias is not None and split == 1 else scale_a, ws if ws is not None else scale_a,
             M, N, K, sam, sak, sbn, sbk, out) + group_args
     return args, ws
@@ -598,16 +656,18 @@ class Template:
     eager call rebuilt the kernel name and the launch key: ~100-190 us per call on the H200's host, several times
     a 30 us GEMM at M = 128 (s8-call3-bench_m128.log)."""
 
-    __slots__ = ("main", "grid3", "tail", "red", "rgrid3", "rtail", "block_n", "sa_mode", "sb_mode", "split")
+    __slots__ = ("main", "grid3", "tail", "red", "rgrid3", "rtail", "block_n", "sa_mode", "sb_mode", "split",
+                 "quarters")
 
-    def __init__(self, main, grid3, tail, red, rgrid3, rtail, block_n, sa_mode, sb_mode, split):
+    def __init__(self, main, grid3, tail, red, rgrid3, rtail, block_n, sa_mode, sb_mode, split, quarters):
         self.main, self.grid3, self.tail = main, grid3, tail
         self.red, self.rgrid3, self.rtail = red, rgrid3, rtail
         self.block_n, self.sa_mode, self.sb_mode, self.split = block_n, sa_mode, sb_mode, split
+        self.quarters = quarters
 
     def launch(self, a, b, scale_a, scale_b, bias, out) -> None:
         args, ws = _runtime_args(a, b, scale_a, scale_b, bias, out, self.block_n, self.sa_mode, self.sb_mode,
-                                 self.split)
+                                 self.split, quarters=self.quarters)
         _fast.run_compiled(self.main, self.grid3, args + self.tail)
         if self.red is not None:
             _fast.run_compiled(self.red, self.rgrid3, (ws, out, bias, out.shape[0], out.shape[1]) + self.rtail)
@@ -630,10 +690,11 @@ def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: 
     tiles = -(-M // 128) * -(-N // block_n)  # (triton.cdiv is a JIT function: ~7 us per call from Python)
     split = effective_split(K, split_k)
     grid = (max(1, min(tiles * split, sms)),)
-    args, ws = _runtime_args(a, b, scale_a, scale_b, bias, out, block_n, sa_mode, sb_mode, split)
+    quarters = QUARTERS and not fast and block_n == 256
+    args, ws = _runtime_args(a, b, scale_a, scale_b, bias, out, block_n, sa_mode, sb_mode, split, quarters=quarters)
     kw = dict(KERNEL_NAME=name, GROUP_M=group_m, STAGES=num_stages, SCALE_A=sa_mode, SCALE_B=sb_mode,
               HAS_BIAS=bias is not None and split == 1, ACTIVATION=activation_code if split == 1 else 0, FAST=fast,
-              SPLIT_K=split, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
+              SPLIT_K=split, CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4, QUARTERS=quarters)
     red = rgrid = rkw = None
     if split > 1:
         rgrid = (-(-M * N // _triton_gemm.REDUCE_BLOCK),)
@@ -654,7 +715,7 @@ def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: 
             main, grid + (1, 1), _fast._tail_values(fp8_gemm_promote_kernel, len(args), kw),
             red, None if red is None else rgrid + (1, 1),
             None if red is None else _fast._tail_values(_triton_gemm.fp8_gemm_splitk_reduce_kernel, 5, rkw),
-            block_n, sa_mode, sb_mode, split))
+            block_n, sa_mode, sb_mode, split, quarters))
     return main
 
 
@@ -672,12 +733,13 @@ def launch_grouped(a, b, scale_a, scale_b, bias, activation_code: int, out, *, m
     sa_mode, sb_mode = scale_modes(a_vec, b_vec, b_block_rows)
     row_tiles = G * -(-group_cap // 128) if mode == 2 else -(-R // 128) + G  # each group: at most one partial tile
     grid = (max(1, min(row_tiles * -(-N // block_n), sms)),)
+    quarters = QUARTERS and not fast and block_n == 256
     args, _ = _runtime_args(a, b.view(G * N, K), scale_a, scale_b, bias, out, block_n, sa_mode, sb_mode, 1,
-                            grouped=(group_rows, G, group_cap, a_group_stride, b_group_stride))
+                            grouped=(group_rows, G, group_cap, a_group_stride, b_group_stride), quarters=quarters)
     kw = dict(KERNEL_NAME=name, GROUP_M=group_m, STAGES=num_stages, SCALE_A=sa_mode, SCALE_B=sb_mode,
               HAS_BIAS=bias is not None, ACTIVATION=activation_code, FAST=fast, SPLIT_K=1,
               CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4, GROUPED=mode,
-              G_PAD=_triton_gemm.group_pad(G))
+              G_PAD=_triton_gemm.group_pad(G), QUARTERS=quarters)
     if warmup:
         return fp8_gemm_promote_kernel.warmup(*args, grid=grid, **kw)
     return _fast.launch(fp8_gemm_promote_kernel, grid, *args, **kw)
@@ -698,7 +760,7 @@ _SA_DESC_SIG = ("tensordesc<fp32[128],NVMMASharedLayout(swizzle_byte_width=0, el
 
 def codegen_spec(*, block_n: int = 128, stages: int = 6, scale_a: int = SCALE_TENSOR, scale_b: int = SCALE_TENSOR,
                  has_bias: bool = False, activation: int = 0, fast: bool = False, split_k: int = 1,
-                 grouped: int = 0, groups: int = 64, description: str = ""):
+                 grouped: int = 0, groups: int = 64, quarters: bool = False, description: str = ""):
     from tritonfp8.codegen import CodegenSpec
     from tritonfp8.naming import KernelName
 
@@ -709,11 +771,13 @@ def codegen_spec(*, block_n: int = 128, stages: int = 6, scale_a: int = SCALE_TE
         extras += ("bias" + ("", "relu", "gelu", "silu")[activation],)
     if split_k > 1:
         extras += (f"splitk{split_k}",)
+    if quarters:
+        extras += ("q4",)
     op = {0: "fp8gemm", 2: "fp8maskedgemm"}.get(grouped, "fp8groupedgemm")
     name = KernelName(arch=90, op=op, types=("e4m3", "e4m3", "f32", "bf16"), tile=(128, block_n, 128),
                       warps=4, stages=stages, schedule="glws", scaling=scaling, extras=extras)
     sig = {"a_desc": _desc_sig("fp8e4nv", 8, (128, 128)), "b_desc": _desc_sig("fp8e4nv", 8, (block_n, 128)),
-           "c_desc": _desc_sig("bf16", 16, (64, min(block_n, 128))),
+           "c_desc": _desc_sig("bf16", 16, (64, 64 if quarters else min(block_n, 128))),
            "sa_desc": (_SA_DESC_SIG if (scale_a, scale_b) == (SCALE_BLOCK_1X128, SCALE_BLOCK_128X128)
                        else _desc_sig("fp8e4nv", 8, (128, 128))), "scale_a": "*fp32", "scale_b": "*fp32", "bias": "*bf16", "ws": "*fp32",
            "M": "i32", "N": "i32", "K": "i32", "stride_sa_m": "i32", "stride_sa_k": "i32", "stride_sb_n": "i32",
@@ -724,7 +788,7 @@ def codegen_spec(*, block_n: int = 128, stages: int = 6, scale_a: int = SCALE_TE
     const = dict(GROUP_M=8, STAGES=stages, SCALE_A=scale_a, SCALE_B=scale_b, HAS_BIAS=has_bias,
                  ACTIVATION=activation, FAST=fast, SPLIT_K=split_k, CONSUMER_REGS=CONSUMER_REGS,
                  LOADER_REGS=LOADER_REGS, num_warps=4, GROUPED=grouped,
-                 G_PAD=_triton_gemm.group_pad(groups) if grouped else 1)
+                 G_PAD=_triton_gemm.group_pad(groups) if grouped else 1, QUARTERS=quarters)
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=fp8_gemm_promote_kernel, signature=sig, constexprs=const, name=name, num_warps=4,
@@ -744,6 +808,15 @@ def codegen_specs() -> dict:
                                                                               "column halves per consumer group"),
         "gemm_glws_block_n256": codegen_spec(block_n=256, stages=3, scale_a=SCALE_BLOCK_1X128,
                                              scale_b=SCALE_BLOCK_128X128, description="block scales, 128x256"),
+        "gemm_glws_precise_n256_q4": codegen_spec(block_n=256, stages=3, quarters=True,
+                                                  description="precise 128x256 in four 64-wide quarters, two "
+                                                              "products in flight"),
+        "gemm_glws_block_n256_q4": codegen_spec(block_n=256, stages=3, scale_a=SCALE_BLOCK_1X128,
+                                                scale_b=SCALE_BLOCK_128X128, quarters=True,
+                                                description="block scales, 128x256, quarters"),
+        "grouped_glws_block_n256_q4": codegen_spec(block_n=256, stages=3, scale_a=SCALE_BLOCK_1X128,
+                                                   scale_b=SCALE_BLOCK_128X128, grouped=3, groups=8, quarters=True,
+                                                   description="grouped, block scales, 128x256, quarters"),
         "gemm_glws_precise_splitk": codegen_spec(split_k=3, description="precise, split-K 3 (fp32 partials)"),
         "gemm_glws_block_n256_splitk": codegen_spec(block_n=256, stages=3, scale_a=SCALE_BLOCK_1X128,
                                                     scale_b=SCALE_BLOCK_128X128, split_k=4,
