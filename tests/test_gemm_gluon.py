@@ -13,6 +13,8 @@ two outputs agree to the output's rounding: at most one unit in the last place o
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -278,7 +280,8 @@ SASS_KERNELS = ["gemm_glws_precise", "gemm_glws_block", "gemm_glws_precise_rowwi
                 "gemm_glws_fast_rowwise", "gemm_glws_precise_n256", "gemm_glws_block_n256", "gemm_glws_precise_splitk",
                 "gemm_glws_block_n256_splitk", "gemm_glws_fast_splitk", "grouped_glws_block_n256",
                 "grouped_glws_precise_n256_bias", "grouped_glws_fast_rowwise", "grouped_glws_masked_block",
-                "grouped_glws_precise_n256_g8"]
+                "grouped_glws_precise_n256_g8", "gemm_glws_precise_n256_q4", "gemm_glws_block_n256_q4",
+                "grouped_glws_block_n256_q4"]
 
 
 @pytest.fixture(scope="module")
@@ -300,8 +303,9 @@ for k in {SASS_KERNELS!r}:
     r = codegen.inspect_kernel(k, arch=90, compare_names=False)
     d = r.as_dict()
     d.update(usetmaxreg="USETMAXREG" in r.sass, utmastg="UTMASTG" in r.sass,
-             stg=len(re.findall(r"\\bSTG\\.E", r.sass)),
-             heads=re.findall(r"QGMMA\\.64x128x32\\S* (R\\d+), gdesc\\[\\w+\\], RZ, !UPT", r.sass))
+             stg=len(re.findall(r"\\bSTG\\.E", r.sass)), depbar1=r.sass.count("WARPGROUP.DEPBAR.LE gsb0, 0x1"),
+             heads=re.findall(r"QGMMA\\.64x128x32\\S* (R\\d+), gdesc\\[\\w+\\], RZ, !UPT", r.sass),
+             sass_q="\\n".join(l for l in r.sass.splitlines() if "QGMMA.64x64x32" in l))
     out[k] = d
 print(json.dumps(out))
 """
@@ -319,7 +323,7 @@ def test_glws_sass(kernel, glws_sass):
     256-wide promoting forms run two chains per K block (one per column half), each waited once, and reuse one
     product's registers for both (the promotion of the first half is fenced before the second wgmma)."""
     r = glws_sass[kernel]
-    chains = 2 if "_n256" in kernel else 1
+    chains = 4 if "_q4" in kernel else 2 if "_n256" in kernel else 1
     assert r["qgmma"] == 8 * chains, r
     assert r["spill_stores"] == 0 and r["spill_loads"] == 0, r
     assert r["usetmaxreg"]
@@ -331,6 +335,12 @@ def test_glws_sass(kernel, glws_sass):
     if chains == 2:  # per consumer group, the two chains write the same 64 registers
         heads = r["heads"]
         assert len(heads) == 4 and heads[0] == heads[1] and heads[2] == heads[3], heads
+    if chains == 4:
+        # Quarters: per consumer group two 32-register products alternate (quarters 1 and 3 in one, 2 and 4 in
+        # the other), and a quarter is waited with the next one still in flight (its promotion under that wgmma).
+        heads = re.findall(r"QGMMA\.64x64x32\S* (R\d+), gdesc\[\w+\], RZ, !UPT", glws_sass[kernel]["sass_q"])
+        assert len(heads) == 8 and len(set(heads[:4])) == 2 and heads[0] == heads[2] != heads[1] == heads[3], heads
+        assert r["depbar1"] >= 6, r["depbar1"]
     assert r["shared_bytes"] <= SMEM_BYTES_SM90
 
 
