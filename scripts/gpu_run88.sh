@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 14, calls 4-5 (call 5: the quarters epilogue double-buffered): the 128x256 promoting Gluon GEMM in four quarters with two products in flight (QUARTERS;
+# Session 14, call 4: the 128x256 promoting Gluon GEMM in four quarters with two products in flight (QUARTERS;
 # scripts/gpu_gemm_quarters.py: dense precise / block, grouped G 8), then the Gluon GEMM GPU tests (default off).
 source scripts/gpu_common.sh
 el quarters

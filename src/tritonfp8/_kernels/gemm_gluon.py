@@ -257,21 +257,6 @@ def _store_tile(v, c_desc, c_smem, out_ptr, offs_m, offs_n, off_m, off_n, row_en
 
 
 @gluon.jit
-def _store_quarter(v, c_desc, buf, out_ptr, offs_m, offs_n, off_m, off_n, row_end, N, GROUPED: gl.constexpr):
-    """One 64-wide piece of the quarters form through one of its two staging buffers: the wait leaves the previous
-    piece's store in flight (it reads the other buffer). Grouped tiles past their group's rows: pointer stores."""
-    WG_M: gl.constexpr = v.shape[0]
-    if GROUPED == 0 or off_m + WG_M <= row_end:
-        tma.store_wait(pendings=1)
-        buf.store(v)
-        fence_async_shared()
-        tma.async_copy_shared_to_global(c_desc, [off_m, off_n], buf)
-    else:
-        mask = (offs_m < row_end)[:, None] & (offs_n < N)[None, :]
-        gl.store(out_ptr + offs_m.to(gl.int64)[:, None] * N + offs_n[None, :], v, mask=mask)
-
-
-@gluon.jit
 def _store_tma(v, c_desc, c_smem, off_m, off_n):
     WG_M: gl.constexpr = v.shape[0]
     W: gl.constexpr = v.shape[1]
@@ -314,7 +299,7 @@ def _store_partial(acc, ws, split, offs_m, offs_n, s_tensor, scale_a, scale_b, M
 
 
 @gluon.jit
-def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_bufs, scale_a, scale_b, bias, M, N, K,
+def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias, M, N, K,
               stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k,
               BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, GROUP_M: gl.constexpr,
               STAGES: gl.constexpr, SCALE_A: gl.constexpr, SCALE_B: gl.constexpr, HAS_BIAS: gl.constexpr,
@@ -332,8 +317,6 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
     product (64 registers) is live at a time: 3 x 64 fp32 registers where a 64x256 product would need 4 x 64."""
     WG_M: gl.constexpr = BLOCK_M // 2
     MMA_N: gl.constexpr = BLOCK_N // NSPLIT
-    CBUF: gl.constexpr = 2 if NSPLIT == 4 else 1  # staging buffers per consumer (c_bufs holds both consumers')
-    c_smem = c_bufs.index(HALF * CBUF)
     mma_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, MMA_N, 32])
     row_layout: gl.constexpr = gl.SliceLayout(1, mma_layout)
@@ -496,10 +479,9 @@ def _consumer(HALF: gl.constexpr, a_ring, b_ring, sa_ring, ready, empty, c_desc,
         elif NSPLIT == 4:
             for q in gl.static_range(4):
                 part = (acc, acc2, acc3, acc4)[q]
-                _store_quarter(_finish(part, offs_m, offs_n + q * MMA_N, s_tensor, scale_a, scale_b, bias, M, N,
-                                       SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, c_desc.dtype), c_desc,
-                               c_bufs.index(HALF * CBUF + q % 2), out_ptr, offs_m, offs_n + q * MMA_N, off_m, off_n + q * MMA_N,
-                               row_end, N, GROUPED)
+                _store_tile(_finish(part, offs_m, offs_n + q * MMA_N, s_tensor, scale_a, scale_b, bias, M, N, SCALE_A,
+                                    SCALE_B, HAS_BIAS, ACTIVATION, c_desc.dtype), c_desc, c_smem, out_ptr, offs_m,
+                            offs_n + q * MMA_N, off_m, off_n + q * MMA_N, row_end, N, GROUPED)
         elif NSPLIT == 2:
             _store_tile(_finish(acc, offs_m, offs_n, s_tensor, scale_a, scale_b, bias, M, N, SCALE_A, SCALE_B,
                                 HAS_BIAS, ACTIVATION, c_desc.dtype), c_desc, c_smem, out_ptr, offs_m, offs_n,
@@ -562,11 +544,7 @@ def fp8_gemm_promote_kernel(
     else:
         sa_ring = a_ring  # unused
     b_ring = gl.allocate_shared_memory(b_desc.dtype, [STAGES, BLOCK_N, BLOCK_K], b_desc.layout)
-    # Epilogue staging, per consumer: one buffer, two for the quarters form (its four 64-wide pieces alternate, so a
-    # piece's conversion does not wait for the previous piece's TMA store to finish reading).
-    CBUF: gl.constexpr = 2 if NSPLIT == 4 else 1
-    c_smem = gl.allocate_shared_memory(c_desc.dtype, [2 * CBUF, BLOCK_M // 2, c_desc.block_type.shape[1]],
-                                       c_desc.layout)
+    c_smem = gl.allocate_shared_memory(c_desc.dtype, [2, BLOCK_M // 2, c_desc.block_type.shape[1]], c_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(STAGES):
@@ -577,11 +555,11 @@ def fp8_gemm_promote_kernel(
     # (Argument tuples inline: a tuple assigned to a variable first has its constexprs turned into tensors. The
     # two consumers are one function specialized by its first, constexpr argument: the warp group's half.)
     gl.warp_specialize([
-        (_consumer, (0, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias,
+        (_consumer, (0, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem.index(0), scale_a, scale_b, bias,
                      M, N, K, stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                      STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA, NSPLIT, ws, SPLIT_K, out_ptr,
                      group_rows, num_groups, group_cap, stride_sa_g, stride_sb_g, GROUPED, G_PAD)),
-        (_consumer, (1, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem, scale_a, scale_b, bias,
+        (_consumer, (1, a_ring, b_ring, sa_ring, ready, empty, c_desc, c_smem.index(1), scale_a, scale_b, bias,
                      M, N, K, stride_sa_m, stride_sa_k, stride_sb_n, stride_sb_k, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                      STAGES, SCALE_A, SCALE_B, HAS_BIAS, ACTIVATION, FAST, SA_TMA, NSPLIT, ws, SPLIT_K, out_ptr,
                      group_rows, num_groups, group_cap, stride_sa_g, stride_sb_g, GROUPED, G_PAD)),
