@@ -38,7 +38,10 @@ SHAPES = [(4096, 7168, 16384), (8192, 7168, 16384), (4096, 24576, 1536), (4096, 
           (4096, 4096, 7168), (4096, 7168, 2048), (4096, 10240, 8192), (8192, 8192, 8192), (1024, 10240, 8192)]
 
 
-def _set(flag: bool):
+DEFAULT = gg.QUARTERS  # the library default ("block"), restored after each case
+
+
+def _set(flag):
     gg.QUARTERS = flag
     G._PLANS.clear()
     kgemm._TEMPLATES.clear()
@@ -76,7 +79,7 @@ def main():
             for _ in range(ROUNDS):
                 for k, fn in fns.items():
                     res[k].append(triton.testing.do_bench(fn))
-            _set(False)
+            _set(DEFAULT)
             flops = 2.0 * M * N * K
             ms = {k: statistics.median(v) for k, v in res.items()}
             row = {"shape": f"{M}x{N}x{K}", "mode": mode, "config_on": cfg, "bit_identical": same, "max_rel_diff": diff,
@@ -116,7 +119,7 @@ def main():
             for _ in range(ROUNDS):
                 for k, fn in fns.items():
                     res[k].append(triton.testing.do_bench(fn))
-            _set(False)
+            _set(DEFAULT)
             flops = 2.0 * x.M * N * K
             ms = {k: statistics.median(v) for k, v in res.items()}
             row = {"shape": f"G8x1024 {N}x{K}", "mode": f"grouped-{scaling}", "config_on": "grouped", "bit_identical": same,

@@ -504,3 +504,19 @@ def test_heuristic_glws_falls_back_where_unmeasured(case, monkeypatch, device):
     G.gemm(a, b, sa, sb, accumulate=acc)
     assert seen and seen[0].schedule != "glws", seen
     G._PLANS.clear()
+
+
+def test_quarters_policy():
+    """The quarters form (four 64-wide quarters, two products in flight) is the default for dense block-scaled
+    128 x 256 launches without split-K only: measured 1.02-1.06x there on the large-K shapes, 0.95-0.99x precise
+    and 0.93-0.95x grouped (session 14, gemm-quarters-20261202-183402.json / -183842.json)."""
+    from tritonfp8._kernels import gemm_gluon as gg
+
+    assert gg.QUARTERS == "block"
+    B, T = gg.SCALE_BLOCK_1X128, gg.SCALE_TENSOR
+    assert gg._quarters(False, 256, B, 1, grouped=False)
+    assert not gg._quarters(False, 256, B, 2, grouped=False)   # split-K: not measured
+    assert not gg._quarters(False, 256, B, 1, grouped=True)    # grouped: slower
+    assert not gg._quarters(False, 256, T, 1, grouped=False)   # precise: slower
+    assert not gg._quarters(False, 128, B, 1, grouped=False)   # 128-wide tiles: one product already
+    assert not gg._quarters(True, 256, T, 1, grouped=False)    # fast accumulation: no promotion

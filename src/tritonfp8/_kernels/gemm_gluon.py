@@ -577,8 +577,19 @@ _BARRIER_BYTES = 1024     # the two barrier arrays and alignment slack (compile 
 CONSUMER_REGS = 232
 LOADER_REGS = 40
 # Promoting 128 x 256 tiles in four 64-wide quarters with two products in flight (the QUARTERS constexpr) instead of
-# two 128-wide halves waited one at a time.
-QUARTERS = False
+# two 128-wide halves waited one at a time. "block": dense block-scaled launches without split-K, where it measured
+# 1.02-1.06x on the large-K shapes and 0.99-1.01x elsewhere (two runs, gemm-quarters-20261202-183402.json /
+# -183842.json); precise (0.95-0.99x) and grouped (0.93-0.95x) stay on halves. True / False: every / no promoting
+# 128 x 256 launch (the A/B of scripts/gpu_gemm_quarters.py).
+QUARTERS = "block"
+
+
+def _quarters(fast: bool, block_n: int, sa_mode: int, split: int, grouped: bool) -> bool:
+    if fast or block_n != 256:
+        return False
+    if QUARTERS == "block":
+        return sa_mode == SCALE_BLOCK_1X128 and split == 1 and not grouped
+    return bool(QUARTERS)
 _GL_DTYPES = {}
 
 
@@ -690,7 +701,7 @@ def launch(a, b, scale_a, scale_b, bias, activation_code: int, out, *, block_n: 
     tiles = -(-M // 128) * -(-N // block_n)  # (triton.cdiv is a JIT function: ~7 us per call from Python)
     split = effective_split(K, split_k)
     grid = (max(1, min(tiles * split, sms)),)
-    quarters = QUARTERS and not fast and block_n == 256
+    quarters = _quarters(fast, block_n, sa_mode, split, grouped=False)
     args, ws = _runtime_args(a, b, scale_a, scale_b, bias, out, block_n, sa_mode, sb_mode, split, quarters=quarters)
     kw = dict(KERNEL_NAME=name, GROUP_M=group_m, STAGES=num_stages, SCALE_A=sa_mode, SCALE_B=sb_mode,
               HAS_BIAS=bias is not None and split == 1, ACTIVATION=activation_code if split == 1 else 0, FAST=fast,
@@ -733,7 +744,7 @@ def launch_grouped(a, b, scale_a, scale_b, bias, activation_code: int, out, *, m
     sa_mode, sb_mode = scale_modes(a_vec, b_vec, b_block_rows)
     row_tiles = G * -(-group_cap // 128) if mode == 2 else -(-R // 128) + G  # each group: at most one partial tile
     grid = (max(1, min(row_tiles * -(-N // block_n), sms)),)
-    quarters = QUARTERS and not fast and block_n == 256
+    quarters = _quarters(fast, block_n, sa_mode, 1, grouped=True)
     args, _ = _runtime_args(a, b.view(G * N, K), scale_a, scale_b, bias, out, block_n, sa_mode, sb_mode, 1,
                             grouped=(group_rows, G, group_cap, a_group_stride, b_group_stride), quarters=quarters)
     kw = dict(KERNEL_NAME=name, GROUP_M=group_m, STAGES=num_stages, SCALE_A=sa_mode, SCALE_B=sb_mode,
