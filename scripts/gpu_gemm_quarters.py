@@ -26,6 +26,7 @@ import torch
 import triton
 
 import tritonfp8
+from tritonfp8.bench import harness as H
 from tritonfp8._kernels import gemm as kgemm
 from tritonfp8._kernels import gemm_gluon as gg
 from tritonfp8.bench.suites.gemm import BlockScales, cublas_block
@@ -131,8 +132,7 @@ def main():
                   f"{row['on_tflops']:.0f} dense per-tensor cuBLAS {row['cublas_tflops']:.0f} TF  on/off "
                   f"{row['on_over_off']:.3f}", flush=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-           "cuda": torch.version.cuda, "date": stamp, "command": "python3 scripts/gpu_gemm_quarters.py"}
+    env = {**H.environment_info(), "command": H.command_line()}  # GPU, versions, date
     geo = {}
     for mode in ("precise", "block", "grouped-block", "grouped-tensor"):
         for k in ("on_over_off", "off_vs_cublas", "on_vs_cublas"):

@@ -17,6 +17,7 @@ import torch
 import triton
 
 import tritonfp8
+from tritonfp8.bench import harness as H
 from tritonfp8._kernels import gemm as kgemm
 from tritonfp8.bench.suites import grouped as suite
 
@@ -78,8 +79,7 @@ def main():
                   f"{row['pad_old_graph_ms']:.4f} dense {row['dense_graph_ms']:.4f}  old/new "
                   f"{row['old_over_new_graph']:.3f} dense/new {row['new_vs_dense_graph']:.3f}", flush=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-           "cuda": torch.version.cuda, "date": stamp, "command": "python3 scripts/gpu_grouped_pad.py"}
+    env = {**H.environment_info(), "command": H.command_line()}  # GPU, versions, date
     with open(f"benchmarks/results/grouped-pad-{stamp}.json", "w") as f:
         json.dump({"env": env, "rows": rows}, f, indent=1)
     print(f"{'case':34s} {'new TF':>7s} {'old TF':>7s} {'dense TF':>8s} {'old/new':>7s} {'new/dense':>9s} eager new/old ms")
