@@ -9,7 +9,8 @@ to name the limiting factor the timing runs could not:
 
 Usage on the device: ``python3 scripts/gpu_profile_pairs.py`` (``PROFILE_GROUP=fast``: issue 3's per-tensor fast
 pair instead, ours vs cuBLAS fast accumulation; ``PROFILE_GROUP=grouped``: issue 4's grouped G 8 call vs the dense
-GEMM of the same total shape, session 13) (the parent runs itself under ncu through the
+GEMM of the same total shape, session 13; ``PROFILE_GROUP=quarters``: the halves / quarters forms of the promoting
+128x256 kernel, session 14) (the parent runs itself under ncu through the
 library's harness, prints a table per kernel: duration, SM / memory throughput, tensor-pipe %, top stall reasons,
 and writes JSON under $OUT). ``--child`` is the profiled process: it warms every case up, then runs each once
 between ``torch.cuda.profiler.start()`` and ``stop()``.
@@ -61,7 +62,46 @@ def _grouped_cases():
     }
 
 
+def _quarters_cases():
+    """Session 14: the promoting 128x256 Gluon GEMM in halves vs quarters (``gemm_gluon.QUARTERS``), block scales
+    and precise at 4096x7168x16384 (quarters: 1.02x on block, 0.95-0.99x on precise in the timing A/B; the
+    profiles' tensor-pipe busy fractions and stalls tell why they differ). Kernel names are the same for both
+    forms: the cases run in this order."""
+    import importlib
+
+    from tritonfp8 import gemm
+    from tritonfp8._kernels import gemm as kgemm
+    from tritonfp8._kernels import gemm_gluon as gg
+
+    plans = importlib.import_module("tritonfp8.gemm")._PLANS
+    dev = "cuda"
+    M, N, K = 4096, 7168, 16384
+    a = torch.randn(M, K, device=dev).to(torch.float8_e4m3fn)
+    b = torch.randn(N, K, device=dev).to(torch.float8_e4m3fn)
+    sa_blk = (torch.rand(K // 128, M, device=dev) + 0.5).t()
+    sb_blk = torch.rand(N // 128, K // 128, device=dev) + 0.5
+    one = torch.tensor(1.0, device=dev)
+    out = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
+
+    def run(flag, scales, acc):
+        def fn():
+            gg.QUARTERS = flag
+            plans.clear()
+            kgemm._TEMPLATES.clear()
+            gemm(a, b, *scales, accumulate=acc, out=out)
+        return fn
+
+    return {
+        "block_halves": run(False, (sa_blk, sb_blk), "precise"),
+        "block_quarters": run(True, (sa_blk, sb_blk), "precise"),
+        "precise_halves": run(False, (one, one), "precise"),
+        "precise_quarters": run(True, (one, one), "precise"),
+    }
+
+
 def _cases():
+    if os.environ.get("PROFILE_GROUP") == "quarters":
+        return _quarters_cases()
     if os.environ.get("PROFILE_GROUP") == "fast":
         return _fast_cases()
     if os.environ.get("PROFILE_GROUP") == "grouped":
