@@ -394,3 +394,11 @@ def test_unsupported_config(device, cfg):
     a, b, sa, sb = _ok(device)
     with pytest.raises(ValueError, match="config: grouped GEMM needs schedule 'tmapersistent'"):
         grouped_gemm(a, b, sa, sb, m_sizes=torch.tensor([5, 0, 5], device=device), config=cfg)
+
+
+def test_group_pad_at_least_one_warp():
+    """The grouped schedule's per-group vectors are at least 32 wide (one warp's lanes): narrower ones made ptxas
+    keep the K loop's addresses in vector registers (session 14; the SASS check is test_codegen_grouped.py)."""
+    from tritonfp8._kernels.gemm import group_pad
+
+    assert [group_pad(g) for g in (1, 8, 31, 32, 33, 64, 65)] == [32, 32, 32, 32, 64, 64, 128]
