@@ -10,6 +10,9 @@ Tolerances (stated once, here):
   the reference relative to the final one, so the same-sized error lands on different elements.
 - lse: only fp32 arithmetic differs (FP8 products are exact in fp32): ``|lse - lse_ref| <= 2^-24 * 8 * (D *
   max|s| + Sk)``, with ``max|s|`` bounding the scaled scores (D-term sums in the dot product, Sk-term row sums).
+  With ``row_sum_mma`` the row sum is of the E4M3-rounded P: each normal P moves by at most 2^-4 of itself, a
+  subnormal one (below 2^-14 of the row max, P_SCALE = 2^8) by at most 2^-18 of the max, and l >= the max, so
+  ``ln(1 + 2^-4 + Sk * 2^-18)`` is added.
 - Quantizer: bit-exact against ``quantize_per_head_torch``.
 - End-to-end BF16 in -> BF16 out (inputs quantized to E4M3 by the fused kernel): four E4M3 roundings (q, k, v, P),
   each of relative RMS error <= E4M3.eps / sqrt(3): ``rel_error <= 2 * E4M3.eps / sqrt(3)`` (Frobenius).
@@ -68,7 +71,7 @@ def check_out(out: torch.Tensor, ref: torch.Tensor, ref_pt: torch.Tensor, out_dt
     assert err <= bound, f"max|out - ref| = {err:.4g} > 2 * {err_pt:.4g} + {eps:.3g}"
 
 
-def check_lse(lse: torch.Tensor, lse_ref: torch.Tensor, d: int, sk: int, s_abs: float):
+def check_lse(lse: torch.Tensor, lse_ref: torch.Tensor, d: int, sk: int, s_abs: float, p_rounded: bool = False):
     lse, lse_ref = lse.cpu(), lse_ref.cpu()
     assert lse.shape == lse_ref.shape
     assert not torch.isnan(lse).any()
@@ -77,6 +80,8 @@ def check_lse(lse: torch.Tensor, lse_ref: torch.Tensor, d: int, sk: int, s_abs: 
     if fin.any():
         err = (lse[fin] - lse_ref[fin]).abs().max().item()
         tol = FP32_U * 8 * (d * s_abs + sk + lse_ref[fin].abs().max().item())
+        if p_rounded:
+            tol += math.log1p(2.0**-4 + sk * 2.0**-18)
         assert err <= tol, f"lse error {err:.3g} > {tol:.3g}"
 
 
@@ -262,12 +267,13 @@ def test_lazy_rescale_obeys_the_rule(overlap, causal, device):
 
 
 @pytest.mark.parametrize("poly", [2, 4], ids=["half", "quarter"])
-def test_polynomial_exp2_obeys_the_rule(poly, device):
-    """``AttnConfig(overlap=2, poly_exp2=2|4)``: half / a quarter of the loop's exp2 by the FMA-pipe cubic
+@pytest.mark.parametrize("overlap", [0, 2], ids=["plain", "lookahead"])
+def test_polynomial_exp2_obeys_the_rule(poly, overlap, device):
+    """``AttnConfig(overlap=0|2, poly_exp2=2|4)``: half / a quarter of the unmasked loop's exp2 by the FMA-pipe cubic
     (relative error < 7.5e-5, against E4M3's 2^-4 step for P; l and lse move by at most that much, well inside the
     lse tolerance). A sequence long enough for several unmasked blocks, causal and not, with the ragged tail."""
     gen = torch.Generator().manual_seed(43)
-    cfg = AttnConfig(block_m=32, block_n=32, num_warps=4, num_stages=1, overlap=2, poly_exp2=poly)
+    cfg = AttnConfig(block_m=32, block_n=32, num_warps=4, num_stages=1, overlap=overlap, poly_exp2=poly)
     for causal in (False, True):
         (q8, k8, v8), (qd, kd, vd) = fp8_inputs((1, 48, 2, 64), (1, 150, 1, 64), 1, 1, True, gen, device)
         kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
@@ -277,14 +283,44 @@ def test_polynomial_exp2_obeys_the_rule(poly, device):
         check_lse(lse, lse_ref, 64, 150, score_bound(q8, k8, qd, kd, 1 / math.sqrt(64)))
 
 
+def test_row_sums_on_the_tensor_core(device):
+    """``AttnConfig(row_sum_mma=True)``: l is the row sum of the E4M3-rounded P (a wgmma of P with ones), not of
+    the fp32 P. The output obeys the same rule; its lse is the log of that rounded sum, so it may differ from the
+    exact one by the rounding of P (``check_lse(p_rounded=True)``, bound in the module docstring). Several
+    unmasked blocks, the
+    ragged tail, causal and not, per-head descales, GQA 2:1, and a varlen batch with an empty key sequence."""
+    gen = torch.Generator().manual_seed(47)
+    base = AttnConfig(block_m=32, block_n=32, num_warps=4, num_stages=1)
+    cfg = base.evolve(row_sum_mma=True)
+    for causal in (False, True):
+        (q8, k8, v8), (qd, kd, vd) = fp8_inputs((2, 48, 2, 64), (2, 150, 1, 64), 1, 2, True, gen, device)
+        kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
+        out, lse = attention(q8, k8, v8, config=cfg, return_lse=True, **kw)
+        ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
+        check_out(out, ref, attention_torch(q8, k8, v8, p_fp8=True, **kw))
+        check_lse(lse, lse_ref, 64, 150, score_bound(q8, k8, qd, kd, 1 / math.sqrt(64)), p_rounded=True)
+        out_plain = attention(q8, k8, v8, config=base, **kw)
+        assert not torch.equal(out, out_plain), "row_sum_mma changed nothing: the option did not reach the kernel"
+    lq, lk = [33, 70, 5], [90, 0, 64]
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((sum(lq), 2, 64), (sum(lk), 1, 64), 1, len(lq), True, gen, device)
+    kw = dict(causal=True, q_descale=qd, k_descale=kd, v_descale=vd, cu_seqlens_q=_cu(lq, device),
+              cu_seqlens_k=_cu(lk, device), max_seqlen_q=max(lq), max_seqlen_k=max(lk))
+    out = attention(q8, k8, v8, config=cfg, **kw)
+    assert (out[33:103].float() == 0).all()
+    check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))
+
+
 def test_overlap_config_is_validated():
     with pytest.raises(ValueError, match="overlap"):
         AttnConfig(overlap=3)
     AttnConfig(lazy_rescale=True)  # the plain loop takes it too
     with pytest.raises(ValueError, match="poly_exp2"):
         AttnConfig(overlap=2, poly_exp2=3)
-    with pytest.raises(ValueError, match="overlapped loop"):
-        AttnConfig(poly_exp2=4)
+    AttnConfig(poly_exp2=4)  # the plain loop takes it too (since session 15)
+    with pytest.raises(ValueError, match="row_sum_mma"):
+        AttnConfig(row_sum_mma=True, overlap=2)
+    with pytest.raises(ValueError, match="row_sum_mma"):
+        AttnConfig(row_sum_mma=True, kernel="glws")
 
 
 def _cu(lens, device):

@@ -17,6 +17,8 @@ FlashAttention >= 2.1). A query row that sees no key outputs 0 and has lse = -in
 
 from __future__ import annotations
 
+import functools
+
 import math
 from dataclasses import dataclass, replace
 
@@ -175,9 +177,11 @@ class AttnConfig:
     S_j = Q·K_jᵀ (P goes through shared memory), 2 also issues S_{j+1} before block j's softmax so that the tensor
     core computes it while the softmax runs (FlashAttention-3's intra-warpgroup overlap). 0: the plain loop.
     ``lazy_rescale``: in the unmasked key loop (plain or overlapped), rescale acc only when some row max grew by
-    more than 0.75 (log2 units) since the last rescale; exact, P stays <= 2^8.75 < 448. ``poly_exp2`` (0, 2, 4;
-    with overlap only): compute 1/poly_exp2 of the exp2s in that loop with a cubic on the FMA pipe instead of
-    MUFU.EX2 (the SFU's exp2 throughput equals the FP8 tensor core's work per block at hd128).
+    more than 0.75 (log2 units) since the last rescale; exact, P stays <= 2^8.75 < 448. ``poly_exp2`` (0, 2, 4):
+    compute 1/poly_exp2 of the exp2s in the unmasked key loop with a cubic on the FMA pipe instead of
+    MUFU.EX2 (the SFU's exp2 throughput equals the FP8 tensor core's work per block at hd128). ``row_sum_mma``
+    (plain loop only): the softmax row sums l come from a wgmma of the E4M3 P with a block of ones
+    (``_kernels.attention._row_sum_mma``) instead of BLOCK_N / 2 FADD per thread and block on the FMA pipe.
 
     ``kernel="glws"`` runs the warp-specialized Gluon forward (``_kernels/attention_gluon.py``: a TMA loader warp
     and two consumer warp groups of 64 query rows; sm_90, dense or varlen, bf16 / fp16 / E4M3 output, compiled
@@ -202,20 +206,22 @@ class AttnConfig:
     kernel: str = "triton"
     p_carry: int = 0
     pingpong: bool = False
+    row_sum_mma: bool = False
 
     def __post_init__(self):
         if self.overlap not in (0, 1, 2):
             raise ValueError(f"AttnConfig: overlap must be 0, 1 or 2, got {self.overlap!r}")
         if self.poly_exp2 not in (0, 2, 4):
             raise ValueError(f"AttnConfig: poly_exp2 must be 0, 2 or 4, got {self.poly_exp2!r}")
-        if self.poly_exp2 and not self.overlap:
-            raise ValueError("AttnConfig: poly_exp2 is implemented in the overlapped loop only (overlap=1 or 2)")
         if self.kernel not in ("triton", "glws"):
             raise ValueError(f"AttnConfig: kernel must be 'triton' or 'glws', got {self.kernel!r}")
         if self.p_carry not in (0, 1):
             raise ValueError(f"AttnConfig: p_carry must be 0 or 1, got {self.p_carry!r}")
         if self.kernel == "triton" and (self.p_carry or self.pingpong):
             raise ValueError("AttnConfig: p_carry and pingpong are options of kernel='glws'")
+        if self.row_sum_mma and (self.kernel != "triton" or self.overlap):
+            raise ValueError("AttnConfig: row_sum_mma is an option of the Triton kernel's plain loop (kernel='triton', "
+                             f"overlap=0), got kernel={self.kernel!r}, overlap={self.overlap}")
         if self.kernel == "glws":
             if self.block_m != 128 or self.block_n not in (64, 128) or not self.v_transposed:
                 raise ValueError("AttnConfig: kernel='glws' takes block_m=128, block_n 64 or 128 and "
@@ -283,6 +289,8 @@ def kernel_name_of(arch: int, head_dim: int, causal: bool, cfg: AttnConfig, *, v
         extras.append("lazy")
     if cfg.poly_exp2:
         extras.append(f"px{cfg.poly_exp2}")
+    if cfg.row_sum_mma:
+        extras.append("rsmma")
     return KernelName(
         arch=arch,
         op="fmhafwd",
@@ -957,6 +965,13 @@ def _launch_kernel(fn, grid, *args, **kwargs):
     return fn[grid](*args, **kwargs)
 
 
+@functools.lru_cache(maxsize=None)
+def _ones_tile(block_n: int, device: torch.device) -> torch.Tensor:
+    """The (16, block_n) E4M3 block of ones that ``AttnConfig(row_sum_mma=True)`` multiplies P with (one per
+    device and key tile, kept for the process: 2 KB)."""
+    return torch.ones(16, block_n, device=device).to(E4M3.torch_dtype)
+
+
 def _triton_fwd_args(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_cols, dummy_cu, prob: _Problem,
                      cfg: AttnConfig, scale, d) -> tuple:
     """Runtime arguments of ``attn_fwd_kernel`` in order (the full path and a plan's replay share them): TMA
@@ -975,11 +990,15 @@ def _triton_fwd_args(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k,
         v_desc = descriptor(v8, (v8.numel() // cols, cols), (cols, 1), [d, cfg.block_n])
     else:
         v_desc = descriptor(v8, (rows_k, hkv * d), (hkv * d, 1), [cfg.block_n, d])
+    ones_desc = None
+    if cfg.row_sum_mma:
+        ones_desc = descriptor(_ones_tile(cfg.block_n, v8.device), (16, cfg.block_n), (cfg.block_n, 1),
+                               [16, cfg.block_n])
     if out.dtype == E4M3.torch_dtype:
         os_arg = out_scale.contiguous() if out_scale.dim() else out_scale.reshape(1)
     else:
         os_arg = qds
-    return (q_desc, k_desc, v_desc, out, lse, qds, kds, vds, os_arg,
+    return (q_desc, k_desc, v_desc, ones_desc, out, lse, qds, kds, vds, os_arg,
             cu_q if prob.varlen else dummy_cu, cu_k if prob.varlen else dummy_cu,
             vt_cols if vt_cols is not None else dummy_cu,
             scale * _LOG2E, prob.seqlen_q, prob.seqlen_k, hq, hkv, triton.cdiv(prob.seqlen_q, cfg.block_m))
@@ -1019,7 +1038,8 @@ def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_c
         DESCALE_PER_HEAD=per_head, OUT_FP8=out_fp8, OUT_SCALE_PER_HEAD=out_fp8 and out_scale.dim() == 2,
         WRITE_LSE=bool(return_lse), LOG2_P_SCALE=int(math.log2(P_SCALE)), EXACT_P_ROUND=interpreting(),
         WARP_SPECIALIZE=cfg.warp_specialize, PERMUTE_P=cfg.v_transposed and cfg.permute_p, OVERLAP=cfg.overlap,
-        LAZY_RESCALE=cfg.lazy_rescale, POLY_EXP2=cfg.poly_exp2, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        LAZY_RESCALE=cfg.lazy_rescale, POLY_EXP2=cfg.poly_exp2, ROW_SUM_MMA=cfg.row_sum_mma,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
         **({"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}),
     )
 

@@ -110,16 +110,29 @@ def _exp2_mixed(x, ROWS: tl.constexpr, COLS: tl.constexpr, POLY_EXP2: tl.constex
 
 
 @triton.jit
-def _softmax_sum(x, m_i, m_use, l_i, BLOCK_N: tl.constexpr, POLY_EXP2: tl.constexpr):
+def _softmax_sum(x, m_i, m_use, l_i, BLOCK_N: tl.constexpr, POLY_EXP2: tl.constexpr, ROW_SUM_MMA: tl.constexpr):
     """P = exp2(x) in fp32, the factor alpha for acc, the new l. POLY_EXP2 (2 or 4): that fraction of the exp2s on
-    the FMA pipe (:func:`_exp2_mixed`)."""
+    the FMA pipe (:func:`_exp2_mixed`). ROW_SUM_MMA: l is left alone here (:func:`_row_sum_mma` adds P's row sums
+    on the tensor core once P is in E4M3)."""
     if POLY_EXP2:
         p = _exp2_mixed(x, x.shape[0], BLOCK_N, POLY_EXP2)
     else:
         p = tl.math.exp2(x)
     alpha = tl.math.exp2(m_i - m_use)
-    l_i = l_i * alpha + tl.sum(p, 1)
+    if not ROW_SUM_MMA:
+        l_i = l_i * alpha + tl.sum(p, 1)
     return p, alpha, l_i
+
+
+@triton.jit
+def _row_sum_mma(l_acc, p8, alpha, ones):
+    """l·alpha + the row sums of the E4M3 P, as a wgmma of P with ``ones`` ([16, BLOCK_N] E4M3 ones).
+
+    ``l_acc`` is [BLOCK_M, 16] fp32 (every column holds the same sum; 8 registers per thread at 64 rows). Instead
+    of 64 FADD per thread and 64 x 128 block (hd128) the tensor core does it in BLOCK_N / 32 m64n16k32 steps, and
+    l sums exactly the rounded P that the P·V product uses. The ones are invariant under the key permutation of
+    PERMUTE_P. 16 is tl.dot's smallest N."""
+    return tl.dot(p8, ones.T, l_acc * alpha[:, None])
 
 
 @triton.jit
@@ -151,19 +164,22 @@ def _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, start_n, V_TRANSPOSED
 @triton.jit
 def _kv_loop(
     acc, l_i, m_i, q,
-    k_desc, v_desc,
+    k_desc, v_desc, ones,
     k_row0, kv_col, vt_row0, vt_col0,
     lo, hi,
     offs_m, seqlen_q, seqlen_k, qk_scale,
     BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
     MASKED: tl.constexpr, CAUSAL: tl.constexpr, V_TRANSPOSED: tl.constexpr,
     LOG2_P_SCALE: tl.constexpr, EXACT_P_ROUND: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
-    PERMUTE_P: tl.constexpr, LAZY_RESCALE: tl.constexpr,
+    PERMUTE_P: tl.constexpr, LAZY_RESCALE: tl.constexpr, ROW_SUM_MMA: tl.constexpr, POLY_EXP2: tl.constexpr,
 ):
     """Key blocks [lo, hi) (multiples of BLOCK_N) folded into (acc, l_i, m_i); masks applied iff MASKED.
+    ROW_SUM_MMA: l_i is a [BLOCK_M, 16] tile summed on the tensor core (:func:`_row_sum_mma`). POLY_EXP2
+    (unmasked blocks): part of the exp2s on the FMA pipe (:func:`_exp2_mixed`).
     LAZY_RESCALE (unmasked blocks only): :func:`_softmax_exponents_lazy`'s rule, the acc rescale skipped by a
     program-uniform branch in the blocks where no row max grew by more than LAZY_TAU."""
-    tl.static_assert(not (LAZY_RESCALE and MASKED), "lazy rescaling is for the unmasked blocks")
+    tl.static_assert(not ((LAZY_RESCALE or POLY_EXP2) and MASKED), "lazy rescaling and poly_exp2 are for the "
+                     "unmasked blocks")
     offs_n = tl.arange(0, BLOCK_N)
     for start_n in tl.range(lo, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
         start_n = tl.multiple_of(start_n, BLOCK_N)
@@ -181,11 +197,13 @@ def _kv_loop(
         else:
             x, m_new, m_use = _softmax_exponents(qk, m_i, qk_scale, keep, MASKED, LOG2_P_SCALE)
             grow = True  # a constant: the rescale below is unconditional
-        p, alpha, l_i = _softmax_sum(x, m_i, m_use, l_i, BLOCK_N, 0)
+        p, alpha, l_i = _softmax_sum(x, m_i, m_use, l_i, BLOCK_N, POLY_EXP2, ROW_SUM_MMA)
         if grow:  # with LAZY_RESCALE program-uniform: the 64 (hd128) FMULs per thread are branched over
             acc = acc * alpha[:, None]
         p8 = _p_operand(p, EXACT_P_ROUND, PERMUTE_P, BLOCK_N)
         acc = _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, start_n, V_TRANSPOSED)
+        if ROW_SUM_MMA:
+            l_i = _row_sum_mma(l_i, p8, alpha, ones)
         m_i = m_new
     return acc, l_i, m_i
 
@@ -235,7 +253,7 @@ def _kv_loop_overlap(
             x, m_new, m_use = _softmax_exponents(s_j, m_i, qk_scale, None, False, LOG2_P_SCALE)
         if LOOKAHEAD:
             qk = tl.dot(q, k.T)  # S_{j+1}, issued after the last use of S_j
-        p, alpha, l_i = _softmax_sum(x, m_i, m_new, l_i, BLOCK_N, POLY_EXP2)
+        p, alpha, l_i = _softmax_sum(x, m_i, m_new, l_i, BLOCK_N, POLY_EXP2, False)
         m_i = m_new
         if LAZY_RESCALE:
             if grow:
@@ -250,7 +268,7 @@ def _kv_loop_overlap(
 
 @named_jit
 def attn_fwd_kernel(
-    q_desc, k_desc, v_desc,
+    q_desc, k_desc, v_desc, ones_desc,
     out_ptr, lse_ptr,
     q_descale_ptr, k_descale_ptr, v_descale_ptr, out_scale_ptr,
     cu_seqlens_q_ptr, cu_seqlens_k_ptr, cu_cols_vt_ptr,
@@ -263,10 +281,11 @@ def attn_fwd_kernel(
     DESCALE_PER_HEAD: tl.constexpr, OUT_FP8: tl.constexpr, OUT_SCALE_PER_HEAD: tl.constexpr,
     WRITE_LSE: tl.constexpr, LOG2_P_SCALE: tl.constexpr, EXACT_P_ROUND: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr, PERMUTE_P: tl.constexpr, OVERLAP: tl.constexpr, LAZY_RESCALE: tl.constexpr,
-    POLY_EXP2: tl.constexpr,
+    POLY_EXP2: tl.constexpr, ROW_SUM_MMA: tl.constexpr,
 ):
     """Flash-attention forward, E4M3 Q/K/V, fp32 descales, bf16/f16/e4m3 output, optional fp32 lse.
 
+    ``ones_desc``: with ROW_SUM_MMA a TMA descriptor of a [16, BLOCK_N] E4M3 tensor of ones, else None.
     Grid (num_m_blocks, B·Hq). Varlen Vᵀ: sequence b's columns start at ``cu_cols_vt[b]`` (a multiple of 32 so
     TMA boxes start aligned and the 32-key permutation chunks line up; the padding columns hold zeros).
     ``out`` is (rows_q, Hq, D) contiguous; ``lse`` is (B, Hq, Sq) dense or (Hq, total_q) varlen. Descales: one fp32 each (DESCALE_PER_HEAD=False) or (B, Hkv) contiguous; out_scale
@@ -315,8 +334,19 @@ def attn_fwd_kernel(
     q = q_desc.load([(q_start + m0).to(tl.int32), (hq * HEAD_DIM).to(tl.int32)])
 
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
-    l_i = tl.zeros([BLOCK_M], tl.float32)
+    if ROW_SUM_MMA:
+        tl.static_assert(not OVERLAP, "ROW_SUM_MMA is implemented in the plain key loop")
+        l_i = tl.zeros([BLOCK_M, 16], tl.float32)
+    else:
+        l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    ones = None
+    if ROW_SUM_MMA:
+        # Loaded once, before the loops: the compiler then copies the tile into shared memory once. A constant
+        # tile (tl.full) is rematerialized inside the loop and stored to shared memory in every step (16 STS, a
+        # fence and a CTA barrier per key block), and a load inside the loop is a third TMA per stage (sm_90 SASS:
+        # 489 instructions per key block against 421 this way and 491 without ROW_SUM_MMA).
+        ones = ones_desc.load([0, 0])
 
     # Key blocks: [0, n_full) need no mask; [n_full, n_end) are the causal diagonal and/or the ragged tail.
     if CAUSAL:
@@ -340,16 +370,19 @@ def attn_fwd_kernel(
         )
     else:
         acc, l_i, m_i = _kv_loop(
-            acc, l_i, m_i, q, k_desc, v_desc, k_row0, kv_col, vt_row0, vt_col0, 0, n_full,
+            acc, l_i, m_i, q, k_desc, v_desc, ones, k_row0, kv_col, vt_row0, vt_col0, 0, n_full,
             offs_m, seqlen_q, seqlen_k, qk_scale,
             BLOCK_N, HEAD_DIM, False, CAUSAL, V_TRANSPOSED, LOG2_P_SCALE, EXACT_P_ROUND, WARP_SPECIALIZE, PERMUTE_P,
-            LAZY_RESCALE,
+            LAZY_RESCALE, ROW_SUM_MMA, POLY_EXP2,
         )
     acc, l_i, m_i = _kv_loop(
-        acc, l_i, m_i, q, k_desc, v_desc, k_row0, kv_col, vt_row0, vt_col0, n_full, n_end,
+        acc, l_i, m_i, q, k_desc, v_desc, ones, k_row0, kv_col, vt_row0, vt_col0, n_full, n_end,
         offs_m, seqlen_q, seqlen_k, qk_scale,
         BLOCK_N, HEAD_DIM, True, CAUSAL, V_TRANSPOSED, LOG2_P_SCALE, EXACT_P_ROUND, False, PERMUTE_P, False,
+        ROW_SUM_MMA, 0,
     )
+    if ROW_SUM_MMA:
+        l_i = tl.max(l_i, 1)  # the 16 columns are equal: max is exact where a sum of them would round
 
     # Epilogue. l = 0 exactly for rows that saw no key (every p was exp2(-inf) = 0): output 0, lse -inf.
     empty = l_i == 0.0
@@ -505,6 +538,7 @@ def codegen_specs() -> dict:
             "q_desc": f"tensordesc<fp8e4nv[{cfg.block_m}, {d}]>",
             "k_desc": f"tensordesc<fp8e4nv[{cfg.block_n}, {d}]>",
             "v_desc": f"tensordesc<fp8e4nv[{vblock[0]}, {vblock[1]}]>",
+            "ones_desc": f"tensordesc<fp8e4nv[16, {cfg.block_n}]>" if cfg.row_sum_mma else "constexpr",
             "out_ptr": "*fp8e4nv" if out == "e4m3" else f"*{out}",
             "lse_ptr": "*fp32",
             "q_descale_ptr": "*fp32",
@@ -526,8 +560,10 @@ def codegen_specs() -> dict:
             V_TRANSPOSED=cfg.v_transposed, DESCALE_PER_HEAD=False, OUT_FP8=out == "e4m3", OUT_SCALE_PER_HEAD=False,
             WRITE_LSE=lse, LOG2_P_SCALE=8, EXACT_P_ROUND=False, WARP_SPECIALIZE=cfg.warp_specialize,
             PERMUTE_P=cfg.v_transposed and cfg.permute_p, OVERLAP=cfg.overlap,
-            LAZY_RESCALE=cfg.lazy_rescale, POLY_EXP2=cfg.poly_exp2,
+            LAZY_RESCALE=cfg.lazy_rescale, POLY_EXP2=cfg.poly_exp2, ROW_SUM_MMA=cfg.row_sum_mma,
         )
+        if not cfg.row_sum_mma:
+            const["ones_desc"] = None
         for k in const:
             sig[k] = "constexpr"
         out_dtype = {"bf16": "bf16", "fp16": "f16", "e4m3": "e4m3"}[out]
@@ -583,6 +619,18 @@ def codegen_specs() -> dict:
                      ("bm64w4bn32r168", dict(block_n=32, maxnreg=168))):
         add(f"attn_fwd_hd256_full_{key}", 256, False, default_config(256).evolve(block_m=64, num_warps=4, **over),
             desc=f"D=256 non-causal, bench variant {key}")
+    # Row sums on the tensor core (bench variants rsmma*): P times a block of E4M3 ones beside P·V.
+    add("attn_fwd_hd128_full_rsmma", 128, False, cfg.evolve(row_sum_mma=True),
+        desc="D=128 non-causal, default tiles, softmax row sums by wgmma (bench variant rsmma)")
+    add("attn_fwd_hd128_causal_rsmma", 128, True, cfg.evolve(row_sum_mma=True),
+        desc="D=128 causal, default tiles, softmax row sums by wgmma (bench variant rsmma)")
+    add("attn_fwd_hd128_full_rsmmapx4", 128, False, cfg.evolve(row_sum_mma=True, poly_exp2=4),
+        desc="D=128 non-causal, row sums by wgmma, a quarter of the unmasked loop's exp2 by polynomial "
+             "(bench variant rsmmapx4)")
+    add("attn_fwd_hd256_full_rsmma", 256, False, default_config(256).evolve(row_sum_mma=True),
+        desc="D=256 non-causal, the Triton kernel's default tiles (128x64), row sums by wgmma (bench variant rsmma256)")
+    add("attn_fwd_hd64_full_rsmma", 64, False, default_config(64).evolve(row_sum_mma=True),
+        desc="D=64 non-causal, default tiles, softmax row sums by wgmma (bench variant rsmma64)")
     add("attn_fwd_hd128_varlen_causal_lse", 128, True, cfg, varlen=True, lse=True,
         desc="D=128 varlen causal, lse written")
     add("attn_fwd_hd128_full_e4m3out", 128, False, cfg, out="e4m3", desc="D=128 non-causal, E4M3 output")

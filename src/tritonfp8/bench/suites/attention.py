@@ -106,6 +106,15 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     # serialized. Break-even skip fraction: hd128 41%, hd64 81%, hd256 22%. On the bench's N(0,1) data
     # (simulated, non-causal) the rule skips 27% (S 2048), 59% (S 8192), 72% (S 16384) of the blocks after the
     # first: hd128 expected -2.4% loop instructions at S 8192, +1.8% at S 2048; hd64 at best break-even.
+    # Row sums on the tensor core (AttnConfig(row_sum_mma=True)): l from a wgmma of the E4M3 P with a block of
+    # ones instead of 64 FADD per thread and block. Offline sm_90 (hd128, default tiles), unmasked loop per block
+    # and thread: 421 instructions vs 491, 162 registers (cap 168), no spills, 76800 bytes of shared memory (three
+    # CTAs per SM exactly fill the 228 KB), and the wgmma chains no longer serialized (6 waited vs 16). px4: a
+    # quarter of the exp2s by the FMA-pipe cubic on top (534 instructions, 50 MUFU.EX2 instead of 66).
+    "rsmma": (dict(row_sum_mma=True), (128,)),
+    "rsmmapx4": (dict(row_sum_mma=True, poly_exp2=4), (128,)),
+    # the Triton kernel at hd256 (128 x 64 tiles) with the row sums on the tensor core: 381 vs 404 instructions
+    "rsmma256": (dict(row_sum_mma=True), (256,)),
     "lazy": (dict(lazy_rescale=True), (128,)),
     "lazy64": (dict(lazy_rescale=True), (64,)),
     "lazy256": (dict(lazy_rescale=True), (256,)),
