@@ -11,7 +11,7 @@ pytest_v 150 -n 4 tests/test_attention.py tests/test_attention_gpu.py \
   -k "row_sums or polynomial or validated or (loop_variants and (rsmma or px4))"
 el bench-attention
 set -o pipefail
-timeout 330 python3 -m tritonfp8 bench attention --variants rsmma,rsmmapx4,rsmma256,triton --repeats 3 2>&1 \
+timeout 330 python3 -m tritonfp8 bench attention --variants rsmma,rsmmapx4,rsmmapx8,rsmma256,triton --repeats 3 2>&1 \
   | tee /tmp/bench.log | tail -50
 save
 el done

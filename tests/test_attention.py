@@ -266,14 +266,15 @@ def test_lazy_rescale_obeys_the_rule(overlap, causal, device):
         assert differs, "lazy rescaling never changed P: the lazy path did not run"
 
 
-@pytest.mark.parametrize("poly", [2, 4], ids=["half", "quarter"])
+@pytest.mark.parametrize("poly", [2, 4, 8], ids=["half", "quarter", "eighth"])
 @pytest.mark.parametrize("overlap", [0, 2], ids=["plain", "lookahead"])
 def test_polynomial_exp2_obeys_the_rule(poly, overlap, device):
     """``AttnConfig(overlap=0|2, poly_exp2=2|4)``: half / a quarter of the unmasked loop's exp2 by the FMA-pipe cubic
     (relative error < 7.5e-5, against E4M3's 2^-4 step for P; l and lse move by at most that much, well inside the
     lse tolerance). A sequence long enough for several unmasked blocks, causal and not, with the ragged tail."""
     gen = torch.Generator().manual_seed(43)
-    cfg = AttnConfig(block_m=32, block_n=32, num_warps=4, num_stages=1, overlap=overlap, poly_exp2=poly)
+    cfg = AttnConfig(block_m=32, block_n=max(32, 8 * poly), num_warps=4, num_stages=1, overlap=overlap,
+                     poly_exp2=poly)
     for causal in (False, True):
         (q8, k8, v8), (qd, kd, vd) = fp8_inputs((1, 48, 2, 64), (1, 150, 1, 64), 1, 1, True, gen, device)
         kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
@@ -317,6 +318,8 @@ def test_overlap_config_is_validated():
     with pytest.raises(ValueError, match="poly_exp2"):
         AttnConfig(overlap=2, poly_exp2=3)
     AttnConfig(poly_exp2=4)  # the plain loop takes it too (since session 15)
+    with pytest.raises(ValueError, match="block_n must be >= 64"):
+        AttnConfig(block_n=32, poly_exp2=8)
     with pytest.raises(ValueError, match="row_sum_mma"):
         AttnConfig(row_sum_mma=True, overlap=2)
     with pytest.raises(ValueError, match="row_sum_mma"):

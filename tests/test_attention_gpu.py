@@ -179,7 +179,7 @@ def test_fallback_path_when_not_hopper(monkeypatch):
 @pytest.mark.parametrize("variant,d", [("ov2bn64", 128), ("ov2bn64s3", 128), ("ov2bn64px4", 128), ("ov2nocap", 128),
                                        ("ov2s1lazy", 128), ("nocap", 128), ("ov2bn64", 64), ("ov2", 256),
                                        ("lazy", 128), ("lazy64", 64), ("lazy256", 256), ("rsmma", 128),
-                                       ("rsmmapx4", 128)])
+                                       ("rsmmapx4", 128), ("rsmmapx8", 128), ("rsmma256", 256)])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_loop_variants_match_reference(variant, d, causal):
     """The bench's loop variants (overlapped loop, lazy rescale, polynomial exp2, no register cap) obey the

@@ -177,7 +177,7 @@ class AttnConfig:
     S_j = Q·K_jᵀ (P goes through shared memory), 2 also issues S_{j+1} before block j's softmax so that the tensor
     core computes it while the softmax runs (FlashAttention-3's intra-warpgroup overlap). 0: the plain loop.
     ``lazy_rescale``: in the unmasked key loop (plain or overlapped), rescale acc only when some row max grew by
-    more than 0.75 (log2 units) since the last rescale; exact, P stays <= 2^8.75 < 448. ``poly_exp2`` (0, 2, 4):
+    more than 0.75 (log2 units) since the last rescale; exact, P stays <= 2^8.75 < 448. ``poly_exp2`` (0, 2, 4, 8):
     compute 1/poly_exp2 of the exp2s in the unmasked key loop with a cubic on the FMA pipe instead of
     MUFU.EX2 (the SFU's exp2 throughput equals the FP8 tensor core's work per block at hd128). ``row_sum_mma``
     (plain loop only): the softmax row sums l come from a wgmma of the E4M3 P with a block of ones
@@ -211,8 +211,12 @@ class AttnConfig:
     def __post_init__(self):
         if self.overlap not in (0, 1, 2):
             raise ValueError(f"AttnConfig: overlap must be 0, 1 or 2, got {self.overlap!r}")
-        if self.poly_exp2 not in (0, 2, 4):
-            raise ValueError(f"AttnConfig: poly_exp2 must be 0, 2 or 4, got {self.poly_exp2!r}")
+        if self.poly_exp2 not in (0, 2, 4, 8):
+            raise ValueError(f"AttnConfig: poly_exp2 must be 0, 2, 4 or 8, got {self.poly_exp2!r}")
+        if self.poly_exp2 * 8 > self.block_n:
+            raise ValueError(f"AttnConfig: poly_exp2={self.poly_exp2} splits the key tile on column bits 3.."
+                             f"{2 + self.poly_exp2.bit_length()}: block_n must be >= {8 * self.poly_exp2}, "
+                             f"got {self.block_n}")
         if self.kernel not in ("triton", "glws"):
             raise ValueError(f"AttnConfig: kernel must be 'triton' or 'glws', got {self.kernel!r}")
         if self.p_carry not in (0, 1):

@@ -93,19 +93,26 @@ def _exp2_poly(x):
 
 @triton.jit
 def _exp2_mixed(x, ROWS: tl.constexpr, COLS: tl.constexpr, POLY_EXP2: tl.constexpr):
-    """exp2 of a [ROWS, COLS] wgmma-accumulator tile with 1/POLY_EXP2 of the columns (2: half, 4: a quarter) on
-    :func:`_exp2_poly` and the rest on MUFU.EX2. The split is on columns a thread owns itself (bits 3 and 4 of the
-    column: the accumulator register index), so the halves need no data movement between lanes."""
+    """exp2 of a [ROWS, COLS] wgmma-accumulator tile with 1/POLY_EXP2 of the columns (2: half, 4: a quarter,
+    8: an eighth) on :func:`_exp2_poly` and the rest on MUFU.EX2. The split is on columns a thread owns itself
+    (bits 3, 4 and 5 of the column: the accumulator register index), so the parts need no data movement between
+    lanes."""
     y = x.reshape([ROWS, COLS // 16, 2, 8]).permute(0, 1, 3, 2)
     a, b = tl.split(y)  # [ROWS, COLS // 16, 8] each: column bit 3 = 0 / 1
     a = tl.math.exp2(a)
     if POLY_EXP2 == 2:
         b = _exp2_poly(b)
     else:
-        tl.static_assert(POLY_EXP2 == 4, "POLY_EXP2 must be 0, 2 or 4")
+        tl.static_assert(POLY_EXP2 == 4 or POLY_EXP2 == 8, "POLY_EXP2 must be 0, 2, 4 or 8")
         z = b.reshape([ROWS, COLS // 32, 2, 8]).permute(0, 1, 3, 2)
         b0, b1 = tl.split(z)  # column bit 4 = 0 / 1
-        b = tl.join(tl.math.exp2(b0), _exp2_poly(b1)).permute(0, 1, 3, 2).reshape([ROWS, COLS // 16, 8])
+        if POLY_EXP2 == 4:
+            b1 = _exp2_poly(b1)
+        else:
+            w = b1.reshape([ROWS, COLS // 64, 2, 8]).permute(0, 1, 3, 2)
+            c0, c1 = tl.split(w)  # column bit 5 = 0 / 1
+            b1 = tl.join(tl.math.exp2(c0), _exp2_poly(c1)).permute(0, 1, 3, 2).reshape([ROWS, COLS // 32, 8])
+        b = tl.join(tl.math.exp2(b0), b1).permute(0, 1, 3, 2).reshape([ROWS, COLS // 16, 8])
     return tl.join(a, b).permute(0, 1, 3, 2).reshape([ROWS, COLS])
 
 
@@ -627,6 +634,9 @@ def codegen_specs() -> dict:
     add("attn_fwd_hd128_full_rsmmapx4", 128, False, cfg.evolve(row_sum_mma=True, poly_exp2=4),
         desc="D=128 non-causal, row sums by wgmma, a quarter of the unmasked loop's exp2 by polynomial "
              "(bench variant rsmmapx4)")
+    add("attn_fwd_hd128_full_rsmmapx8", 128, False, cfg.evolve(row_sum_mma=True, poly_exp2=8),
+        desc="D=128 non-causal, row sums by wgmma, an eighth of the unmasked loop's exp2 by polynomial "
+             "(bench variant rsmmapx8)")
     add("attn_fwd_hd256_full_rsmma", 256, False, default_config(256).evolve(row_sum_mma=True),
         desc="D=256 non-causal, the Triton kernel's default tiles (128x64), row sums by wgmma (bench variant rsmma256)")
     add("attn_fwd_hd64_full_rsmma", 64, False, default_config(64).evolve(row_sum_mma=True),
