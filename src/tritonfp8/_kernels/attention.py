@@ -137,8 +137,9 @@ def _row_sum_mma(l_acc, p8, alpha, ones):
 
     ``l_acc`` is [BLOCK_M, 16] fp32 (every column holds the same sum; 8 registers per thread at 64 rows). Instead
     of 64 FADD per thread and 64 x 128 block (hd128) the tensor core does it in BLOCK_N / 32 m64n16k32 steps, and
-    l sums exactly the rounded P that the P·V product uses. The ones are invariant under the key permutation of
-    PERMUTE_P. 16 is tl.dot's smallest N."""
+    l sums exactly the rounded P that the P·V product uses (the output is then a weighted mean of V rows whose
+    weights sum to 1; the lse keeps the exact sum, see the kernel). The ones are invariant under the key
+    permutation of PERMUTE_P. 16 is tl.dot's smallest N."""
     return tl.dot(p8, ones.T, l_acc * alpha[:, None])
 
 
@@ -170,7 +171,7 @@ def _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, start_n, V_TRANSPOSED
 
 @triton.jit
 def _kv_loop(
-    acc, l_i, m_i, q,
+    acc, l_i, l_x, m_i, q,
     k_desc, v_desc, ones,
     k_row0, kv_col, vt_row0, vt_col0,
     lo, hi,
@@ -179,9 +180,11 @@ def _kv_loop(
     MASKED: tl.constexpr, CAUSAL: tl.constexpr, V_TRANSPOSED: tl.constexpr,
     LOG2_P_SCALE: tl.constexpr, EXACT_P_ROUND: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
     PERMUTE_P: tl.constexpr, LAZY_RESCALE: tl.constexpr, ROW_SUM_MMA: tl.constexpr, POLY_EXP2: tl.constexpr,
+    LSE_SUM: tl.constexpr,
 ):
-    """Key blocks [lo, hi) (multiples of BLOCK_N) folded into (acc, l_i, m_i); masks applied iff MASKED.
-    ROW_SUM_MMA: l_i is a [BLOCK_M, 16] tile summed on the tensor core (:func:`_row_sum_mma`). POLY_EXP2
+    """Key blocks [lo, hi) (multiples of BLOCK_N) folded into (acc, l_i, l_x, m_i); masks applied iff MASKED.
+    ROW_SUM_MMA: l_i is a [BLOCK_M, 16] tile summed on the tensor core (:func:`_row_sum_mma`), and with LSE_SUM
+    l_x is the fp32 row sum of the unrounded P for the lse (otherwise l_x passes through untouched). POLY_EXP2
     (unmasked blocks): part of the exp2s on the FMA pipe (:func:`_exp2_mixed`).
     LAZY_RESCALE (unmasked blocks only): :func:`_softmax_exponents_lazy`'s rule, the acc rescale skipped by a
     program-uniform branch in the blocks where no row max grew by more than LAZY_TAU."""
@@ -211,8 +214,10 @@ def _kv_loop(
         acc = _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, start_n, V_TRANSPOSED)
         if ROW_SUM_MMA:
             l_i = _row_sum_mma(l_i, p8, alpha, ones)
+            if LSE_SUM:
+                l_x = l_x * alpha + tl.sum(p, 1)
         m_i = m_new
-    return acc, l_i, m_i
+    return acc, l_i, l_x, m_i
 
 
 @triton.jit
@@ -346,6 +351,7 @@ def attn_fwd_kernel(
         l_i = tl.zeros([BLOCK_M, 16], tl.float32)
     else:
         l_i = tl.zeros([BLOCK_M], tl.float32)
+    l_x = tl.zeros([BLOCK_M], tl.float32)  # ROW_SUM_MMA with WRITE_LSE: the exact fp32 row sum for the lse
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     ones = None
     if ROW_SUM_MMA:
@@ -376,20 +382,22 @@ def attn_fwd_kernel(
             LAZY_RESCALE, POLY_EXP2,
         )
     else:
-        acc, l_i, m_i = _kv_loop(
-            acc, l_i, m_i, q, k_desc, v_desc, ones, k_row0, kv_col, vt_row0, vt_col0, 0, n_full,
+        acc, l_i, l_x, m_i = _kv_loop(
+            acc, l_i, l_x, m_i, q, k_desc, v_desc, ones, k_row0, kv_col, vt_row0, vt_col0, 0, n_full,
             offs_m, seqlen_q, seqlen_k, qk_scale,
             BLOCK_N, HEAD_DIM, False, CAUSAL, V_TRANSPOSED, LOG2_P_SCALE, EXACT_P_ROUND, WARP_SPECIALIZE, PERMUTE_P,
-            LAZY_RESCALE, ROW_SUM_MMA, POLY_EXP2,
+            LAZY_RESCALE, ROW_SUM_MMA, POLY_EXP2, WRITE_LSE,
         )
-    acc, l_i, m_i = _kv_loop(
-        acc, l_i, m_i, q, k_desc, v_desc, ones, k_row0, kv_col, vt_row0, vt_col0, n_full, n_end,
+    acc, l_i, l_x, m_i = _kv_loop(
+        acc, l_i, l_x, m_i, q, k_desc, v_desc, ones, k_row0, kv_col, vt_row0, vt_col0, n_full, n_end,
         offs_m, seqlen_q, seqlen_k, qk_scale,
         BLOCK_N, HEAD_DIM, True, CAUSAL, V_TRANSPOSED, LOG2_P_SCALE, EXACT_P_ROUND, False, PERMUTE_P, False,
-        ROW_SUM_MMA, 0,
+        ROW_SUM_MMA, 0, WRITE_LSE,
     )
     if ROW_SUM_MMA:
         l_i = tl.max(l_i, 1)  # the 16 columns are equal: max is exact where a sum of them would round
+    else:
+        l_x = l_i
 
     # Epilogue. l = 0 exactly for rows that saw no key (every p was exp2(-inf) = 0): output 0, lse -inf.
     empty = l_i == 0.0
@@ -416,7 +424,9 @@ def attn_fwd_kernel(
         o_out = o.to(out_ptr.dtype.element_ty)
     tl.store(out_ptr + out_offs, o_out, mask=row_ok[:, None])
     if WRITE_LSE:
-        lse = tl.where(empty, float("-inf"), (m_i + tl.math.log2(l_safe) - LOG2_P_SCALE) * LN2)
+        # The lse is of the exact scores in every mode (l_x: the fp32 sum of the unrounded P); with ROW_SUM_MMA
+        # the output is normalized by the sum of the rounded P that P·V used (they differ by P's E4M3 rounding).
+        lse = tl.where(empty, float("-inf"), (m_i + tl.math.log2(tl.where(empty, 1.0, l_x)) - LOG2_P_SCALE) * LN2)
         if VARLEN:
             total_q = tl.load(cu_seqlens_q_ptr + tl.num_programs(1) // num_heads_q)
             lse_offs = hq * total_q + q_start + offs_m
