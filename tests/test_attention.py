@@ -282,8 +282,8 @@ def test_polynomial_exp2_obeys_the_rule(poly, overlap, device):
 
 def test_row_sums_on_the_tensor_core(device):
     """``AttnConfig(row_sum_mma=True)``: the output is normalized by the row sum of the E4M3-rounded P (a wgmma of
-    P with ones), not of the fp32 P, and obeys the same rule; the lse stays exact (the fp32 sum is kept for it when
-    asked for), and the output does not depend on whether the lse is asked for. Several unmasked blocks, the
+    P with ones), not of the fp32 P, and obeys the same rule. A call that returns the lse runs the FADD row sums
+    instead: its lse is exact and its output equals the ``row_sum_mma=False`` one. Several unmasked blocks, the
     ragged tail, causal and not, per-head descales, GQA 2:1, and a varlen batch with an empty key sequence."""
     gen = torch.Generator().manual_seed(47)
     base = AttnConfig(block_m=32, block_n=32, num_warps=4, num_stages=1)
@@ -295,8 +295,10 @@ def test_row_sums_on_the_tensor_core(device):
         ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
         check_out(out, ref, attention_torch(q8, k8, v8, p_fp8=True, **kw))
         check_lse(lse, lse_ref, 64, 150, score_bound(q8, k8, qd, kd, 1 / math.sqrt(64)))
-        assert torch.equal(out, attention(q8, k8, v8, config=cfg, **kw)), "the output changed with return_lse"
         out_plain = attention(q8, k8, v8, config=base, **kw)
+        assert torch.equal(out, out_plain), "with the lse the row sums are the FADD ones"
+        out = attention(q8, k8, v8, config=cfg, **kw)
+        check_out(out, ref, attention_torch(q8, k8, v8, p_fp8=True, **kw))
         assert not torch.equal(out, out_plain), "row_sum_mma changed nothing: the option did not reach the kernel"
     lq, lk = [33, 70, 5], [90, 0, 64]
     (q8, k8, v8), (qd, kd, vd) = fp8_inputs((sum(lq), 2, 64), (sum(lk), 1, 64), 1, len(lq), True, gen, device)

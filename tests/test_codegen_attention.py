@@ -54,9 +54,10 @@ def test_quantize_vt_pass_has_no_spills():
 
 
 def test_default_hd128_vs_uncapped_wgmma_serialization():
-    """At the 168-register cap ptxas serializes the default hd128 kernel's wgmmas (every QGMMA carries its own
-    wait); without the cap (205 registers, 2 CTAs/SM) each Q·Kᵀ / P·V chain of 4 waits once."""
-    capped = _codegen("attn_fwd_hd128_full")
+    """At the 168-register cap ptxas serializes the wgmmas of the hd128 kernel with FADD row sums (the default
+    until session 15: every QGMMA carries its own wait); without the cap (205 registers, 2 CTAs/SM) each Q·Kᵀ /
+    P·V chain of 4 waits once."""
+    capped = _codegen("attn_fwd_hd128_full_fadd")
     free = _codegen("attn_fwd_hd128_full_nocap")
     assert "_r168" not in free["name"] and free["spill_stores"] == 0
     assert free["gmma_waited"] == free["qgmma"] // 4 < capped["gmma_waited"]
@@ -95,14 +96,15 @@ def test_polynomial_exp2_moves_a_quarter_of_the_loop_exp2_off_the_sfu():
     assert r["gmma_waited"] < r["qgmma"] // 2, r
 
 
-@pytest.mark.parametrize("kernel", ["attn_fwd_hd128_full_rsmma", "attn_fwd_hd128_causal_rsmma"])
+@pytest.mark.parametrize("kernel", ["attn_fwd_hd128_full", "attn_fwd_hd128_causal"])
 def test_row_sums_on_the_tensor_core(kernel):
-    """Bench variant rsmma (default tiles, ``row_sum_mma=True``): the row sums become 4 m64n16k32 QGMMA per key
+    """The hd128 default since session 15 (``row_sum_mma=True``) against the same tiles with FADD row sums
+    (``attn_fwd_hd128_*_fadd``, the default before): the row sums become 4 m64n16k32 QGMMA per key
     block in each loop (24 vs 16); under the 168-register cap without spills; the ones tile is copied into shared
     memory once, before the loops (+2 KB: three CTAs of 76800 + 1024 reserved bytes fill the SM's 228 KB exactly),
     not in every step; and the wgmma chains are no longer serialized one wait per QGMMA as in the default. The
-    unmasked loop per key block: 421 instructions against the default's 491 (offline, ptxas 12.8)."""
-    base = _codegen(kernel.replace("_rsmma", ""))
+    unmasked loop per key block: 428 instructions against the default's 491 (offline, ptxas 12.8)."""
+    base = _codegen(kernel + "_fadd")
     r = _codegen(kernel)
     assert r["name"].endswith("_r168_rsmma") and r["registers"] <= 168, r["name"]
     assert r["spill_stores"] == 0 and r["spill_loads"] == 0
@@ -110,11 +112,11 @@ def test_row_sums_on_the_tensor_core(kernel):
     assert r["shared_bytes"] == base["shared_bytes"] + 16 * 128
     assert 3 * (r["shared_bytes"] + 1024) <= 228 * 1024, "no longer three CTAs per SM"
     assert r["gmma_waited"] < r["qgmma"] // 2 < base["gmma_waited"], (r["gmma_waited"], base["gmma_waited"])
-    res = subprocess.run([sys.executable, "-c", _LOOP_SCRIPT, kernel.replace("_rsmma", ""), kernel],
+    res = subprocess.run([sys.executable, "-c", _LOOP_SCRIPT, kernel + "_fadd", kernel],
                          capture_output=True, text=True, env=codegen_env(), timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     loops = json.loads(res.stdout)
-    (n0, fadd0), (n1, fadd1) = (loops[k]["unmasked_loop"] for k in (kernel.replace("_rsmma", ""), kernel))
+    (n0, fadd0), (n1, fadd1) = (loops[k]["unmasked_loop"] for k in (kernel + "_fadd", kernel))
     assert fadd0 >= 64 and fadd1 <= 8, (fadd0, fadd1)  # the row sums' 64 FADD per thread and block are gone
     assert n1 <= n0 - 60, (n1, n0)
 

@@ -181,7 +181,9 @@ class AttnConfig:
     compute 1/poly_exp2 of the exp2s in the unmasked key loop with a cubic on the FMA pipe instead of
     MUFU.EX2 (the SFU's exp2 throughput equals the FP8 tensor core's work per block at hd128). ``row_sum_mma``
     (plain loop only): the softmax row sums l come from a wgmma of the E4M3 P with a block of ones
-    (``_kernels.attention._row_sum_mma``) instead of BLOCK_N / 2 FADD per thread and block on the FMA pipe.
+    (``_kernels.attention._row_sum_mma``) instead of BLOCK_N / 2 FADD per thread and block on the FMA pipe; the
+    output is then normalized by the sum of the E4M3-rounded P that P·V used. Calls that return the lse run
+    with FADD row sums (the lse stays exact in fp32).
 
     ``kernel="glws"`` runs the warp-specialized Gluon forward (``_kernels/attention_gluon.py``: a TMA loader warp
     and two consumer warp groups of 64 query rows; sm_90, dense or varlen, bf16 / fp16 / E4M3 output, compiled
@@ -254,7 +256,9 @@ def default_config(head_dim: int) -> AttnConfig:
     Measured on the H200 (benchmarks/results/attention-nvidia-h200-20261129-113800.json, the variants timed
     interleaved against the previous defaults, S = 2048..8192):
     - hd128: 64 x 128 tiles, 4 warps (one warpgroup), registers capped at 168 (154 used, no spills) so three CTAs
-      share an SM: 1.18-1.47x the 128 x 128 / 8-warp / 1-CTA config (S 8192 B2: 826 vs 639 TFLOPS).
+      share an SM: 1.18-1.47x the 128 x 128 / 8-warp / 1-CTA config (S 8192 B2: 826 vs 639 TFLOPS). Since
+      session 15 with the row sums on the tensor core (``row_sum_mma``; 156 registers, three CTAs still fit):
+      see docs/attention.md for its measurement.
     - hd64: 64 x 128 tiles, 4 warps, registers capped at 128: up to four CTAs per SM. The 128 x 128 / 8-warp / r128
       config (1.16-1.45x the uncapped one in that run) was the default until a later run
       (attention-nvidia-h200-20261129-130907.json, `bench attention --variants bm64w4`) measured the 64-row tile
@@ -265,7 +269,7 @@ def default_config(head_dim: int) -> AttnConfig:
     if head_dim == 256:
         return AttnConfig(block_m=128, block_n=64, num_warps=8, num_stages=3)
     if head_dim == 128:
-        return AttnConfig(block_m=64, block_n=128, num_warps=4, num_stages=2, maxnreg=168)
+        return AttnConfig(block_m=64, block_n=128, num_warps=4, num_stages=2, maxnreg=168, row_sum_mma=True)
     return AttnConfig(block_m=64, block_n=128, num_warps=4, num_stages=2, maxnreg=128)
 
 
@@ -1024,6 +1028,8 @@ def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_c
 
     from tritonfp8._kernels.attention import attn_fwd_kernel
 
+    if cfg.row_sum_mma and return_lse:
+        cfg = cfg.evolve(row_sum_mma=False)  # the lse needs the fp32 row sums (see _kernels.attention._row_sum_mma)
     hq, hkv, b = prob.heads_q, prob.heads_kv, prob.batch
     out_fp8 = out.dtype == E4M3.torch_dtype
     dummy_cu = torch.zeros(1, dtype=torch.int32, device=q8.device)

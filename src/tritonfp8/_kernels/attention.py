@@ -132,15 +132,24 @@ def _softmax_sum(x, m_i, m_use, l_i, BLOCK_N: tl.constexpr, POLY_EXP2: tl.conste
 
 
 @triton.jit
-def _row_sum_mma(l_acc, p8, alpha, ones):
+def _row_sum_mma(l_acc, p8, alpha, ones, one):
     """l·alpha + the row sums of the E4M3 P, as a wgmma of P with ``ones`` ([16, BLOCK_N] E4M3 ones).
 
     ``l_acc`` is [BLOCK_M, 16] fp32 (every column holds the same sum; 8 registers per thread at 64 rows). Instead
     of 64 FADD per thread and 64 x 128 block (hd128) the tensor core does it in BLOCK_N / 32 m64n16k32 steps, and
     l sums exactly the rounded P that the P·V product uses (the output is then a weighted mean of V rows whose
-    weights sum to 1; the lse keeps the exact sum, see the kernel). The ones are invariant under the key
-    permutation of PERMUTE_P. 16 is tl.dot's smallest N."""
-    return tl.dot(p8, ones.T, l_acc * alpha[:, None])
+    weights sum to 1). The ones are invariant under the key permutation of PERMUTE_P. 16 is tl.dot's smallest N.
+    Not with the lse output: its exact fp32 sum carried beside this one spilled (39-43 spill stores at the
+    168-register cap, offline), and the sum of the rounded P would make the lse inexact; the launcher runs
+    calls that return the lse with FADD row sums."""
+    # Each key block's sum starts from a fresh accumulator and is added to l in fp32 (``one`` is a runtime 1.0:
+    # it keeps Triton's combine pass from folding ``x + dot(a, b, 0)`` back into ``dot(a, b, x)``; the
+    # ``max_num_imprecise_acc`` route to the same sum made ptxas serialize every wgmma of the kernel again). The
+    # FP8 wgmma keeps about 14 bits of its running sum and truncates what it adds, and l,
+    # a sum of positive terms, grows to thousands of times each term. Accumulated on the tensor core across the
+    # whole sequence (H200, N(0,1) data) the output error grew with the key length: 3.2% at 2048 keys, 15% at
+    # 8192, 32% at 16384 (vs 2.4-2.7% with fp32 row sums; attention-nvidia-h200-20261203-081210.json).
+    return l_acc * alpha[:, None] + tl.dot(p8, ones.T) * one
 
 
 @triton.jit
@@ -171,7 +180,7 @@ def _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, start_n, V_TRANSPOSED
 
 @triton.jit
 def _kv_loop(
-    acc, l_i, l_x, m_i, q,
+    acc, l_i, m_i, q,
     k_desc, v_desc, ones,
     k_row0, kv_col, vt_row0, vt_col0,
     lo, hi,
@@ -180,11 +189,9 @@ def _kv_loop(
     MASKED: tl.constexpr, CAUSAL: tl.constexpr, V_TRANSPOSED: tl.constexpr,
     LOG2_P_SCALE: tl.constexpr, EXACT_P_ROUND: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
     PERMUTE_P: tl.constexpr, LAZY_RESCALE: tl.constexpr, ROW_SUM_MMA: tl.constexpr, POLY_EXP2: tl.constexpr,
-    LSE_SUM: tl.constexpr,
 ):
-    """Key blocks [lo, hi) (multiples of BLOCK_N) folded into (acc, l_i, l_x, m_i); masks applied iff MASKED.
-    ROW_SUM_MMA: l_i is a [BLOCK_M, 16] tile summed on the tensor core (:func:`_row_sum_mma`), and with LSE_SUM
-    l_x is the fp32 row sum of the unrounded P for the lse (otherwise l_x passes through untouched). POLY_EXP2
+    """Key blocks [lo, hi) (multiples of BLOCK_N) folded into (acc, l_i, m_i); masks applied iff MASKED.
+    ROW_SUM_MMA: l_i is a [BLOCK_M, 16] tile summed on the tensor core (:func:`_row_sum_mma`). POLY_EXP2
     (unmasked blocks): part of the exp2s on the FMA pipe (:func:`_exp2_mixed`).
     LAZY_RESCALE (unmasked blocks only): :func:`_softmax_exponents_lazy`'s rule, the acc rescale skipped by a
     program-uniform branch in the blocks where no row max grew by more than LAZY_TAU."""
@@ -213,11 +220,9 @@ def _kv_loop(
         p8 = _p_operand(p, EXACT_P_ROUND, PERMUTE_P, BLOCK_N)
         acc = _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, start_n, V_TRANSPOSED)
         if ROW_SUM_MMA:
-            l_i = _row_sum_mma(l_i, p8, alpha, ones)
-            if LSE_SUM:
-                l_x = l_x * alpha + tl.sum(p, 1)
+            l_i = _row_sum_mma(l_i, p8, alpha, ones, (seqlen_k >= 0).to(tl.float32))
         m_i = m_new
-    return acc, l_i, l_x, m_i
+    return acc, l_i, m_i
 
 
 @triton.jit
@@ -351,14 +356,14 @@ def attn_fwd_kernel(
         l_i = tl.zeros([BLOCK_M, 16], tl.float32)
     else:
         l_i = tl.zeros([BLOCK_M], tl.float32)
-    l_x = tl.zeros([BLOCK_M], tl.float32)  # ROW_SUM_MMA with WRITE_LSE: the exact fp32 row sum for the lse
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     ones = None
     if ROW_SUM_MMA:
         # Loaded once, before the loops: the compiler then copies the tile into shared memory once. A constant
         # tile (tl.full) is rematerialized inside the loop and stored to shared memory in every step (16 STS, a
         # fence and a CTA barrier per key block), and a load inside the loop is a third TMA per stage (sm_90 SASS:
-        # 489 instructions per key block against 421 this way and 491 without ROW_SUM_MMA).
+        # 489 instructions per key block against 421 this way and 491 without ROW_SUM_MMA; 428 with the fresh
+        # per-block sums of _row_sum_mma).
         ones = ones_desc.load([0, 0])
 
     # Key blocks: [0, n_full) need no mask; [n_full, n_end) are the causal diagonal and/or the ragged tail.
@@ -382,22 +387,20 @@ def attn_fwd_kernel(
             LAZY_RESCALE, POLY_EXP2,
         )
     else:
-        acc, l_i, l_x, m_i = _kv_loop(
-            acc, l_i, l_x, m_i, q, k_desc, v_desc, ones, k_row0, kv_col, vt_row0, vt_col0, 0, n_full,
+        acc, l_i, m_i = _kv_loop(
+            acc, l_i, m_i, q, k_desc, v_desc, ones, k_row0, kv_col, vt_row0, vt_col0, 0, n_full,
             offs_m, seqlen_q, seqlen_k, qk_scale,
             BLOCK_N, HEAD_DIM, False, CAUSAL, V_TRANSPOSED, LOG2_P_SCALE, EXACT_P_ROUND, WARP_SPECIALIZE, PERMUTE_P,
-            LAZY_RESCALE, ROW_SUM_MMA, POLY_EXP2, WRITE_LSE,
+            LAZY_RESCALE, ROW_SUM_MMA, POLY_EXP2,
         )
-    acc, l_i, l_x, m_i = _kv_loop(
-        acc, l_i, l_x, m_i, q, k_desc, v_desc, ones, k_row0, kv_col, vt_row0, vt_col0, n_full, n_end,
+    acc, l_i, m_i = _kv_loop(
+        acc, l_i, m_i, q, k_desc, v_desc, ones, k_row0, kv_col, vt_row0, vt_col0, n_full, n_end,
         offs_m, seqlen_q, seqlen_k, qk_scale,
         BLOCK_N, HEAD_DIM, True, CAUSAL, V_TRANSPOSED, LOG2_P_SCALE, EXACT_P_ROUND, False, PERMUTE_P, False,
-        ROW_SUM_MMA, 0, WRITE_LSE,
+        ROW_SUM_MMA, 0,
     )
     if ROW_SUM_MMA:
         l_i = tl.max(l_i, 1)  # the 16 columns are equal: max is exact where a sum of them would round
-    else:
-        l_x = l_i
 
     # Epilogue. l = 0 exactly for rows that saw no key (every p was exp2(-inf) = 0): output 0, lse -inf.
     empty = l_i == 0.0
@@ -424,9 +427,8 @@ def attn_fwd_kernel(
         o_out = o.to(out_ptr.dtype.element_ty)
     tl.store(out_ptr + out_offs, o_out, mask=row_ok[:, None])
     if WRITE_LSE:
-        # The lse is of the exact scores in every mode (l_x: the fp32 sum of the unrounded P); with ROW_SUM_MMA
-        # the output is normalized by the sum of the rounded P that P·V used (they differ by P's E4M3 rounding).
-        lse = tl.where(empty, float("-inf"), (m_i + tl.math.log2(tl.where(empty, 1.0, l_x)) - LOG2_P_SCALE) * LN2)
+        tl.static_assert(not ROW_SUM_MMA, "the lse needs the fp32 row sums: the launcher turns ROW_SUM_MMA off")
+        lse = tl.where(empty, float("-inf"), (m_i + tl.math.log2(l_safe) - LOG2_P_SCALE) * LN2)
         if VARLEN:
             total_q = tl.load(cu_seqlens_q_ptr + tl.num_programs(1) // num_heads_q)
             lse_offs = hq * total_q + q_start + offs_m
@@ -602,30 +604,35 @@ def codegen_specs() -> dict:
             add(f"attn_fwd_hd{d}_{tag}", d, causal, cfg,
                 desc=f"FP8 flash forward, D={d}, {tag}, Vᵀ via TMA, bf16 out (the default config)")
     cfg = default_config(128)
+    # The session-14 hd128 default (row sums by FADD): the base of the loop-variant specs measured against it.
+    fadd = cfg.evolve(row_sum_mma=False)
+    add("attn_fwd_hd128_full_fadd", 128, False, fadd,
+        desc="D=128 non-causal, default tiles, row sums by FADD (the default until session 15; bench variant fadd)")
+    add("attn_fwd_hd128_causal_fadd", 128, True, fadd, desc="D=128 causal, row sums by FADD (bench variant fadd)")
     add("attn_fwd_hd128_full_vonchip", 128, False, cfg.evolve(v_transposed=False),
         desc="D=128 non-causal, V as given (B,S,H,D), transposed on chip")
-    ov = cfg.evolve(overlap=2, block_n=64)
+    ov = fadd.evolve(overlap=2, block_n=64)
     add("attn_fwd_hd128_full_ov2bn64", 128, False, ov,
         desc="D=128 non-causal, 64x64 tiles, Q·K_{j+1}ᵀ in flight during block j's softmax (bench variant ov2bn64)")
     add("attn_fwd_hd128_causal_ov2bn64", 128, True, ov, desc="D=128 causal, bench variant ov2bn64")
     add("attn_fwd_hd128_full_ov2bn64px4", 128, False, ov.evolve(poly_exp2=4),
         desc="bench variant ov2bn64 with a quarter of the loop's exp2 on the FMA pipe (bench variant ov2bn64px4)")
-    add("attn_fwd_hd128_full_ov2nocap", 128, False, cfg.evolve(overlap=2, maxnreg=None),
+    add("attn_fwd_hd128_full_ov2nocap", 128, False, fadd.evolve(overlap=2, maxnreg=None),
         desc="D=128 non-causal, 64x128 tiles, overlapped loop, no register cap (bench variant ov2nocap)")
     add("attn_fwd_hd128_full_ov2s1lazy", 128, False,
-        cfg.evolve(overlap=2, num_stages=1, maxnreg=None, lazy_rescale=True),
+        fadd.evolve(overlap=2, num_stages=1, maxnreg=None, lazy_rescale=True),
         desc="D=128 non-causal, 64x128, overlapped loop, 1 stage, lazy rescaling of acc (bench variant ov2s1lazy)")
     # Lazy rescaling in the plain loop (bench variants lazy, lazy64, lazy256): the acc rescale is branched over.
-    add("attn_fwd_hd128_full_lazy", 128, False, cfg.evolve(lazy_rescale=True),
+    add("attn_fwd_hd128_full_lazy", 128, False, fadd.evolve(lazy_rescale=True),
         desc="D=128 non-causal, default tiles, plain loop with lazy rescaling of acc (bench variant lazy)")
-    add("attn_fwd_hd128_causal_lazy", 128, True, cfg.evolve(lazy_rescale=True),
+    add("attn_fwd_hd128_causal_lazy", 128, True, fadd.evolve(lazy_rescale=True),
         desc="D=128 causal, default tiles, plain loop with lazy rescaling of acc (bench variant lazy)")
     add("attn_fwd_hd64_full_lazy", 64, False, default_config(64).evolve(lazy_rescale=True),
         desc="D=64 non-causal, default tiles (r128), lazy rescaling (bench variant lazy64)")
     add("attn_fwd_hd256_full_lazy", 256, False, default_config(256).evolve(lazy_rescale=True),
         desc="D=256 non-causal, default 128x64 tiles, lazy rescaling (bench variant lazy256)")
-    add("attn_fwd_hd128_full_nocap", 128, False, cfg.evolve(maxnreg=None),
-        desc="D=128 non-causal, default tiles without the 168-register cap (bench variant nocap)")
+    add("attn_fwd_hd128_full_nocap", 128, False, fadd.evolve(maxnreg=None),
+        desc="D=128 non-causal, FADD row sums, default tiles without the 168-register cap")
     add("attn_fwd_hd64_full_ov2bn64", 64, False, default_config(64).evolve(overlap=2, block_n=64),
         desc="D=64 non-causal, 64x64 tiles, overlapped loop, r128 (bench variant ov2bn64)")
     add("attn_fwd_hd256_full_ov2", 256, False, default_config(256).evolve(overlap=2),
@@ -636,11 +643,8 @@ def codegen_specs() -> dict:
                      ("bm64w4bn32r168", dict(block_n=32, maxnreg=168))):
         add(f"attn_fwd_hd256_full_{key}", 256, False, default_config(256).evolve(block_m=64, num_warps=4, **over),
             desc=f"D=256 non-causal, bench variant {key}")
-    # Row sums on the tensor core (bench variants rsmma*): P times a block of E4M3 ones beside P·V.
-    add("attn_fwd_hd128_full_rsmma", 128, False, cfg.evolve(row_sum_mma=True),
-        desc="D=128 non-causal, default tiles, softmax row sums by wgmma (bench variant rsmma)")
-    add("attn_fwd_hd128_causal_rsmma", 128, True, cfg.evolve(row_sum_mma=True),
-        desc="D=128 causal, default tiles, softmax row sums by wgmma (bench variant rsmma)")
+    # Row sums on the tensor core (the hd128 default since session 15; bench variants rsmma*): P times a block of
+    # E4M3 ones beside P·V.
     add("attn_fwd_hd128_full_rsmmapx4", 128, False, cfg.evolve(row_sum_mma=True, poly_exp2=4),
         desc="D=128 non-causal, row sums by wgmma, a quarter of the unmasked loop's exp2 by polynomial "
              "(bench variant rsmmapx4)")
@@ -651,7 +655,7 @@ def codegen_specs() -> dict:
         desc="D=256 non-causal, the Triton kernel's default tiles (128x64), row sums by wgmma (bench variant rsmma256)")
     add("attn_fwd_hd64_full_rsmma", 64, False, default_config(64).evolve(row_sum_mma=True),
         desc="D=64 non-causal, default tiles, softmax row sums by wgmma (bench variant rsmma64)")
-    add("attn_fwd_hd128_varlen_causal_lse", 128, True, cfg, varlen=True, lse=True,
+    add("attn_fwd_hd128_varlen_causal_lse", 128, True, fadd, varlen=True, lse=True,
         desc="D=128 varlen causal, lse written")
     add("attn_fwd_hd128_full_e4m3out", 128, False, cfg, out="e4m3", desc="D=128 non-causal, E4M3 output")
     from tritonfp8.attention import quant_kernel_name

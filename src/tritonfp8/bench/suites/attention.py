@@ -45,7 +45,9 @@ VARLEN_HEADS, VARLEN_D, VARLEN_N, VARLEN_RANGE = 16, 128, 16, (512, 8192)
 
 # The Triton kernel's options that AttnConfig(kernel="glws") does not take, reset for its variants.
 _GLWS = dict(kernel="glws", block_m=128, block_n=128, maxnreg=None, permute_p=False, lazy_rescale=False,
-             poly_exp2=0, overlap=0)
+             poly_exp2=0, overlap=0, row_sum_mma=False)
+# The overlapped loop takes no row_sum_mma (the hd128 default since session 15): its variants keep FADD row sums.
+_OV = dict(overlap=2, row_sum_mma=False)
 
 # Kernel-only variants selectable with --variants (the default config is always timed as ours_kernel):
 # name -> (AttnConfig overrides, head dims it applies to (None: all)).
@@ -71,22 +73,22 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     # The ov* variants run AttnConfig(overlap=2): Q·K_{j+1}ᵀ in flight during block j's exp2, wgmmas not serialized.
     # ov2bn64: 64 x 64 tiles, 156 registers (3 CTAs/SM under the 168 cap), 57 KB shared, 33 MUFU.EX2 under a wgmma.
     # hd64 (r128, 4 CTAs/SM): 123 registers, 29 KB, wgmmas not serialized (the default's 12 QGMMA all wait).
-    "ov2bn64": (dict(overlap=2, block_n=64), (64, 128)),
-    "ov2bn64s3": (dict(overlap=2, block_n=64, num_stages=3), (128,)),  # 155 registers, 74 KB: still 3 CTAs/SM
+    "ov2bn64": (dict(**_OV, block_n=64), (64, 128)),
+    "ov2bn64s3": (dict(**_OV, block_n=64, num_stages=3), (128,)),  # 155 registers, 74 KB: still 3 CTAs/SM
     # px4 / px2: a quarter / half of the loop's exp2 by a cubic on the FMA pipe (MUFU.EX2 per thread and 64 x 64
     # block 32 -> 24 / 16; 160 registers, no spills, no extra shuffles): the SFU's exp2 rate equals the tensor core's.
-    "ov2bn64px4": (dict(overlap=2, block_n=64, poly_exp2=4), (128,)),
-    "ov2bn64s3px4": (dict(overlap=2, block_n=64, num_stages=3, poly_exp2=4), (128,)),
-    "ov2bn64px2": (dict(overlap=2, block_n=64, poly_exp2=2), (128,)),
-    "ov2nocappx4": (dict(overlap=2, maxnreg=None, poly_exp2=4), (128,)),  # 238 registers, 2 CTAs/SM
+    "ov2bn64px4": (dict(**_OV, block_n=64, poly_exp2=4), (128,)),
+    "ov2bn64s3px4": (dict(**_OV, block_n=64, num_stages=3, poly_exp2=4), (128,)),
+    "ov2bn64px2": (dict(**_OV, block_n=64, poly_exp2=2), (128,)),
+    "ov2nocappx4": (dict(**_OV, maxnreg=None, poly_exp2=4), (128,)),  # 238 registers, 2 CTAs/SM
     # ov2nocap: 64 x 128 tiles, no register cap: 225 registers, 107 KB shared -> 2 CTAs/SM, 65 MUFU.EX2 under a wgmma.
-    "ov2nocap": (dict(overlap=2, maxnreg=None), (128,)),
+    "ov2nocap": (dict(**_OV, maxnreg=None), (128,)),
     # The default tiles without the register cap: 205 registers (2 CTAs/SM), wgmma not serialized (4 waits / 16).
     "nocap": (dict(maxnreg=None), (128,)),
     # 64 x 128, overlap, one K/Vᵀ buffer (33 KB), 220 registers; lazy: rescale acc (64 FMUL per thread and block)
     # only when a row max grew by more than 0.75 (log2 units), 223 registers.
-    "ov2s1": (dict(overlap=2, num_stages=1, maxnreg=None), (128,)),
-    "ov2s1lazy": (dict(overlap=2, num_stages=1, maxnreg=None, lazy_rescale=True), (128,)),
+    "ov2s1": (dict(**_OV, num_stages=1, maxnreg=None), (128,)),
+    "ov2s1lazy": (dict(**_OV, num_stages=1, maxnreg=None, lazy_rescale=True), (128,)),
     # hd256 (128 x 64, 8 warps, 1 CTA/SM like the default): 227 registers, 160 KB (s3) / 128 KB (s2), 33 MUFU.EX2
     # per thread and block under the next Q·Kᵀ.
     # hd256 with 64-row, one-warpgroup tiles (offline sm_90: bm64w4 = 64 x 64 s3, 223 registers, 113 KB shared:
@@ -95,8 +97,8 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "bm64w4s2": (dict(block_m=64, num_warps=4, num_stages=2), (256,)),
     "bm64w4bn32": (dict(block_m=64, num_warps=4, block_n=32), (256,)),
     "bm64w4bn32r168": (dict(block_m=64, num_warps=4, block_n=32, maxnreg=168), (256,)),
-    "ov2": (dict(overlap=2), (256,)),
-    "ov2s2": (dict(overlap=2, num_stages=2), (256,)),
+    "ov2": (dict(**_OV), (256,)),
+    "ov2s2": (dict(**_OV, num_stages=2), (256,)),
     # Lazy rescaling in the plain loop on the default tiles: acc *= alpha only in blocks where some row max grew by
     # more than 0.75 (log2 units); the decision is a cross-warp max (2 BAR.SYNC, one more per block than the
     # default) and a uniform branch over exactly the acc FMULs. Offline sm_90, unmasked loop per block and thread
@@ -108,13 +110,17 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     # first: hd128 expected -2.4% loop instructions at S 8192, +1.8% at S 2048; hd64 at best break-even.
     # Row sums on the tensor core (AttnConfig(row_sum_mma=True)): l from a wgmma of the E4M3 P with a block of
     # ones instead of 64 FADD per thread and block. Offline sm_90 (hd128, default tiles), unmasked loop per block
-    # and thread: 421 instructions vs 491, 162 registers (cap 168), no spills, 76800 bytes of shared memory (three
+    # and thread: 428 instructions vs 491, 156 registers (cap 168), no spills, 76800 bytes of shared memory (three
     # CTAs per SM exactly fill the 228 KB), and the wgmma chains no longer serialized (6 waited vs 16). px4: a
-    # quarter of the exp2s by the FMA-pipe cubic on top (534 instructions, 50 MUFU.EX2 instead of 66).
+    # quarter of the exp2s by the FMA-pipe cubic on top (50 MUFU.EX2 instead of 66). Session 15 call 1 ran a first
+    # form that summed on the tensor core across the whole sequence: output error 3% / 15% / 32% at 2048 / 8192 /
+    # 16384 keys (FP8 wgmma accumulation truncates); each block's sum is now fresh and added in fp32.
     "rsmma": (dict(row_sum_mma=True), (128,)),
+    # the hd128 default until session 15: row sums by FADD
+    "fadd": (dict(row_sum_mma=False), (128,)),
     "rsmmapx4": (dict(row_sum_mma=True, poly_exp2=4), (128,)),
     # an eighth by the cubic: with the FADDs gone MUFU.EX2 is the busiest unit per block (66 x 8 issue clocks per
-    # warp against 421 instructions), and about a tenth of the exp2s on the FMA pipe balances the two.
+    # warp against 428 instructions), and about a tenth of the exp2s on the FMA pipe balances the two.
     "rsmmapx8": (dict(row_sum_mma=True, poly_exp2=8), (128,)),
     # the Triton kernel at hd256 (128 x 64 tiles) with the row sums on the tensor core: 381 vs 404 instructions
     "rsmma256": (dict(row_sum_mma=True), (256,)),
