@@ -262,22 +262,30 @@ def test_lazy_rescale_obeys_the_rule(overlap, causal, device):
         assert differs, "lazy rescaling never changed P: the lazy path did not run"
 
 
+def _checked_with_lse(cfg, causal, batch, gen, device):
+    """E4M3 inputs (per-head descales, GQA 2:1, 48 queries, 150 keys: several key blocks and a ragged tail), one
+    call with the lse, output and lse checked against the reference; returns the inputs, the call's keywords
+    (without the lse) and the output."""
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((batch, 48, 2, 64), (batch, 150, 1, 64), 1, batch, True, gen, device)
+    kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
+    out, lse = attention(q8, k8, v8, config=cfg, return_lse=True, **kw)
+    ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
+    check_out(out, ref, attention_torch(q8, k8, v8, p_fp8=True, **kw))
+    check_lse(lse, lse_ref, 64, 150, score_bound(q8, k8, qd, kd, 1 / math.sqrt(64)))
+    return (q8, k8, v8), kw, out
+
+
 @pytest.mark.parametrize("poly", [2, 4, 8], ids=["half", "quarter", "eighth"])
 @pytest.mark.parametrize("overlap", [0, 2], ids=["plain", "lookahead"])
 def test_polynomial_exp2_obeys_the_rule(poly, overlap, device):
-    """``AttnConfig(overlap=0|2, poly_exp2=2|4)``: half / a quarter of the unmasked loop's exp2 by the FMA-pipe cubic
-    (relative error < 7.5e-5, against E4M3's 2^-4 step for P; l and lse move by at most that much, well inside the
-    lse tolerance). A sequence long enough for several unmasked blocks, causal and not, with the ragged tail."""
+    """``AttnConfig(overlap=0|2, poly_exp2=2|4|8)``: half / a quarter / an eighth of the unmasked loop's exp2 by the
+    FMA-pipe cubic (relative error < 7.5e-5, against E4M3's 2^-4 step for P; l and lse move by at most that much,
+    well inside the lse tolerance), causal and not."""
     gen = torch.Generator().manual_seed(43)
     cfg = AttnConfig(block_m=32, block_n=max(32, 8 * poly), num_warps=4, num_stages=1, overlap=overlap,
                      poly_exp2=poly)
     for causal in (False, True):
-        (q8, k8, v8), (qd, kd, vd) = fp8_inputs((1, 48, 2, 64), (1, 150, 1, 64), 1, 1, True, gen, device)
-        kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
-        out, lse = attention(q8, k8, v8, config=cfg, return_lse=True, **kw)
-        ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
-        check_out(out, ref, attention_torch(q8, k8, v8, p_fp8=True, **kw))
-        check_lse(lse, lse_ref, 64, 150, score_bound(q8, k8, qd, kd, 1 / math.sqrt(64)))
+        _checked_with_lse(cfg, causal, 1, gen, device)
 
 
 def test_row_sums_on_the_tensor_core(device):
@@ -289,16 +297,11 @@ def test_row_sums_on_the_tensor_core(device):
     base = AttnConfig(block_m=32, block_n=32, num_warps=4, num_stages=1)
     cfg = base.evolve(row_sum_mma=True)
     for causal in (False, True):
-        (q8, k8, v8), (qd, kd, vd) = fp8_inputs((2, 48, 2, 64), (2, 150, 1, 64), 1, 2, True, gen, device)
-        kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
-        out, lse = attention(q8, k8, v8, config=cfg, return_lse=True, **kw)
-        ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
-        check_out(out, ref, attention_torch(q8, k8, v8, p_fp8=True, **kw))
-        check_lse(lse, lse_ref, 64, 150, score_bound(q8, k8, qd, kd, 1 / math.sqrt(64)))
+        (q8, k8, v8), kw, out = _checked_with_lse(cfg, causal, 2, gen, device)
         out_plain = attention(q8, k8, v8, config=base, **kw)
         assert torch.equal(out, out_plain), "with the lse the row sums are the FADD ones"
         out = attention(q8, k8, v8, config=cfg, **kw)
-        check_out(out, ref, attention_torch(q8, k8, v8, p_fp8=True, **kw))
+        check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))
         assert not torch.equal(out, out_plain), "row_sum_mma changed nothing: the option did not reach the kernel"
     lq, lk = [33, 70, 5], [90, 0, 64]
     (q8, k8, v8), (qd, kd, vd) = fp8_inputs((sum(lq), 2, 64), (sum(lk), 1, 64), 1, len(lq), True, gen, device)
