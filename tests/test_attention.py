@@ -323,6 +323,8 @@ def test_overlap_config_is_validated():
         AttnConfig(block_n=32, poly_exp2=8)
     with pytest.raises(ValueError, match="row_sum_mma"):
         AttnConfig(row_sum_mma=True, overlap=2)
+    with pytest.raises(ValueError, match="row_sum_mma"):
+        AttnConfig(row_sum_mma=True, kernel="glws")
 
 
 def _cu(lens, device):

@@ -181,9 +181,9 @@ class AttnConfig:
     compute 1/poly_exp2 of the exp2s in the unmasked key loop with a cubic on the FMA pipe instead of
     MUFU.EX2 (the SFU's exp2 throughput equals the FP8 tensor core's work per block at hd128). ``row_sum_mma``
     (plain loop only): the softmax row sums l come from a wgmma of the E4M3 P with a block of ones
-    (``_kernels.attention._row_sum_mma``; in the Gluon kernel ``attention_gluon._row_sums``, any form) instead of
-    BLOCK_N / 2 FADD per thread and block on the FMA pipe; the output is then normalized by the sum of the
-    E4M3-rounded P that P·V used. Calls that return the lse run with FADD row sums (the lse stays exact in fp32).
+    (``_kernels.attention._row_sum_mma``) instead of BLOCK_N / 2 FADD per thread and block on the FMA pipe; the
+    output is then normalized by the sum of the E4M3-rounded P that P·V used. Calls that return the lse run
+    with FADD row sums (the lse stays exact in fp32).
 
     ``kernel="glws"`` runs the warp-specialized Gluon forward (``_kernels/attention_gluon.py``: a TMA loader warp
     and two consumer warp groups of 64 query rows; sm_90, dense or varlen, bf16 / fp16 / E4M3 output, compiled
@@ -225,9 +225,9 @@ class AttnConfig:
             raise ValueError(f"AttnConfig: p_carry must be 0 or 1, got {self.p_carry!r}")
         if self.kernel == "triton" and (self.p_carry or self.pingpong):
             raise ValueError("AttnConfig: p_carry and pingpong are options of kernel='glws'")
-        if self.row_sum_mma and self.kernel == "triton" and self.overlap:
-            raise ValueError("AttnConfig: row_sum_mma is an option of the Triton kernel's plain loop (overlap=0) and "
-                             f"of kernel='glws', got kernel='triton', overlap={self.overlap}")
+        if self.row_sum_mma and (self.kernel != "triton" or self.overlap):
+            raise ValueError("AttnConfig: row_sum_mma is an option of the Triton kernel's plain loop (kernel='triton', "
+                             f"overlap=0), got kernel={self.kernel!r}, overlap={self.overlap}")
         if self.kernel == "glws":
             if self.block_m != 128 or self.block_n not in (64, 128) or not self.v_transposed:
                 raise ValueError("AttnConfig: kernel='glws' takes block_m=128, block_n 64 or 128 and "
@@ -737,9 +737,8 @@ def _check_config_for(cfg: AttnConfig, prob: _Problem, device: torch.device, out
 # overlapped loop with fp32 P carried, 3 stages. H200, B4 H8 S8192, interleaved with the Triton kernel's
 # default in the same runs: dense 929 vs 862 TFLOPS (five rounds, every one faster: 2.27-2.47 vs 2.51-2.57 ms;
 # attention-nvidia-h200-20261202-044221.json) and 904 vs 847 (042400.json); causal 839 vs 813 and 849 vs 812.
-# Session 15: with the row sums on the tensor core (row_sum_mma; measured in docs/attention.md).
 GLWS_DEFAULTS = {256: AttnConfig(kernel="glws", block_m=128, block_n=64, num_warps=8, num_stages=3, overlap=2,
-                                 p_carry=1, permute_p=False, row_sum_mma=True)}
+                                 p_carry=1, permute_p=False)}
 
 
 def _default_config_for(device: torch.device, d: int) -> AttnConfig:
@@ -1024,7 +1023,7 @@ def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_c
                                cu_q=cu_q if prob.varlen else None, cu_k=cu_k,
                                vt_cols=vt_cols, max_seqlen_q=prob.seqlen_q,
                                out_scale=None if out_scale is None else out_scale.reshape(-1).contiguous(),
-                               fast_launch=_FAST_FWD.on, row_sum_mma=cfg.row_sum_mma)
+                               fast_launch=_FAST_FWD.on)
         return
 
     from tritonfp8._kernels.attention import attn_fwd_kernel

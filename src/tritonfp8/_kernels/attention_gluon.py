@@ -23,12 +23,10 @@ P_CARRY (how P crosses into the next step: 0 the E4M3 A operand, 1 fp32). Measur
 why: an E4M3 operand carried across the loop's back edge is repacked byte by byte at the next P·V (136 PRMT +
 64 LOP3 per block and thread: a 682-instruction loop body against the serial 476); carrying fp32 P (P_CARRY 1)
 gives 517 with the same 66 MUFU.EX2 under P·V; measured in session 10: 743 vs the serial 823 (0.90x). The row sums
-on the tensor core (L_BY_MMA, ``AttnConfig(row_sum_mma=True)``: P times a block of E4M3 ones beside P·V; offline
-476 -> 415 instructions in the serial loop, 410 -> 384 in the hd256 default's) gave wrong sums on the H200 in
-session 10 and were removed; session 15 found why with the Triton kernel's same option: the sums were carried in
-the wgmma accumulator across the sequence, and the FP8 wgmma keeps ~14 bits of its running sum and truncates each
-addend (errors of 15% / 32% at 8192 / 16384 keys there). Re-added with a fresh accumulator per key block, added
-to l in fp32 (:func:`_row_sums`).
+on the tensor core (P times a block of E4M3 ones beside P·V; offline 476 -> 415 instructions in the serial loop)
+gave wrong sums on the H200 in every multi-key case although a register-A N = 8 / 16 wgmma alone computes exact
+products (tests/test_attention_gluon.py::test_wgmma_small_n_register_a): removed, cause not found (commit acd18eb
+has it as L_BY_MMA).
 
 Dense or varlen, descales per tensor or per (batch, KV head), bf16 / fp16 / E4M3 output stored by pointers
 (rows >= Sq masked). CAUSAL
@@ -85,9 +83,8 @@ def _loader(q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty
 @gluon.jit
 def _softmax(sc, m_i, l_i, cols0, qk_scale, Sk, row0, off, s_layout: gl.constexpr, p_layout: gl.constexpr,
              BLOCK_N: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr, PERMUTE_P: gl.constexpr,
-             CAUSAL: gl.constexpr, L_BY_MMA: gl.constexpr = False):
-    """Online-softmax update of one key block's scores: (m_new, l_new, alpha, P in fp32 times P_SCALE); with
-    L_BY_MMA l is returned as is (its sums come from :func:`_row_sums`).
+             CAUSAL: gl.constexpr):
+    """Online-softmax update of one key block's scores: (m_new, l_new, alpha, P in fp32 times P_SCALE).
 
     MASK (blocks past the last full one, and with CAUSAL those crossing the diagonal): keys >= Sk (the next
     sequence's rows, or TMA's zero fill) and, causal bottom-right, keys > row + off (off = Sk - Sq) are
@@ -107,21 +104,8 @@ def _softmax(sc, m_i, l_i, cols0, qk_scale, Sk, row0, off, s_layout: gl.constexp
         m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
     p = gl.exp2(sc * qk_scale - (m_use - LOG2_P_SCALE)[:, None])  # P_SCALE * exp2(s - m), in [0, P_SCALE]
     alpha = gl.exp2(m_i - m_use)  # m_i = -inf on a row's first visible block: alpha = 0
-    if not L_BY_MMA:
-        l_i = l_i * alpha + gl.sum(p, 1)
+    l_i = l_i * alpha + gl.sum(p, 1)
     return m_new, l_i, alpha, p
-
-
-@gluon.jit
-def _row_sums(p8, ones, l_layout: gl.constexpr):
-    """L_BY_MMA: the row sums of the E4M3 P (the A operand of P·V) as a wgmma with a BLOCK_N x 8 block of E4M3
-    ones, issued async beside P·V, into a fresh [64, 8] accumulator (every column the row's sum). Fresh per key
-    block and added to l in fp32 by the caller: the FP8 wgmma keeps about 14 bits of its running sum and
-    truncates each addend, so l accumulated on the tensor core across the sequence drifts (the Triton kernel's
-    first form: 15% / 32% output error at 8192 / 16384 keys; this kernel's first form, removed in session 10 as
-    "wrong sums", carried l in the wgmma accumulator the same way)."""
-    return warpgroup_mma(p8, ones.permute((1, 0)), gl.zeros([64, 8], gl.float32, l_layout), use_acc=False,
-                         is_async=True)
 
 
 @gluon.jit
@@ -144,25 +128,19 @@ def _scores(j, q_half, k_ring, ready, s_layout: gl.constexpr, BLOCK_N: gl.conste
 
 
 @gluon.jit
-def _step(j, q_half, k_ring, v_ring, ready, empty, ones, m_i, l_i, acc, qk_scale, Sk, row0, off,
-          s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr, l_layout: gl.constexpr,
+def _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, row0, off,
+          s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr,
           BLOCK_N: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr,
-          PERMUTE_P: gl.constexpr, CAUSAL: gl.constexpr, L_BY_MMA: gl.constexpr):
-    """One key block, serial: S_j, its softmax, then P_j·V_j (the other warp group's work is the only overlap).
-    L_BY_MMA: ``l_i`` is the [64, 8] fp32 row-sum tile (:func:`_row_sums`)."""
+          PERMUTE_P: gl.constexpr, CAUSAL: gl.constexpr):
+    """One key block, serial: S_j, its softmax, then P_j·V_j (the other warp group's work is the only overlap)."""
     s = j % STAGES
     sc = warpgroup_mma_wait(num_outstanding=0, deps=(_scores(j, q_half, k_ring, ready, s_layout, BLOCK_N, STAGES),))
     m_new, l_i, alpha, p = _softmax(sc, m_i, l_i, j * BLOCK_N, qk_scale, Sk, row0, off, s_layout, p_layout,
-                                    BLOCK_N, LOG2_P_SCALE, MASK, PERMUTE_P, CAUSAL, L_BY_MMA)
+                                    BLOCK_N, LOG2_P_SCALE, MASK, PERMUTE_P, CAUSAL)
     acc = acc * gl.convert_layout(alpha, o_row_layout)[:, None]
     p8 = _p_operand(p, p_layout, BLOCK_N, PERMUTE_P)
     acc = warpgroup_mma(p8, v_ring.index(s).permute((1, 0)), acc, is_async=True)
-    if L_BY_MMA:
-        ls = _row_sums(p8, ones, l_layout)
-        acc, ls = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ls))
-        l_i = l_i * gl.convert_layout(alpha, gl.SliceLayout(1, l_layout))[:, None] + ls
-    else:
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
     mbarrier.arrive(empty.index(s), count=1)
     return m_new, l_i, acc
 
@@ -203,12 +181,11 @@ def _give_turn(turn, HALF: gl.constexpr, PINGPONG: gl.constexpr):
 
 
 @gluon.jit
-def _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, ones, m_i, l_i, acc, p8, qk_scale, Sk, row0,
+def _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, p8, qk_scale, Sk, row0,
                   off, n_blocks, s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr,
-                  l_layout: gl.constexpr,
                   BLOCK_N: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr,
                   PERMUTE_P: gl.constexpr, HALF: gl.constexpr, PINGPONG: gl.constexpr, P_CARRY: gl.constexpr,
-                  CAUSAL: gl.constexpr, L_BY_MMA: gl.constexpr):
+                  CAUSAL: gl.constexpr):
     """Key block j, software-pipelined in the warp group (FlashAttention-3's intra-warpgroup overlap): issue S_j,
     then P_{j-1}·V_{j-1} (``p8`` = P_{j-1}); wait for S_j alone (wgmma groups retire in order), and run block j's
     softmax while the tensor core still computes P_{j-1}·V_{j-1}; then wait for it, release its slot and rescale
@@ -219,41 +196,30 @@ def _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, ones, m_i, l_i,
     the next block's data (an mbarrier spin loop, a basic-block boundary) now sits between the two; it is needed
     next anyway. (2) A product in flight across the loop's back edge (waiting for it in the next iteration)
     made ptxas serialize every wgmma of the function (C7512, "insufficient register resources"); here each
-    iteration retires its own.
-    L_BY_MMA: the row sums of P_{j-1} are issued with its P·V; ``l_i`` (the [64, 8] tile) then holds, like O,
-    blocks <= j-1 under m_j."""
+    iteration retires its own."""
     prev = (j - 1) % STAGES
     _take_turn(turn, j, HALF, PINGPONG)
     sc = _scores(j, q_half, k_ring, ready, s_layout, BLOCK_N, STAGES)
     pa = _from_carry(p8, p_layout, BLOCK_N, PERMUTE_P, P_CARRY)
     acc = warpgroup_mma(pa, v_ring.index(prev).permute((1, 0)), acc, is_async=True)
-    ls = None
-    if L_BY_MMA:
-        ls = _row_sums(pa, ones, l_layout)
     _give_turn(turn, HALF, PINGPONG)
-    sc = warpgroup_mma_wait(num_outstanding=2 if L_BY_MMA else 1, deps=(sc,))
+    sc = warpgroup_mma_wait(num_outstanding=1, deps=(sc,))
     m_new, l_i, alpha, p = _softmax(sc, m_i, l_i, j * BLOCK_N, qk_scale, Sk, row0, off, s_layout, p_layout, BLOCK_N,
-                                    LOG2_P_SCALE, MASK, PERMUTE_P, CAUSAL, L_BY_MMA)
+                                    LOG2_P_SCALE, MASK, PERMUTE_P, CAUSAL)
     p8 = _to_carry(p, p_layout, BLOCK_N, PERMUTE_P, P_CARRY)
     nxt = j + 1
     mbarrier.wait(ready.index(nxt % STAGES), (nxt // STAGES) & 1, pred=nxt < n_blocks)
-    if L_BY_MMA:
-        acc, ls = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ls))
-        l_i = (l_i + ls) * gl.convert_layout(alpha, gl.SliceLayout(1, l_layout))[:, None]
-    else:
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
     mbarrier.arrive(empty.index(prev), count=1)
     acc = acc * gl.convert_layout(alpha, o_row_layout)[:, None]
     return m_new, l_i, acc, p8
 
 
 @gluon.jit
-def _overlapped(q_half, k_ring, v_ring, ready, empty, turn, ones, m_i, l_i, acc, qk_scale, Sk, row0, off, n_unm,
+def _overlapped(q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, qk_scale, Sk, row0, off, n_unm,
                 n_blocks, s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr,
-                l_layout: gl.constexpr,
                 BLOCK_N: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr,
-                HALF: gl.constexpr, PINGPONG: gl.constexpr, P_CARRY: gl.constexpr, CAUSAL: gl.constexpr,
-                L_BY_MMA: gl.constexpr):
+                HALF: gl.constexpr, PINGPONG: gl.constexpr, P_CARRY: gl.constexpr, CAUSAL: gl.constexpr):
     """The overlapped loop over a program's n_blocks >= 1 key blocks (see :func:`_overlap_step`): block 0 alone
     (masked: it may be the tail or cross the diagonal), blocks 1 .. n_unm-1 unmasked, the rest masked, then the
     last P·V."""
@@ -262,48 +228,41 @@ def _overlapped(q_half, k_ring, v_ring, ready, empty, turn, ones, m_i, l_i, acc,
     _give_turn(turn, HALF, PINGPONG)
     sc = warpgroup_mma_wait(num_outstanding=0, deps=(sc,))
     m_i, l_i, alpha, p = _softmax(sc, m_i, l_i, 0, qk_scale, Sk, row0, off, s_layout, p_layout, BLOCK_N,
-                                  LOG2_P_SCALE, True, PERMUTE_P, CAUSAL, L_BY_MMA)
+                                  LOG2_P_SCALE, True, PERMUTE_P, CAUSAL)
     p8 = _to_carry(p, p_layout, BLOCK_N, PERMUTE_P, P_CARRY)
     for j in range(1, n_unm):
-        m_i, l_i, acc, p8 = _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, ones, m_i, l_i, acc, p8,
+        m_i, l_i, acc, p8 = _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, p8,
                                           qk_scale, Sk, row0, off, n_blocks, s_layout, p_layout,
-                                          o_row_layout, l_layout, BLOCK_N, STAGES, LOG2_P_SCALE, False,
-                                          PERMUTE_P, HALF, PINGPONG, P_CARRY, CAUSAL, L_BY_MMA)
+                                          o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, False, PERMUTE_P,
+                                          HALF, PINGPONG, P_CARRY, CAUSAL)
     if CAUSAL:  # the blocks crossing the diagonal (and the tail)
         for j in range(gl.maximum(n_unm, 1), n_blocks):
-            m_i, l_i, acc, p8 = _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, ones, m_i, l_i, acc,
+            m_i, l_i, acc, p8 = _overlap_step(j, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc,
                                               p8, qk_scale, Sk, row0, off, n_blocks, s_layout, p_layout,
-                                              o_row_layout, l_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True,
-                                              PERMUTE_P, HALF, PINGPONG, P_CARRY, CAUSAL, L_BY_MMA)
+                                              o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True, PERMUTE_P,
+                                              HALF, PINGPONG, P_CARRY, CAUSAL)
     elif (n_unm >= 1) & (n_blocks > n_unm):  # the tail alone
-        m_i, l_i, acc, p8 = _overlap_step(n_unm, q_half, k_ring, v_ring, ready, empty, turn, ones, m_i, l_i, acc,
+        m_i, l_i, acc, p8 = _overlap_step(n_unm, q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc,
                                           p8, qk_scale, Sk, row0, off, n_blocks, s_layout, p_layout,
-                                          o_row_layout, l_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True,
-                                          PERMUTE_P, HALF, PINGPONG, P_CARRY, CAUSAL, L_BY_MMA)
+                                          o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True, PERMUTE_P,
+                                          HALF, PINGPONG, P_CARRY, CAUSAL)
     last = (n_blocks - 1) % STAGES
     _take_turn(turn, n_blocks, HALF, PINGPONG)
     pa = _from_carry(p8, p_layout, BLOCK_N, PERMUTE_P, P_CARRY)
     acc = warpgroup_mma(pa, v_ring.index(last).permute((1, 0)), acc, is_async=True)
-    ls = None
-    if L_BY_MMA:
-        ls = _row_sums(pa, ones, l_layout)
     _give_turn(turn, HALF, PINGPONG)
-    if L_BY_MMA:
-        acc, ls = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ls))
-        l_i = l_i + ls
-    else:
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
     mbarrier.arrive(empty.index(last), count=1)
     return m_i, l_i, acc
 
 
 @gluon.jit
-def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, ones, out, lse_ptr, qk_scale,
+def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, lse_ptr, qk_scale,
               o_scale,
               q_first, Sq, Sk, out_row0, out_col, stride_out, lse_row0, n_blocks, BLOCK_N: gl.constexpr,
               HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr,
               OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, P_CARRY: gl.constexpr, CAUSAL: gl.constexpr,
-              RETURN_LSE: gl.constexpr, L_BY_MMA: gl.constexpr):
+              RETURN_LSE: gl.constexpr):
     """Consumer (one warp group): query rows HALF*64 .. HALF*64+63 of the program's block. Both groups take the
     program's ``n_blocks`` key blocks (each slot is released by both); which of them need masks is per group:
     blocks below ``n_unm`` are whole (all keys < Sk and, causal, <= the group's first row + off)."""
@@ -315,15 +274,11 @@ def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, t
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=4)
     row_layout: gl.constexpr = gl.SliceLayout(1, s_layout)
     o_row_layout: gl.constexpr = gl.SliceLayout(1, o_layout)
-    l_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 8, 32])
 
     mbarrier.wait(q_bar, 0)
     q_half = q_smem.slice(HALF * WG_M, WG_M, dim=0)
     m_i = gl.full([WG_M], float("-inf"), gl.float32, row_layout)
-    if L_BY_MMA:
-        l_i = gl.zeros([WG_M, 8], gl.float32, l_layout)  # the row sums from _row_sums, in every column
-    else:
-        l_i = gl.zeros([WG_M], gl.float32, row_layout)
+    l_i = gl.zeros([WG_M], gl.float32, row_layout)
     acc = gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout)
     row0 = q_first + HALF * WG_M
     off = Sk - Sq
@@ -332,26 +287,24 @@ def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, t
         n_unm = gl.minimum(n_unm, gl.maximum(row0 + off + 1, 0) // BLOCK_N)
     if OVERLAP:
         # n_blocks >= 1: a program with no key block to read returned before the partitions started
-        m_i, l_i, acc = _overlapped(q_half, k_ring, v_ring, ready, empty, turn, ones, m_i, l_i, acc, qk_scale, Sk,
-                                    row0, off, n_unm, n_blocks, s_layout, p_layout, o_row_layout, l_layout, BLOCK_N,
-                                    STAGES, LOG2_P_SCALE, PERMUTE_P, HALF, PINGPONG, P_CARRY, CAUSAL, L_BY_MMA)
+        m_i, l_i, acc = _overlapped(q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, qk_scale, Sk,
+                                    row0, off, n_unm, n_blocks, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES,
+                                    LOG2_P_SCALE, PERMUTE_P, HALF, PINGPONG, P_CARRY, CAUSAL)
     else:
         for j in range(0, n_unm):
-            m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ready, empty, ones, m_i, l_i, acc, qk_scale, Sk, row0,
-                                  off, s_layout, p_layout, o_row_layout, l_layout, BLOCK_N, STAGES, LOG2_P_SCALE,
-                                  False, PERMUTE_P, CAUSAL, L_BY_MMA)
+            m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, row0, off,
+                                  s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, False, PERMUTE_P,
+                                  CAUSAL)
         if CAUSAL:
             for j in range(n_unm, n_blocks):
-                m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ready, empty, ones, m_i, l_i, acc, qk_scale, Sk,
-                                      row0, off, s_layout, p_layout, o_row_layout, l_layout, BLOCK_N, STAGES,
-                                      LOG2_P_SCALE, True, PERMUTE_P, CAUSAL, L_BY_MMA)
+                m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, row0,
+                                      off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True,
+                                      PERMUTE_P, CAUSAL)
         elif n_blocks > n_unm:
-            m_i, l_i, acc = _step(n_unm, q_half, k_ring, v_ring, ready, empty, ones, m_i, l_i, acc, qk_scale, Sk,
-                                  row0, off, s_layout, p_layout, o_row_layout, l_layout, BLOCK_N, STAGES,
-                                  LOG2_P_SCALE, True, PERMUTE_P, CAUSAL, L_BY_MMA)
-    if L_BY_MMA:
-        gl.static_assert(not RETURN_LSE, "the lse needs the fp32 row sums: the launcher turns L_BY_MMA off")
-        l_i = gl.convert_layout(gl.max(l_i, 1), row_layout)  # the 8 columns are equal: max is exact
+            m_i, l_i, acc = _step(n_unm, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, row0,
+                                  off,
+                                  s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True, PERMUTE_P,
+                                  CAUSAL)
 
     # O = acc / l (P_SCALE cancels) * v_descale; a row that saw no key has l = 0 and writes 0.
     l_o = gl.convert_layout(l_i, o_row_layout)
@@ -395,7 +348,7 @@ def attn_fwd_glws_kernel(
     PINGPONG: gl.constexpr, P_CARRY: gl.constexpr, CAUSAL: gl.constexpr, RETURN_LSE: gl.constexpr,
     DESCALE_PER_HEAD: gl.constexpr, VARLEN: gl.constexpr, OUT_SCALE_PER_HEAD: gl.constexpr,
     CONSUMER_REGS: gl.constexpr,
-    LOADER_REGS: gl.constexpr, num_warps: gl.constexpr, L_BY_MMA: gl.constexpr = False,
+    LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
 ):
     """O (B, Sq, Hq, D) bf16 = softmax(scale · Q Kᵀ [+ causal mask]) V for FP8 Q (B·Sq, Hq·D), K (B·Sk, Hkv·D)
     and Vᵀ (B·Hkv·D, round32(Sk)); descales (B, Hkv) fp32 (one element each without DESCALE_PER_HEAD);
@@ -455,14 +408,6 @@ def attn_fwd_glws_kernel(
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    # L_BY_MMA: the B operand of the row sums, a BLOCK_N x 8 block of E4M3 ones (stored 8 x BLOCK_N, K-major like
-    # Vᵀ), written by the default warps before the partitions start (the fence and barrier below order those
-    # generic-proxy stores before the consumers' wgmma reads).
-    ones = gl.allocate_shared_memory(gl.float8e4nv, [8, BLOCK_N],
-                                     gl.NVMMASharedLayout.get_default_for([8, BLOCK_N], gl.float8e4nv))
-    if L_BY_MMA:
-        ones.store(gl.full([8, BLOCK_N], 1.0, gl.float32,
-                           gl.BlockedLayout([1, 4], [1, 32], [4, 1], [1, 0])).to(gl.float8e4nv))
     gl.static_assert(OVERLAP or not PINGPONG, "ping-pong is built on the overlapped loop")
     mbarrier.init(q_bar, count=1)
     mbarrier.init(turn.index(0), count=1)
@@ -471,18 +416,14 @@ def attn_fwd_glws_kernel(
         mbarrier.init(ready.index(i), count=1)
         mbarrier.init(empty.index(i), count=2)  # both consumer warp groups read every slot
     fence_async_shared()
-    if L_BY_MMA:
-        gl.thread_barrier()
 
     gl.warp_specialize([
-        (_consumer, (0, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, ones, out, lse, qk_scale * dsc, o_scale,
+        (_consumer, (0, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, lse, qk_scale * dsc, o_scale,
                      q_first, Sq, Sk, q_start, h * HEAD_DIM, stride_out, lse_row0, n_blocks, BLOCK_N, HEAD_DIM, STAGES,
-                     LOG2_P_SCALE, PERMUTE_P, OVERLAP, PINGPONG, P_CARRY, CAUSAL, RETURN_LSE,
-                     L_BY_MMA)),
-        (_consumer, (1, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, ones, out, lse, qk_scale * dsc, o_scale,
+                     LOG2_P_SCALE, PERMUTE_P, OVERLAP, PINGPONG, P_CARRY, CAUSAL, RETURN_LSE)),
+        (_consumer, (1, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, lse, qk_scale * dsc, o_scale,
                      q_first, Sq, Sk, q_start, h * HEAD_DIM, stride_out, lse_row0, n_blocks, BLOCK_N, HEAD_DIM, STAGES,
-                     LOG2_P_SCALE, PERMUTE_P, OVERLAP, PINGPONG, P_CARRY, CAUSAL, RETURN_LSE,
-                     L_BY_MMA)),
+                     LOG2_P_SCALE, PERMUTE_P, OVERLAP, PINGPONG, P_CARRY, CAUSAL, RETURN_LSE)),
         (_loader, (q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty, q_start + q_first,
                    h * HEAD_DIM, k_start, hk * HEAD_DIM, v_row, v_col0, n_blocks, BLOCK_N, STAGES)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -513,8 +454,7 @@ def vt_layout(v8, permute_keys: bool = False):
 def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: float, *, block_n: int = 128,
            stages: int = 3, permute_p: bool = False, overlap: bool = False, pingpong: bool = False,
            p_carry: int = 0, causal: bool = False, lse=None, cu_q=None, cu_k=None,
-           vt_cols=None, max_seqlen_q: int = 0, out_scale=None, warmup: bool = False, fast_launch: bool = False,
-           row_sum_mma: bool = False):
+           vt_cols=None, max_seqlen_q: int = 0, out_scale=None, warmup: bool = False, fast_launch: bool = False):
     """out (B, Sq, Hq, D) bf16 = attention of E4M3 q8 (B, Sq, Hq, D), k8 (B, Sk, Hkv, D) and ``vt`` from
     :func:`vt_layout` (``permute_keys=permute_p``); descales fp32, (B, Hkv) contiguous or one element each (per
     tensor); dense; causal bottom-right;
@@ -522,11 +462,9 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
     Sk >= 1 (the overlapped form always reads block 0). Varlen: ``cu_q`` / ``cu_k`` int32 (B + 1), q8 (total_q, Hq,
     D), k8 (total_k, Hkv, D), ``vt`` (Hkv, D, cols) with sequence b's columns from ``vt_cols[b]`` (the relayout
     pass's layout), out (total_q, Hq, D), lse (Hq, total_q), ``max_seqlen_q`` for the grid. An E4M3 ``out``
-    needs ``out_scale`` (fp32, one element or (B, Hq) contiguous). ``row_sum_mma``: the softmax row sums by wgmma
-    (:func:`_row_sums`; not with ``lse``: the lse needs the fp32 sums, so it is ignored there)."""
+    needs ``out_scale`` (fp32, one element or (B, Hq) contiguous)."""
     import torch
 
-    row_sum_mma = row_sum_mma and lse is None
     # The overlapped loop holds blocks j-1 and j and waits for j+1 before releasing j-1: 2 stages deadlock.
     assert stages >= 3 or not overlap, "launch: the overlapped form needs stages >= 3"
     grid, args = launch_args(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale, block_n=block_n,
@@ -535,8 +473,7 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
     varlen = cu_q is not None
     D, Hq, Hkv = q8.shape[-1], q8.shape[-2], k8.shape[-2]
     name = _name(D, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse is not None, varlen,
-                 {torch.bfloat16: "bf16", torch.float16: "f16", torch.float8_e4m3fn: "e4m3"}[out.dtype],
-                 row_sum_mma).build()
+                 {torch.bfloat16: "bf16", torch.float16: "f16", torch.float8_e4m3fn: "e4m3"}[out.dtype]).build()
     fp8_out = out.dtype == torch.float8_e4m3fn
     assert out_scale is not None or not fp8_out, "launch: an E4M3 output needs out_scale"
     kw = dict(KERNEL_NAME=name, BLOCK_N=block_n, HEAD_DIM=D, GROUP=Hq // Hkv, STAGES=stages, LOG2_P_SCALE=8,
@@ -544,7 +481,7 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
               CAUSAL=causal, RETURN_LSE=lse is not None, DESCALE_PER_HEAD=q_descale.numel() > 1,
               VARLEN=varlen, OUT_SCALE_PER_HEAD=fp8_out and out_scale.numel() > 1,
               CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS,
-              num_warps=4, L_BY_MMA=row_sum_mma)
+              num_warps=4)
     if warmup:
         return attn_fwd_glws_kernel.warmup(*args, grid=grid, **kw)
     if fast_launch:  # attention._FAST_FWD (on by default): Triton's dispatch skipped on repeat calls
@@ -592,8 +529,7 @@ def _desc_sig(block: tuple[int, int]) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _name(head_dim, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse, varlen, out_type,
-          row_sum_mma=False):
+def _name(head_dim, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse, varlen, out_type):
     """The KernelName of one configuration (cached: :func:`launch` asks for it on every call; ``.build()`` then
     applies the naming mode in force)."""
     from tritonfp8.naming import KernelName
@@ -603,17 +539,17 @@ def _name(head_dim, block_n, stages, permute_p, overlap, pingpong, p_carry, caus
                       extras=(("permp",) if permute_p else ()) + (("ovl",) if overlap else ())
                       + (("pp",) if pingpong else ()) + ((f"pc{p_carry}",) if p_carry else ())
                       + (("causal",) if causal else ()) + (("lse",) if lse else ())
-                      + (("varlen",) if varlen else ()) + (("rsmma",) if row_sum_mma else ()))
+                      + (("varlen",) if varlen else ()))
 
 
 def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, permute_p: bool = False,
                  overlap: bool = False, pingpong: bool = False, p_carry: int = 0, causal: bool = False,
-                 lse: bool = False, out_type: str = "bf16", varlen: bool = False, row_sum_mma: bool = False,
+                 lse: bool = False, out_type: str = "bf16", varlen: bool = False,
                  description: str = ""):
     from tritonfp8.codegen import CodegenSpec
 
     name = _name(head_dim, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse, varlen,
-                 out_type, row_sum_mma)
+                 out_type)
     sig = {"q_desc": _desc_sig((BLOCK_M, head_dim)), "k_desc": _desc_sig((block_n, head_dim)),
            "vt_desc": _desc_sig((head_dim, block_n)),
            "out": "*" + {"bf16": "bf16", "f16": "fp16", "e4m3": "fp8e4nv"}[out_type],
@@ -623,7 +559,7 @@ def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, pe
     const = dict(BLOCK_N=block_n, HEAD_DIM=head_dim, GROUP=4, STAGES=stages, LOG2_P_SCALE=8, PERMUTE_P=permute_p,
                  OVERLAP=overlap, PINGPONG=pingpong, P_CARRY=p_carry, CAUSAL=causal, RETURN_LSE=lse,
                  DESCALE_PER_HEAD=True, VARLEN=varlen, OUT_SCALE_PER_HEAD=True,
-                 CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4, L_BY_MMA=row_sum_mma)
+                 CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=attn_fwd_glws_kernel, signature=sig, constexprs=const, name=name, num_warps=4,
@@ -663,17 +599,4 @@ def codegen_specs() -> dict:
                                                                    "overlapped, E4M3 output"),
         "attn_glws_hd128_causal": codegen_spec(causal=True, description="Gluon FP8 attention forward, hd128, "
                                                                         "serial, causal"),
-        # Row sums by wgmma (fresh per key block, added in fp32): the serial hd128 form and the hd256 default's.
-        "attn_glws_hd128_rsmma": codegen_spec(row_sum_mma=True, description="Gluon FP8 attention forward, hd128, "
-                                                                            "serial, row sums by wgmma"),
-        "attn_glws_hd256_ovlpc1": codegen_spec(head_dim=256, block_n=64, overlap=True, p_carry=1,
-                                               description="Gluon FP8 attention forward, hd256 default (128 x 64, "
-                                                           "overlapped, fp32 P carried)"),
-        "attn_glws_hd256_ovlpc1_rsmma": codegen_spec(head_dim=256, block_n=64, overlap=True, p_carry=1,
-                                                     row_sum_mma=True, description="the hd256 default with the "
-                                                     "row sums by wgmma"),
-        "attn_glws_hd256_ovlpc1_causal_rsmma": codegen_spec(head_dim=256, block_n=64, overlap=True, p_carry=1,
-                                                            causal=True, row_sum_mma=True,
-                                                            description="the hd256 default, causal, row sums by "
-                                                                        "wgmma"),
     }

@@ -146,10 +146,6 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "glws256s4": (dict(_GLWS, block_n=64, num_stages=4, overlap=2, p_carry=1), (256,)),
     "glws256pp": (dict(_GLWS, block_n=64, num_stages=3, overlap=2, p_carry=1, pingpong=True), (256,)),
     "glws256ser": (dict(_GLWS, block_n=64, num_stages=3), (256,)),
-    # Row sums by wgmma in the Gluon forms (fresh per key block, added in fp32; offline: serial hd128 loop 476 ->
-    # 415 instructions, hd256 default loop 410 -> 384, no spills)
-    "glwsrs": (dict(_GLWS, num_stages=3, row_sum_mma=True), (64, 128)),
-    "glws256rs": (dict(_GLWS, block_n=64, num_stages=3, overlap=2, p_carry=1, row_sum_mma=True), (256,)),
 }
 DEFAULT_VARIANTS = ("vonchip", "prev128", "prev64", "prev256", "s3")
 QUICK_VARIANTS = ("vonchip", "noperm")
