@@ -18,7 +18,6 @@ FlashAttention >= 2.1). A query row that sees no key outputs 0 and has lse = -in
 from __future__ import annotations
 
 import functools
-
 import math
 from dataclasses import dataclass, replace
 
@@ -703,6 +702,10 @@ def attention(
                               cu_seqlens_k, out_dtype, out_scale, return_lse)
 
     cfg = config or _default_config_for(device, d)
+    if return_lse and cfg.row_sum_mma:
+        # The lse needs the fp32 row sums (see _kernels.attention._row_sum_mma); decided here, before a launch plan
+        # records the config, so the full path and its replays run the same kernel.
+        cfg = cfg.evolve(row_sum_mma=False)
     _check_config_for(cfg, prob, device, out_dtype)
     if key is None or not _plan_eligible(prob, q, k, v):
         prep = _prepare(q, k, v, prob, cfg, q_descale, k_descale, v_descale, cu_seqlens_q, cu_seqlens_k)
@@ -1028,8 +1031,6 @@ def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_c
 
     from tritonfp8._kernels.attention import attn_fwd_kernel
 
-    if cfg.row_sum_mma and return_lse:
-        cfg = cfg.evolve(row_sum_mma=False)  # the lse needs the fp32 row sums (see _kernels.attention._row_sum_mma)
     hq, hkv, b = prob.heads_q, prob.heads_kv, prob.batch
     out_fp8 = out.dtype == E4M3.torch_dtype
     dummy_cu = torch.zeros(1, dtype=torch.int32, device=q8.device)
