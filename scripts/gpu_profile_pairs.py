@@ -10,7 +10,8 @@ to name the limiting factor the timing runs could not:
 Usage on the device: ``python3 scripts/gpu_profile_pairs.py`` (``PROFILE_GROUP=fast``: issue 3's per-tensor fast
 pair instead, ours vs cuBLAS fast accumulation; ``PROFILE_GROUP=grouped``: issue 4's grouped G 8 call vs the dense
 GEMM of the same total shape, session 13; ``PROFILE_GROUP=quarters``: the halves / quarters forms of the promoting
-128x256 kernel, session 14) (the parent runs itself under ncu through the
+128x256 kernel, session 14; ``PROFILE_GROUP=rowsums``: the hd128 attention default's row sums on the tensor core
+vs FADD, session 15) (the parent runs itself under ncu through the
 library's harness, prints a table per kernel: duration, SM / memory throughput, tensor-pipe %, top stall reasons,
 and writes JSON under $OUT). ``--child`` is the profiled process: it warms every case up, then runs each once
 between ``torch.cuda.profiler.start()`` and ``stop()``.
@@ -99,7 +100,32 @@ def _quarters_cases():
     }
 
 
+def _rowsums_cases():
+    """Session 15 (prepared, not run): the hd128 attention default with the row sums on the tensor core
+    (``row_sum_mma``, 428 instructions per key block offline, wgmma chains not serialized) against the FADD form
+    (491, every QGMMA waited), B2 H16 S8192 dense and causal: 1.02-1.03x in the timing runs, less than the 13%
+    fewer instructions; the stall reasons per form say what binds the loop now (neither MUFU nor issue alone:
+    an eighth of the exp2s on the FMA pipe changed nothing)."""
+    from tritonfp8.attention import default_config, kernel_only_fn
+
+    dev = "cuda"
+    B, H, S, D = 2, 16, 8192, 128
+    q, k, v = (torch.randn(B, S, H, D, device=dev).to(torch.float8_e4m3fn) for _ in range(3))
+    ones = torch.ones((), device=dev)
+    kw = dict(q_descale=ones, k_descale=ones, v_descale=ones)
+    rs = default_config(128)
+    cases = {}
+    for causal in (False, True):
+        tag = "causal" if causal else "dense"
+        cases[f"attn_rsmma_hd128_S8192_{tag}"] = kernel_only_fn(q, k, v, config=rs, causal=causal, **kw)
+        cases[f"attn_fadd_hd128_S8192_{tag}"] = kernel_only_fn(q, k, v, config=rs.evolve(row_sum_mma=False),
+                                                                causal=causal, **kw)
+    return cases
+
+
 def _cases():
+    if os.environ.get("PROFILE_GROUP") == "rowsums":
+        return _rowsums_cases()
     if os.environ.get("PROFILE_GROUP") == "quarters":
         return _quarters_cases()
     if os.environ.get("PROFILE_GROUP") == "fast":
