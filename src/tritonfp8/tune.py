@@ -144,6 +144,15 @@ def candidates(M: int, N: int, K: int, *, precise: bool, num_sms: int, quick: bo
         if not precise:
             c += [G(128, 256, bk, num_warps=8, num_stages=0, schedule="tma", epilogue_subtile=2, split_k=2),
                   G(128, 128, bk, num_warps=4, num_stages=0, schedule="tmaws", split_k=2)]
+            # 256-deep K steps, as the M <= 64 path (whose swap-AB 128x64x256 streams weights as fast as cuBLAS at
+            # M = 64): half the barriers per byte, larger TMA boxes; swap-AB 128 x 64 runs M = 128 as two M = 64
+            # tiles that read each weight tile back to back (the second read from L2).
+            for st in (3, 4):
+                c += [G(128, 64, 256, num_warps=4, num_stages=st, schedule="tma"),
+                      G(64, 128, 256, group_m=1, num_warps=4, num_stages=st, schedule="tma", swap_ab=True),
+                      G(128, 64, 256, group_m=1, num_warps=4, num_stages=st, schedule="tma", swap_ab=True)]
+            c += [G(128, 128, 256, num_warps=8, num_stages=3, schedule="tma"),
+                  G(128, 128, 256, group_m=1, num_warps=4, num_stages=3, schedule="tma", swap_ab=True)]
     else:
         if precise:
             c += [
