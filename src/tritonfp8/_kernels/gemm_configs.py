@@ -383,6 +383,11 @@ def heuristic_config(
         # Fewer tiles than SMs: a persistent grid buys nothing, and on the H200 the one-tile-per-program schedule
         # with 6 stages was 2.0-2.8x faster at M = 128 (128x8192x8192: 434 vs 160 TFLOPS; 128x10240x8192: 537 vs
         # 193), benchmarks/results/gemm-nvidia-h200-20261129-094602.json.
+        if M <= 128:
+            # One row of tiles (weight-bound): 128x64 tiles with 256-deep K steps, 4 stages (192 KB, one CTA per
+            # SM): 0.75-0.98x cuBLAS over the three M = 128 shapes of the set against 0.59-0.83x for 128x128x128
+            # s6 (benchmarks/results/gemm-explore-m128-20261203-1320.json).
+            return with_max_stages(GemmConfig(128, 64, 256, num_warps=4, schedule="tma"), out_size, cap=4)
         return with_max_stages(replace(cfg, schedule="tma"), out_size, cap=6)
     return with_max_stages(cfg, out_size, cap=5)
 
