@@ -62,6 +62,8 @@ def main():
         cols = stall_cols(header)
         tot = sum(num(r["Warp Stall Sampling (All Samples)"]) for r in rows)
         print(f"## {name}: {len(rows)} SASS lines, {int(tot)} samples")
+        if not tot:  # a kernel too short to be sampled (the fills between launches)
+            continue
         if a.loop:
             gm = [num(r["Instructions Executed"]) for r in rows if "WGMMA" in r["Source"] or "HGMMA" in r["Source"]
                   or "QGMMA" in r["Source"]]
