@@ -44,7 +44,7 @@ def test_main_config_cli_qgmma_no_spills():
 
 
 SPECS = ["gemm_fast_rowwise_bias_gelu", "gemm_precise_tensorwise", "gemm_fast_nonpersistent", "gemm_fast_ws",
-         "gemm_fast_wspersistent", "gemm_e5m2_e4m3_f16", "gemm_decode_swapab", "gemm_decode_swapab_splitk"]
+         "gemm_fast_wspersistent", "gemm_e5m2_e4m3_f16", "gemm_decode_swapab", "gemm_decode_swapab_splitk", "gemm_fast_n64p16"]
 
 
 def test_variants_compile_with_qgmma_and_no_spills():

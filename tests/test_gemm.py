@@ -152,6 +152,55 @@ def test_schedules(cfg, accumulate, device):
     check(out, a, b, sa, sb, bias=bias, activation="relu", accumulate=accumulate)
 
 
+# Two column pieces per tile (GemmConfig.block_n2): 32 + 16 = 48 columns; N = 144 is three whole tiles, N = 112
+# ends in half a first piece (96 + 16), N = 128 in a whole first piece and no second (96 + 32), N = 16 is one
+# partial tile (N is a multiple of 16).
+@pytest.mark.parametrize("N", [144, 112, 128, 16])
+def test_two_column_pieces_per_tile(N, device):
+    """Tiles of block_n + block_n2 columns (two products on one x tile) give the same result as any other config:
+    partial tiles in M, N and K, rowwise and per-tensor scales, bias + activation, E5M2 b, three output types; a
+    second call with new data (the launch plan's replay, which rebuilds both y descriptors on a GPU) too."""
+    if device == "cuda" and torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("TMA schedules need sm_90")
+    cfg = GemmConfig(64, 32, 64, group_m=2, num_warps=4, num_stages=3, schedule="tma", block_n2=16)
+    assert cfg.tile_n == 48 and not cfg.tma_store
+    M, Kd = 70, 352
+    for seed, (b_dtype, out_dtype, rowwise) in enumerate(
+            [(E4, torch.bfloat16, True), (E5, torch.float32, False), (E4, torch.float16, True)]):
+        torch.manual_seed(seed)
+        a, b = rand_fp8((M, Kd), E4, device=device), rand_fp8((N, Kd), b_dtype, device=device)
+        if rowwise:
+            sa, sb = (torch.rand(M, 1) + 0.5).to(device), (torch.rand(1, N) + 0.5).to(device)
+        else:
+            sa, sb = torch.tensor(0.75, device=device), torch.tensor([0.5], device=device)
+        bias = torch.randn(N, device=device)
+        for _ in range(2):  # the second call of the same metadata takes the launch plan
+            out = gemm(a, b, sa, sb, bias=bias, activation="relu", out_dtype=out_dtype, config=cfg)
+            check(out, a, b, sa, sb, bias=bias, activation="relu", out_dtype=out_dtype)
+            b = rand_fp8((N, Kd), b_dtype, device=device)  # new weights at a new address for the replay
+
+
+def test_two_column_pieces_config_rules(device):
+    """block_n2 is validated where the config is built and where a mode cannot take it."""
+    for bad in (dict(block_n2=8), dict(block_n2=48), dict(block_n2=64, block_n=64)):
+        with pytest.raises(ValueError, match="block_n2"):
+            GemmConfig(64, bad.pop("block_n", 64), 64, num_warps=4, schedule="tma", **bad)
+    for bad in (dict(schedule="tmapersistent"), dict(schedule="tma", swap_ab=True),
+                dict(schedule="tma", split_k=2)):
+        with pytest.raises(ValueError, match="block_n2"):
+            GemmConfig(64, 64, 64, num_warps=4, block_n2=16, **bad)
+    cfg = GemmConfig(64, 32, 64, group_m=2, num_warps=4, num_stages=3, schedule="tma", block_n2=16)
+    a, b = rand_fp8((16, 64), device=device), rand_fp8((48, 64), device=device)
+    one = torch.tensor(1.0, device=device)
+    with pytest.raises(ValueError, match="block_n2"):
+        gemm(a, b, one, one, accumulate="precise", config=cfg)
+    name = K_.gemm_kernel_name(cfg, arch=90, a_dtype=E4, b_dtype=E4, out_dtype=torch.bfloat16, a_vec=False,
+                               b_vec=False, precise=False, has_bias=False, activation=None).build()
+    assert "_64x48x64_" in name and "_n32p16" in name, name
+    assert cfg.short() == "64x32+16x64 w4s3 tma"
+    assert GemmConfig.from_dict(cfg.as_dict()) == cfg
+
+
 @pytest.mark.parametrize("M", [1, 16, 33, 64])
 def test_small_m_default_config_is_swap_ab(M, device):
     """Decode shapes take the swap-AB path chosen by the heuristic, with rowwise scales and a bias."""

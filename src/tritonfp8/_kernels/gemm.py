@@ -282,9 +282,13 @@ def _gemm_tile(
     X_SCALE_GROUP: tl.constexpr, Y_SCALE_GROUP: tl.constexpr,
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, OUT_DTYPE: tl.constexpr, WS_KLOOP: tl.constexpr,
     TMA_STORE: tl.constexpr, GROUPED: tl.constexpr, PROMOTE_LAG: tl.constexpr, qkv, QKV: tl.constexpr,
-    HEAD_DIM: tl.constexpr,
+    HEAD_DIM: tl.constexpr, y2, BLOCK_S2: tl.constexpr,
 ):
     """One output tile (and one K slice when SPLIT_K > 1): main loop, then the fused epilogue.
+
+    BLOCK_S2 > 0 (fast mode, TMA, one tile per program, pointer stores): the tile is BLOCK_S + BLOCK_S2 columns
+    wide; its last BLOCK_S2 columns are a second product on the same x tile (y2: descriptor of y with block
+    [BLOCK_S2, BLOCK_K]), with its own accumulator and epilogue piece.
 
     GROUPED > 0: ``work_id`` is a linear tile id over all groups; the group's row window [g_lo[g], g_hi[g]) of x,
     its rows g*S .. g*S+S-1 of y and its scale/bias slices are found from the per-group vectors (see the kernel).
@@ -320,7 +324,7 @@ def _gemm_tile(
     else:
         pid_r, pid_s = _tile_coords(tile_id, num_pid_r, num_pid_s, GROUP_R)
         off_r = pid_r * BLOCK_R  # i32: TMA coordinates are 32-bit
-        off_s = pid_s * BLOCK_S
+        off_s = pid_s * (BLOCK_S + BLOCK_S2)
         y_off = off_s
 
     # Product of the per-tensor (scalar) scales; 1.0 for vector ones, which the epilogue applies per row/column.
@@ -343,6 +347,15 @@ def _gemm_tile(
         acc = _k_loop_split(acc, x, y, K, kb_lo, kb_hi, off_r, off_s, y_off, x_scale, y_scale, R, S, stride_xs_r,
                             stride_xs_k, stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, BLOCK_K,
                             X_SCALE_GROUP, Y_SCALE_GROUP)
+    elif BLOCK_S2 > 0:
+        tl.static_assert(not K_SCALED and SPLIT_K == 1 and GROUPED == 0 and not SWAP_AB and not TMA_STORE and USE_TMA)
+        acc2 = tl.zeros((BLOCK_R, BLOCK_S2), dtype=tl.float32)  # the second column piece
+        for kb in tl.range(kb_lo, kb_hi):
+            xt = x.load([off_r, kb * BLOCK_K])
+            yt = y.load([y_off, kb * BLOCK_K])
+            yt2 = y2.load([y_off + BLOCK_S, kb * BLOCK_K])
+            acc = tl.dot(xt, yt.T, acc)
+            acc2 = tl.dot(xt, yt2.T, acc2)
     elif USE_TMA:
         for kb in tl.range(kb_lo, kb_hi, warp_specialize=WS_KLOOP):
             xt = x.load([off_r, kb * BLOCK_K])
@@ -386,6 +399,10 @@ def _gemm_tile(
         _epilogue(acc, c, ws, x_scale, y_scale, bias, R, S, stride_cm, off_r, off_s, split, blk_scale_epi,
                   BLOCK_R, BLOCK_S, SPLIT_K, SWAP_AB, X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, HAS_BIAS,
                   ACTIVATION, OUT_DTYPE, TMA_STORE, qkv, QKV, HEAD_DIM)
+    if BLOCK_S2 > 0:
+        _epilogue(acc2, c, ws, x_scale, y_scale, bias, R, S, stride_cm, off_r, off_s + BLOCK_S, split,
+                  blk_scale_epi, BLOCK_R, BLOCK_S2, SPLIT_K, SWAP_AB, X_SCALE_VEC, Y_SCALE_VEC, K_SCALED,
+                  HAS_BIAS, ACTIVATION, OUT_DTYPE, TMA_STORE, qkv, QKV, HEAD_DIM)
 
 
 @triton.jit
@@ -492,6 +509,7 @@ def fp8_gemm_kernel(
     GROUPED: tl.constexpr, G_PAD: tl.constexpr, PROMOTE_LAG: tl.constexpr,
     q_out=None, k_out=None, v_out=None, head_scale=None, q_cols=0, kv_cols=0,
     QKV: tl.constexpr = 0, HEAD_DIM: tl.constexpr = 0,
+    y2=None, BLOCK_S2: tl.constexpr = 0,
 ):
     """``D = (X·x_scale)(Y·y_scale)ᵀ`` (+ bias, activation) for one or more output tiles.
 
@@ -527,11 +545,13 @@ def fp8_gemm_kernel(
     y is the concatenated weight [Wq; Wk; Wv] (S = (Hq + 2*Hkv) * HEAD_DIM rows), and the epilogue writes the fp32
     result quantized to E4M3 into q_out (R, Hq*D), k_out and v_out (R, Hkv*D) with one static scale per head of
     ``head_scale`` (see :func:`_store_qkv`); q_cols = Hq*D, kv_cols = Hkv*D.
+
+    BLOCK_S2 > 0: tiles of BLOCK_S + BLOCK_S2 columns, the second piece read through y2 (see :func:`_gemm_tile`).
     """
     qkv = (q_out, k_out, v_out, head_scale, q_cols, kv_cols)
     pid = tl.program_id(0)
     num_pid_r = tl.cdiv(R, BLOCK_R)  # (unused when GROUPED: each group has its own row-tile count)
-    num_pid_s = tl.cdiv(S, BLOCK_S)
+    num_pid_s = tl.cdiv(S, BLOCK_S + BLOCK_S2)
     num_tiles = num_pid_r * num_pid_s
     k_blocks = tl.cdiv(K, BLOCK_K)
     if GROUPED > 0:
@@ -572,7 +592,7 @@ def fp8_gemm_kernel(
                 g_idx, g_lo, g_hi, g_tiles, g_cum, stride_xs_g, stride_ys_g,
                 BLOCK_R, BLOCK_S, BLOCK_K, GROUP_R, SPLIT_K, USE_TMA, SUBTILE, SWAP_AB,
                 X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, X_SCALE_GROUP, Y_SCALE_GROUP, HAS_BIAS, ACTIVATION, OUT_DTYPE,
-                False, TMA_STORE, GROUPED, PROMOTE_LAG, qkv, QKV, HEAD_DIM,
+                False, TMA_STORE, GROUPED, PROMOTE_LAG, qkv, QKV, HEAD_DIM, y2, BLOCK_S2,
             )
     else:
         _gemm_tile(
@@ -582,7 +602,7 @@ def fp8_gemm_kernel(
             g_idx, g_lo, g_hi, g_tiles, g_cum, stride_xs_g, stride_ys_g,
             BLOCK_R, BLOCK_S, BLOCK_K, GROUP_R, SPLIT_K, USE_TMA, SUBTILE, SWAP_AB,
             X_SCALE_VEC, Y_SCALE_VEC, K_SCALED, X_SCALE_GROUP, Y_SCALE_GROUP, HAS_BIAS, ACTIVATION, OUT_DTYPE,
-            WARP_SPECIALIZE, TMA_STORE, GROUPED, PROMOTE_LAG, qkv, QKV, HEAD_DIM,
+            WARP_SPECIALIZE, TMA_STORE, GROUPED, PROMOTE_LAG, qkv, QKV, HEAD_DIM, y2, BLOCK_S2,
         )
 
 
@@ -674,6 +694,8 @@ def gemm_kernel_name(
         extras.append("lag" if lag == 1 else "split")
     if cfg.swap_ab:
         extras.append("swapab")
+    if cfg.block_n2:
+        extras.append(f"n{cfg.block_n}p{cfg.block_n2}")  # the tile's two column pieces
     if cfg.split_k > 1:
         extras.append(f"splitk{cfg.split_k}")
     if cfg.epilogue_subtile > 1 and cfg.tma_store:
@@ -683,7 +705,7 @@ def gemm_kernel_name(
         extras.append(epi)
     return KernelName(
         arch=arch, op="fp8gemm", types=(short_name(a_dtype), short_name(b_dtype), "f32", short_name(out_dtype)),
-        tile=(cfg.block_m, cfg.block_n, cfg.block_k), warps=cfg.num_warps, stages=cfg.num_stages,
+        tile=(cfg.block_m, cfg.tile_n, cfg.block_k), warps=cfg.num_warps, stages=cfg.num_stages,
         schedule=cfg.schedule, scaling=scaling_token(a_vec, b_vec, b_block_rows), extras=tuple(extras),
     )
 
@@ -819,6 +841,13 @@ def launch_gemm(
         y_arg = TensorDescriptor.from_tensor(y, [BS, box_k])
     else:
         x_arg, y_arg = x, y
+    if cfg.block_n2:
+        if precise or b_block_rows is not None or qkv is not None:
+            raise ValueError(f"config: block_n2 runs the fast mode with per-tensor or rowwise scales only, got "
+                             f"{cfg.short()}")
+        y2_arg = TensorDescriptor.from_tensor(y, [cfg.block_n2, box_k])
+    else:
+        y2_arg = None
     split = cfg.split_k
     ws = torch.empty((split, M, N), device=out.device, dtype=torch.float32) if split > 1 else None
     if tma_store:
@@ -832,7 +861,7 @@ def launch_gemm(
     if qkv is not None:
         name = qkv_kernel_name(name, qkv.head_dim, qkv.store_c)
     name = name.build()
-    num_tiles = triton.cdiv(R, BR) * triton.cdiv(S, BS)
+    num_tiles = triton.cdiv(R, BR) * triton.cdiv(S, cfg.tile_n)
     work = num_tiles * split
     grid_size = min(work, sms) if cfg.persistent else work
     act = ACTIVATIONS[activation]
@@ -848,6 +877,8 @@ def launch_gemm(
         GROUPED=0, G_PAD=1, PROMOTE_LAG=promote_lag(cfg, precise or b_block_rows is not None),
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, **qkv_args,
     )
+    if cfg.block_n2:
+        kwargs.update(y2=y2_arg, BLOCK_S2=cfg.block_n2)
     main = _launch(fp8_gemm_kernel, (grid_size,), warmup, x_arg, y_arg, c_arg, ws, x_scale, y_scale,
                    bias if split == 1 else None, *mid, **kwargs)
     red = None
@@ -866,6 +897,7 @@ def launch_gemm(
             cfg=cfg, main=main, main_grid=(grid_size, 1, 1), mid=mid,
             main_tail=_fast._tail_values(fp8_gemm_kernel, 7 + len(mid), kwargs), tma_store=tma_store,
             x_block=[BR, box_k], y_block=[BS, box_k], c_block=[BR, BS // cfg.epilogue_subtile], ws_shape=(split, M, N),
+            y2_block=[cfg.block_n2, box_k] if cfg.block_n2 else None,
             red=red, red_grid=(triton.cdiv(M * N, REDUCE_BLOCK), 1, 1),
             red_tail=_fast._tail_values(fp8_gemm_splitk_reduce_kernel, 5, rkw) if red is not None else None,
             M=M, N=N,
@@ -934,7 +966,8 @@ class _Template:
     red_tail: tuple | None
     M: int
     N: int
-    descs: tuple = dataclasses.field(default_factory=lambda: ({}, {}, {}))
+    y2_block: list | None = None  # block_n2 configs: the second y descriptor, the kernel's last runtime argument
+    descs: tuple = dataclasses.field(default_factory=lambda: ({}, {}, {}, {}))
 
     def launch(self, a, b, scale_a, scale_b, bias, out) -> None:
         cfg = self.cfg
@@ -942,7 +975,11 @@ class _Template:
             x, y, xs, ys = b, a, scale_b, scale_a
         else:
             x, y, xs, ys = a, b, scale_a, scale_b
-        cx, cy, cc = self.descs
+        cx, cy, cc, cy2 = self.descs
+        tail = self.main_tail
+        if self.y2_block is not None:
+            # y2 is the second-to-last parameter (BLOCK_S2 the last): rebuilt for this call's b, as y is
+            tail = tail[:-2] + (_desc(y, self.y2_block, cy2), tail[-1])
         if cfg.uses_tma:
             xa, ya = _desc(x, self.x_block, cx), _desc(y, self.y_block, cy)
         else:
@@ -951,7 +988,7 @@ class _Template:
         split = cfg.split_k
         ws = torch.empty(self.ws_shape, device=out.device, dtype=torch.float32) if split > 1 else None
         _fast.run_compiled(self.main, self.main_grid,
-                           (xa, ya, c_arg, ws, xs, ys, bias if split == 1 else None, *self.mid, *self.main_tail))
+                           (xa, ya, c_arg, ws, xs, ys, bias if split == 1 else None, *self.mid, *tail))
         if self.red is not None:
             _fast.run_compiled(self.red, self.red_grid, (ws, out, bias, self.M, self.N, *self.red_tail))
 
@@ -1023,6 +1060,8 @@ def launch_grouped(
     (G, ceil(N/b_block_rows), Kb) with its dim-0 stride. bias (G, N) contiguous or None. No host sync: the grid is
     min(#SMs, upper bound of the tile count) and the kernel computes the real count from group_rows.
     """
+    if cfg.block_n2:
+        raise ValueError(f"config: the grouped GEMM has no block_n2 tiles, got {cfg.short()}")
     if cfg.schedule == "glws":
         # The Gluon warp-specialized kernel (its promotion overlaps the other consumer's wgmma) with the same
         # device-side group schedule; TMA stores except for a group's last, partial row tile.
@@ -1085,6 +1124,7 @@ def launch_grouped(
 
 # The fused-QKV arguments of a launch without that epilogue (codegen specs name every kernel argument).
 _NO_QKV = dict(q_out=None, k_out=None, v_out=None, head_scale=None, q_cols=0, kv_cols=0, QKV=0, HEAD_DIM=0)
+_NO_PIECE2 = dict(y2=None, BLOCK_S2=0)  # the optional second column piece (GemmConfig.block_n2) left out
 
 
 def grouped_codegen_spec(
@@ -1114,7 +1154,8 @@ def grouped_codegen_spec(
     }
     constexprs = dict(ce, K_SCALED=precise or b_block_rows is not None, HAS_BIAS=has_bias,
                       PROMOTE_LAG=promote_lag(cfg, precise or b_block_rows is not None),
-                      ACTIVATION=ACTIVATIONS[activation], OUT_DTYPE=_TL_OUT[out_dtype], ws=None, **_NO_QKV)
+                      ACTIVATION=ACTIVATIONS[activation], OUT_DTYPE=_TL_OUT[out_dtype], ws=None, **_NO_QKV,
+                      **_NO_PIECE2)
     if not has_bias:
         constexprs["bias"] = None
     if b_block_rows is None:
@@ -1192,6 +1233,11 @@ def codegen_spec(
         PROMOTE_LAG=promote_lag(cfg, precise or block),
         group_rows=None, num_groups=1, group_cap=0, stride_xs_g=0, stride_ys_g=0, **_NO_QKV,
     )
+    if cfg.block_n2:
+        signature["y2"] = f"tensordesc<{triton_sig(y_dt)}[{cfg.block_n2}, {box_k}]>"
+        constexprs["BLOCK_S2"] = cfg.block_n2
+    else:
+        constexprs.update(_NO_PIECE2)
     if split == 1:
         constexprs["ws"] = None
     if not has_bias:
@@ -1318,6 +1364,9 @@ def _specs() -> dict:
         "gemm_block_decode_swapab": codegen_spec(
             GemmConfig(64, 16, 128, group_m=1, num_warps=4, num_stages=6, schedule="tma", swap_ab=True),
             b_block_rows=128, description="block scales, M<=64: swap-AB"),
+        "gemm_fast_n64p16": codegen_spec(
+            GemmConfig(128, 64, 256, num_warps=4, num_stages=4, schedule="tma", block_n2=16),
+            description="fast, 80-column tiles (64 + 16: two wgmma widths on one x tile), one tile per program"),
         "gemm_ada_ptr": codegen_spec(
             GemmConfig(128, 128, 64, num_warps=8, num_stages=4, schedule="ptr"),
             description="Ada (sm_89): pointer loads, mma.sync"),

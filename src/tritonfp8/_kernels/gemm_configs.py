@@ -70,6 +70,10 @@ class GemmConfig:
     epilogue_subtile: store the tile in this many column pieces (1 or 2): smaller shared-memory staging buffer.
     promote: how the per-K-block fp32 promotion of the precise and block-scaled modes is scheduled (see
     :data:`PROMOTES`); ignored in the fast mode.
+    block_n2: 0, or a second, narrower column piece per tile (a power of two, 16 .. block_n / 2): the tile is
+    block_n + block_n2 columns wide, two products per K step (wgmma N = block_n and N = block_n2) on one x tile.
+    Triton's tiles are powers of two; this gives widths such as 80 that split N = 10240 into 128 tiles, one per
+    SM (the fast mode's one-row-of-tiles case; ``tma`` schedule, no swap-AB or split-K, pointer stores).
     """
 
     block_m: int = 128
@@ -83,6 +87,7 @@ class GemmConfig:
     split_k: int = 1
     epilogue_subtile: int = 1
     promote: str = "sync"
+    block_n2: int = 0
 
     def __post_init__(self) -> None:
         for f in ("block_m", "block_n", "block_k"):
@@ -105,6 +110,12 @@ class GemmConfig:
         if self.schedule.startswith("tmaws") and self.num_warps != 4:
             # Triton 3.6's Hopper warp specialization only runs on 4-warp kernels (it adds the other groups).
             raise ValueError("GemmConfig.num_warps: warp-specialized schedules need num_warps=4")
+        if self.block_n2 and (self.block_n2 < 16 or self.block_n2 & (self.block_n2 - 1)
+                              or 2 * self.block_n2 > self.block_n):
+            raise ValueError(f"GemmConfig.block_n2: expected 0 or a power of two in [16, block_n / 2], got "
+                             f"{self.block_n2} (block_n {self.block_n})")
+        if self.block_n2 and (self.schedule != "tma" or self.swap_ab or self.split_k != 1):
+            raise ValueError("GemmConfig.block_n2: needs schedule 'tma', no swap-AB, no split-K")
         if self.schedule == "glws" and (self.block_m != 128 or self.block_k != 128 or self.block_n not in (64, 128, 256)
                                         or self.num_warps != 4 or self.swap_ab):
             raise ValueError("GemmConfig: schedule 'glws' needs block_m = block_k = 128, block_n 64, 128 or 256, "
@@ -125,7 +136,13 @@ class GemmConfig:
     @property
     def tma_store(self) -> bool:
         """The epilogue stores through a TMA descriptor (else pointer stores)."""
-        return self.schedule in ("tma", "tmapersistent") and not self.swap_ab and self.split_k == 1
+        return (self.schedule in ("tma", "tmapersistent") and not self.swap_ab and self.split_k == 1
+                and not self.block_n2)
+
+    @property
+    def tile_n(self) -> int:
+        """Columns of D per tile (block_n + block_n2)."""
+        return self.block_n + self.block_n2
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -137,7 +154,8 @@ class GemmConfig:
 
     def short(self) -> str:
         """Compact label for tables: ``128x256x128 w8s4 tmapersistent sub2``."""
-        s = f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps}s{self.num_stages} {self.schedule}"
+        n = f"{self.block_n}+{self.block_n2}" if self.block_n2 else f"{self.block_n}"
+        s = f"{self.block_m}x{n}x{self.block_k} w{self.num_warps}s{self.num_stages} {self.schedule}"
         if self.swap_ab:
             s += " swapab"
         if self.split_k > 1:
@@ -169,9 +187,9 @@ def smem_bytes(cfg: GemmConfig, out_size: int, stages: int | None = None) -> int
     """
     stages = cfg.num_stages if stages is None else stages
     blocks_per_stage = 2 if cfg.promote == "split" else 1
-    ring = stages * blocks_per_stage * (cfg.block_m + cfg.block_n) * cfg.block_k  # FP8: one byte per element
+    ring = stages * blocks_per_stage * (cfg.block_m + cfg.tile_n) * cfg.block_k  # FP8: one byte per element
     elem = 4 if cfg.split_k > 1 else out_size
-    tile = cfg.block_m * cfg.block_n * elem
+    tile = cfg.block_m * cfg.tile_n * elem
     if cfg.schedule == "glws":
         # Gluon kernel: ring + one (64, <=128) staging buffer per consumer warp group + barriers (compile metadata,
         # 128x128x128 precise: bf16 s4 164056 = 131072 + 32768 + 216; fp32 s4 196824 = 131072 + 65536 + 216).
