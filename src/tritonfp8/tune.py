@@ -525,12 +525,16 @@ def tune(shapes: list[tuple[int, int, int]], *, modes=("fast", "precise"), quick
 
 
 def write_table(entries: list[dict], path: Path, env: dict) -> Path:
-    """Write (merge into) the per-GPU table at ``path``: existing entries with other keys are kept."""
+    """Write (merge into) the per-GPU table at ``path``: existing entries with other keys are kept, and so is the
+    existing note (the table's history, added to by hand)."""
     old = {}
+    note = "written by `python -m tritonfp8 tune gemm`; key = <M bucket>x<N>x<K>:<accumulate>"
     if path.is_file():
         try:
-            old = {e["key"]: e for e in json.loads(path.read_text()).get("entries", [])}
-        except (ValueError, KeyError):
+            prev = json.loads(path.read_text())
+            old = {e["key"]: e for e in prev.get("entries", [])}
+            note = prev.get("note") or note
+        except (ValueError, KeyError, AttributeError):
             old = {}
     for e in entries:
         if e.get("config"):
@@ -540,7 +544,7 @@ def write_table(entries: list[dict], path: Path, env: dict) -> Path:
             old[e["key"]]["measured"] = {"date": env.get("date"), "timer": env.get("timer")}
     data = {
         "gpu": env.get("gpu"),
-        "note": "written by `python -m tritonfp8 tune gemm`; key = <M bucket>x<N>x<K>:<accumulate>",
+        "note": note,
         # env of the latest run; each entry's "measured" says when and how it was timed
         "env": {k: env.get(k) for k in ("date", "gpu", "capability", "sm_count", "torch", "triton", "cuda",
                                         "driver", "ptxas", "timer")},

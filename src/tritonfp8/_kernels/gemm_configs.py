@@ -404,8 +404,12 @@ def heuristic_config(
         if M <= 128:
             # One row of tiles (weight-bound): 128x64 tiles with 256-deep K steps, 4 stages (192 KB, one CTA per
             # SM): 0.75-0.98x cuBLAS over the three M = 128 shapes of the set against 0.59-0.83x for 128x128x128
-            # s6 (benchmarks/results/gemm-explore-m128-20261203-1320.json).
-            return with_max_stages(GemmConfig(128, 64, 256, num_warps=4, schedule="tma"), out_size, cap=4)
+            # s6 (benchmarks/results/gemm-explore-m128-20261203-1320.json). Where 64-wide tiles overflow one CTA
+            # per SM and 80-wide ones do not, 64 + 16 columns (N = 10240: 160 -> 128 CTAs; 0.95x cuBLAS against
+            # 0.75x, benchmarks/results/gemm-explore-n80-20261203-133800.json).
+            n2 = 16 if _cdiv(N, 64) > num_sms >= _cdiv(N, 80) else 0
+            return with_max_stages(GemmConfig(128, 64, 256, num_warps=4, schedule="tma", block_n2=n2), out_size,
+                                   cap=4)
         return with_max_stages(replace(cfg, schedule="tma"), out_size, cap=6)
     return with_max_stages(cfg, out_size, cap=5)
 
