@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Session 16, call 4: the table's 4096x10240x8192 fast entry moved to the Gluon kernel (glwsfast: 1.07-1.09x the old
+# entry in two session-14 runs): the fast and rowwise sets on the new table, and the GEMM GPU tests.
+source scripts/gpu_common.sh
+el gemm-gpu-tests
+pytest_v 240 -n 4 tests/test_gemm_gpu.py tests/test_gemm.py
+el bench-fast-rowwise
+timeout 300 python3 -m tritonfp8 bench gemm --no-bf16 --no-name-ab --modes fast,rowwise 2>&1 | tail -8
+save
+el done
