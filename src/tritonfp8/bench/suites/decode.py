@@ -196,8 +196,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # at 4 stages takes 28.8 KB of shared memory (7 programs per SM: 924 slots, so B 32 x 4 splits = 1024 programs
     # run 1.1 waves, which may be why it lost to the gather kernel at B 8/32), 20.5 KB at 3 stages (8 per SM by its
     # 242 registers: 1056 slots); or 3 splits (768 programs) at 4 stages (scripts/gpu_run42.sh).
-    "tmabw1bn32s3splitsx4vs": _w1("tmab", 32, 3, 4.0, v_stage=True),
+    # Session 16: pages of 16 at B x Hkv >= 512 with short contexts (B 128 ctx 4096: 1024 pairs, the gather
+    # kernel at 75% of copy because the tmab rule wants 4 splits of >= 4096 tokens): the per-box kernel unsplit
+    # (with tmabw1bn32s4splitsx1vs below).
+    "tmabw1bn32s3splitsx1vs": _w1("tmab", 32, 3, 1.0, v_stage=True),
+    "tmabw1bn64s3splitsx1vs": _w1("tmab", 64, 3, 1.0, v_stage=True),
     "tmabw1bn32s3splitsx2vs": _w1("tmab", 32, 3, 2.0, v_stage=True),
+    "tmabw1bn32s3splitsx4vs": _w1("tmab", 32, 3, 4.0, v_stage=True),
     "tmabw1bn32s4splitsx3vs": _w1("tmab", 32, 4, 3.0, v_stage=True),
     "tmabw1bn32s4splitsx4vs": _w1("tmab", 32, 4, 4.0, v_stage=True),
     "tmabw1bn32s4splitsx1vs": _w1("tmab", 32, 4, 1.0, v_stage=True),
