@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 16, call 4: the table's 4096x10240x8192 fast entry moved to the Gluon kernel (glwsfast: 1.07-1.09x the old
-# Then the decode variants of pages of 16 at B 128 ctx 4096 (the per-box kernel unsplit).
 # entry in two session-14 runs): the fast and rowwise sets on the new table, and the GEMM GPU tests.
+# Then the decode variants of pages of 16 at B 128 ctx 4096 (the per-box kernel unsplit).
 source scripts/gpu_common.sh
 el gemm-gpu-tests
 pytest_v 240 -n 4 tests/test_gemm_gpu.py tests/test_gemm.py
