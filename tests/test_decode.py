@@ -504,7 +504,7 @@ def test_heuristic_splits():
 def test_heuristic_tma_rules():
     """16 query rows, pages TMA can load. Pages of 64: the one-warp TMA kernel with the fewest splits giving >= 1024
     programs (B x Hkv x splits), each split >= 2048 tokens. Pages of 16: kv_load="tmab" (32-token steps, one warp,
-    4 splits) at B x Hkv >= 512 with >= 4096 tokens per split, from 64 pairs in one wave (3 stages). Anything else keeps the gather config (what
+    4 splits) at B x Hkv >= 512 with >= 4096 tokens per split, else from 64 pairs in one wave (3 stages). Anything else keeps the gather config (what
     decode_config gives without a TMA page); a caller's num_splits is kept and judged by the same bounds."""
     tma = dec.decode_config(32, 8, 4, 8192, tma_page=64)
     assert (tma.kv_load, tma.num_warps, tma.block_n, tma.num_stages, tma.num_splits, tma.v_stage) == (
@@ -537,6 +537,10 @@ def test_heuristic_tma_rules():
     assert dec.decode_config(8, 8, 4, 16384, tma_page=16) == dataclasses.replace(wave, num_splits=16)
     assert dec.decode_config(16, 8, 4, 8192, tma_page=16) == dataclasses.replace(wave, num_splits=8)
     assert dec.decode_config(32, 8, 4, 32768, num_splits=8, tma_page=16) == dataclasses.replace(wave, num_splits=8)
+    # From 512 pairs where the 4-split rule's 4096 tokens per split are not there (contexts under 16384).
+    assert dec.decode_config(128, 8, 4, 4096, tma_page=16) == dataclasses.replace(wave, num_splits=1)
+    assert dec.decode_config(128, 8, 4, 8192, tma_page=16) == dataclasses.replace(wave, num_splits=1)
+    assert dec.decode_config(64, 8, 4, 8192, tma_page=16) == dataclasses.replace(wave, num_splits=2)
     # 2^20 cached tokens over all pairs at least (B 8 ctx 4096 is host-bound eager), >= 512 tokens a split
     assert dec.decode_config(8, 8, 4, 4096, tma_page=16) == dec.decode_config(8, 8, 4, 4096)
     assert dec.decode_config(32, 8, 4, 8192, num_splits=32, tma_page=16) == dec.decode_config(32, 8, 4, 8192,
@@ -546,7 +550,7 @@ def test_heuristic_tma_rules():
                        ((128, 8, 4, 255), 64),
                        ((1, 8, 4, 32768), 64),  # 128 splits needed: over MAX_SPLITS
                        ((32, 8, 4, 32768), 32),
-                       ((128, 8, 4, 8192), 16),  # tmab at >= 512 pairs: 2048 tokens per split
+                       ((128, 8, 4, 2048), 16),  # >= 512 pairs, under the one-wave rule's ctx 4096
                        ((4, 8, 4, 32768), 16),  # 32 pairs: below the one-wave rule
                        ((32, 8, 4, 2048), 16),  # the one-wave rule starts at ctx 4096
                        ((32, 8, 32, 32768), 64), ((128, 8, 32, 32768), 16), ((32, 8, 4, 32768), None)]:

@@ -190,6 +190,9 @@ TMAB_MIN_SPLIT_LEN = 4096
 # (Hq 32 / 64; the gather kernel 66.9 / 65.4% in session 6's matrix), B 32 ctx 32768 96.2 / 96.7% (74.2 / 72.6),
 # B 32 ctx 4096 79.0 / 78.7% (71.1); but B 8 ctx 4096 26-28% against 36-49%: that 33 us kernel is host-bound in
 # eager calls and the TMA launch costs more host time, so the rule needs >= 2^20 cached tokens over all pairs.
+# Session 16: from 512 pairs too, where the 4-split rule above does not apply (contexts under 16384): B 128 ctx 4096
+# (1024 pairs, one split) 94.5 / 95.2% of copy eager (Hq 32 / 64) against the gather kernel's 74.2 / 74.8% (1.27x;
+# 2 splits 89%, the 4-stage 4-split form 81%; decode-nvidia-h200-20261203-135814.json).
 TMAB_WAVE_MIN_PAIRS = 64
 TMAB_WAVE_MIN_SPLIT_LEN = 512
 TMAB_WAVE_MIN_CONTEXT = 4096
@@ -212,7 +215,7 @@ def decode_config(
     ``_tma_geometry``), else None. With 16 query rows, pages of 64 then take the one-warp TMA kernel with the
     fewest splits that give :data:`TMA_MIN_PROGRAMS` programs, if each keeps :data:`TMA_MIN_SPLIT_LEN` tokens;
     pages of 16 take ``kv_load="tmab"`` with :data:`TMAB_SPLITS` splits at B x Hkv >= :data:`TMAB_MIN_PAIRS` and
-    :data:`TMAB_MIN_SPLIT_LEN` tokens per split, and below that (from :data:`TMAB_WAVE_MIN_PAIRS` pairs, contexts
+    :data:`TMAB_MIN_SPLIT_LEN` tokens per split, and otherwise (from :data:`TMAB_WAVE_MIN_PAIRS` pairs, contexts
     >= :data:`TMAB_WAVE_MIN_CONTEXT`, :data:`TMAB_WAVE_MIN_TOKENS` over all pairs) with 3 stages and the fewest splits reaching :data:`TMA_MIN_PROGRAMS`
     programs, each >= :data:`TMAB_WAVE_MIN_SPLIT_LEN` tokens; both with ``v_stage`` (:data:`TMA_V_STAGE`). A caller's
     ``num_splits`` is kept and judged by the same bounds.
@@ -252,8 +255,9 @@ def decode_config(
             if max_len // s >= TMAB_MIN_SPLIT_LEN:
                 return DecodeConfig(block_n=32, block_m=block_m, num_warps=1, num_stages=4, num_splits=s,
                                     kv_load="tmab", v_stage=TMA_V_STAGE)
-        elif (pairs >= TMAB_WAVE_MIN_PAIRS and max_len >= TMAB_WAVE_MIN_CONTEXT
-              and pairs * max_len >= TMAB_WAVE_MIN_TOKENS):
+        # Not long enough for that (or fewer pairs): the one-wave form (at >= 512 pairs with one or two splits).
+        if (pairs >= TMAB_WAVE_MIN_PAIRS and max_len >= TMAB_WAVE_MIN_CONTEXT
+                and pairs * max_len >= TMAB_WAVE_MIN_TOKENS):
             s = num_splits if given else min(triton.cdiv(TMA_MIN_PROGRAMS, pairs), MAX_SPLITS)
             while not given and s > 1 and max_len // s < TMAB_WAVE_MIN_SPLIT_LEN:
                 s //= 2
