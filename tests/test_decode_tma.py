@@ -45,12 +45,13 @@ def _tma_plan_used() -> bool:
 
 
 def _assert_same(a, b, device):
-    """Bit for bit in the interpreter (the same arithmetic in the same order); on the GPU two compiled kernels
-    may contract or order fp32 work differently: within 2^-9 (a few fp32 ulps of P rounded to fp16)."""
-    if device == "cpu":
-        assert torch.equal(a, b)
-    else:
-        torch.testing.assert_close(a, b, rtol=2.0**-9, atol=2.0**-9)
+    """The same products and roundings. In the interpreter within 2^-20: numpy's matmul (the interpreter's
+    tl.dot) may sum one product's terms in another order when its operands are laid out differently (O^T =
+    V^T.P^T, permuted V columns): 1-ulp differences in a few elements on an AMD EPYC host's OpenBLAS, none on the
+    hosts before; any kernel error is orders larger. On the GPU two compiled kernels may contract or order fp32
+    work differently: within 2^-9 (a few fp32 ulps of P rounded to fp16)."""
+    tol = 2.0**-20 if device == "cpu" else 2.0**-9
+    torch.testing.assert_close(a, b, rtol=tol, atol=tol)
 
 
 def _both(q, kc, vc, bt, sl, ks, vs, cfg, load="tma", **kw):
@@ -438,8 +439,9 @@ V_STAGE_CASES = [
 @pytest.mark.parametrize("case,load,block_n,splits", V_STAGE_CASES, ids=lambda x: str(x))
 def test_v_stage_matches_default(case, load, block_n, splits, device):
     """v_stage permutes V's columns and the accumulator's alike (undone after the loop): every product and every
-    fp32 sum is the one of v_stage=False, so the outputs agree bit for bit in the interpreter (within 2^-9 on
-    the GPU, where the two kernels are compiled apart and V is converted by the inline asm)."""
+    fp32 sum is the one of v_stage=False, so the outputs agree to the last bits in the interpreter (see
+    _assert_same; within 2^-9 on the GPU, where the two kernels are compiled apart and V is converted by the
+    inline asm)."""
     q, kc, vc, bt, sl, ks, vs = _make(case, device, seed=28)
     outs = []
     for v_stage in (False, True):
