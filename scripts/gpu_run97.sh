@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 16, call 1: (1) the M = 128 fast GEMM candidates with 256-deep K steps and swap-AB 128 x 64 (tune.candidates),
 # explored interleaved with cuBLAS and merged into the H200 table, then the 27-shape fast bench on that table;
-# (2) gpu_run96.sh (ncu of the hd128 row sums, the lse / launch-plan GPU tests of session 15's last host change).
+# (2) session 15's prepared gpu_run96.sh (removed: its steps are here): ncu of the hd128 row sums, the lse /
+# launch-plan GPU tests of session 15's last host change.
 source scripts/gpu_common.sh
 M128="128x10240x8192;128x8192x8192;128x8192x28672"
 el explore-m128
