@@ -44,7 +44,8 @@ def test_main_config_cli_qgmma_no_spills():
 
 
 SPECS = ["gemm_fast_rowwise_bias_gelu", "gemm_precise_tensorwise", "gemm_fast_nonpersistent", "gemm_fast_ws",
-         "gemm_fast_wspersistent", "gemm_e5m2_e4m3_f16", "gemm_decode_swapab", "gemm_decode_swapab_splitk", "gemm_fast_n64p16"]
+         "gemm_fast_wspersistent", "gemm_e5m2_e4m3_f16", "gemm_decode_swapab", "gemm_decode_swapab_splitk", "gemm_fast_n64p16",
+         "gemm_precise_n64p16"]
 
 
 def test_variants_compile_with_qgmma_and_no_spills():
@@ -98,7 +99,7 @@ def test_precise_mode_keeps_fresh_dots():
     code = """
 import re
 from tritonfp8 import codegen
-for k in ("gemm_precise_tensorwise", "gemm_fast_tensorwise"):
+for k in ("gemm_precise_tensorwise", "gemm_fast_tensorwise", "gemm_precise_n64p16", "gemm_fast_n64p16"):
     ck = codegen.compile_spec(codegen.registry()[k], 90, "cutlass")
     ttgir = ck.asm["ttgir"]
     zeros = set(re.findall(r"(%[\\w#]+) = arith.constant dense<0.000000e\\+00> : tensor<\\d+x\\d+xf32", ttgir))
@@ -112,6 +113,11 @@ for k in ("gemm_precise_tensorwise", "gemm_fast_tensorwise"):
     assert dots > 0 and fresh == dots and adds > 0
     dots, fresh, adds = rows["gemm_fast_tensorwise"]
     assert dots > 0 and fresh == 0
+    # tiles of two column pieces: both pieces' dots fresh in precise mode, both chained in fast mode
+    dots, fresh, adds = rows["gemm_precise_n64p16"]
+    assert dots >= 2 and fresh == dots and adds >= 2
+    dots, fresh, adds = rows["gemm_fast_n64p16"]
+    assert dots >= 2 and fresh == 0
 
 
 def test_splitk_reduce_and_ada_kernels_compile():

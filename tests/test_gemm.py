@@ -158,15 +158,17 @@ def test_schedules(cfg, accumulate, device):
 @pytest.mark.parametrize("N", [144, 112, 128, 16])
 def test_two_column_pieces_per_tile(N, device):
     """Tiles of block_n + block_n2 columns (two products on one x tile) give the same result as any other config:
-    partial tiles in M, N and K, rowwise and per-tensor scales, bias + activation, E5M2 b, three output types; a
+    partial tiles in M, N and K, rowwise and per-tensor scales, fast and precise accumulation, bias + activation,
+    E5M2 b, three output types; a
     second call with new data (the launch plan's replay, which rebuilds both y descriptors on a GPU) too."""
     if device == "cuda" and torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("TMA schedules need sm_90")
     cfg = GemmConfig(64, 32, 64, group_m=2, num_warps=4, num_stages=3, schedule="tma", block_n2=16)
     assert cfg.tile_n == 48 and not cfg.tma_store
     M, Kd = 70, 352
-    for seed, (b_dtype, out_dtype, rowwise) in enumerate(
-            [(E4, torch.bfloat16, True), (E5, torch.float32, False), (E4, torch.float16, True)]):
+    for seed, (b_dtype, out_dtype, rowwise, accumulate) in enumerate(
+            [(E4, torch.bfloat16, True, "fast"), (E5, torch.float32, False, "fast"), (E4, torch.float16, True, "fast"),
+             (E4, torch.bfloat16, True, "precise"), (E5, torch.float32, False, "precise")]):
         torch.manual_seed(seed)
         a, b = rand_fp8((M, Kd), E4, device=device), rand_fp8((N, Kd), b_dtype, device=device)
         if rowwise:
@@ -175,8 +177,9 @@ def test_two_column_pieces_per_tile(N, device):
             sa, sb = torch.tensor(0.75, device=device), torch.tensor([0.5], device=device)
         bias = torch.randn(N, device=device)
         for _ in range(2):  # the second call of the same metadata takes the launch plan
-            out = gemm(a, b, sa, sb, bias=bias, activation="relu", out_dtype=out_dtype, config=cfg)
-            check(out, a, b, sa, sb, bias=bias, activation="relu", out_dtype=out_dtype)
+            out = gemm(a, b, sa, sb, bias=bias, activation="relu", out_dtype=out_dtype, config=cfg,
+                       accumulate=accumulate)
+            check(out, a, b, sa, sb, bias=bias, activation="relu", out_dtype=out_dtype, accumulate=accumulate)
             b = rand_fp8((N, Kd), b_dtype, device=device)  # new weights at a new address for the replay
 
 
@@ -190,13 +193,18 @@ def test_two_column_pieces_config_rules(device):
         with pytest.raises(ValueError, match="block_n2"):
             GemmConfig(64, 64, 64, num_warps=4, block_n2=16, **bad)
     cfg = GemmConfig(64, 32, 64, group_m=2, num_warps=4, num_stages=3, schedule="tma", block_n2=16)
-    a, b = rand_fp8((16, 64), device=device), rand_fp8((48, 64), device=device)
+    a, b = rand_fp8((16, 256), device=device), rand_fp8((48, 256), device=device)
     one = torch.tensor(1.0, device=device)
-    with pytest.raises(ValueError, match="block_n2"):
-        gemm(a, b, one, one, accumulate="precise", config=cfg)
+    with pytest.raises(ValueError, match="block_n2"):  # block scales: (M, K/128) and (N/128, K/128)
+        gemm(a, b, torch.ones((16, 2), device=device), torch.ones((1, 2), device=device),
+             config=dataclasses.replace(cfg, block_k=128))
+    with pytest.raises(ValueError, match="block_n2"):  # the lagged promotion
+        gemm(a, b, one, one, accumulate="precise", config=dataclasses.replace(cfg, promote="lag"))
     name = K_.gemm_kernel_name(cfg, arch=90, a_dtype=E4, b_dtype=E4, out_dtype=torch.bfloat16, a_vec=False,
                                b_vec=False, precise=False, has_bias=False, activation=None).build()
     assert "_64x48x64_" in name and "_n32p16" in name, name
+    with pytest.raises(ValueError, match="block_k <= 128"):  # precise promotes at least every 128 K
+        gemm(a, b, one, one, accumulate="precise", config=GemmConfig(64, 32, 256, num_warps=4, schedule="tma"))
     assert cfg.short() == "64x32+16x64 w4s3 tma"
     assert GemmConfig.from_dict(cfg.as_dict()) == cfg
     # The heuristic takes 64 + 16 columns where 64-wide tiles overflow one CTA per SM and 80-wide ones do not.

@@ -141,6 +141,8 @@ def candidates(M: int, N: int, K: int, *, precise: bool, num_sms: int, quick: bo
             G(128, 256, bk, num_warps=4, num_stages=3, schedule="glws", epilogue_subtile=1),
             G(128, 128, bk, num_warps=4, num_stages=4, schedule="glws", epilogue_subtile=1, split_k=2),
         ]
+        # 80-column tiles (block_n2) with 128-deep K steps, for both modes (precise promotes every 128 K)
+        c += [G(128, 64, bk, num_warps=4, num_stages=st, schedule="tma", block_n2=16) for st in (4, 6)]
         if not precise:
             c += [G(128, 256, bk, num_warps=8, num_stages=0, schedule="tma", epilogue_subtile=2, split_k=2),
                   G(128, 128, bk, num_warps=4, num_stages=0, schedule="tmaws", split_k=2)]

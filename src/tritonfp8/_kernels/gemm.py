@@ -286,9 +286,9 @@ def _gemm_tile(
 ):
     """One output tile (and one K slice when SPLIT_K > 1): main loop, then the fused epilogue.
 
-    BLOCK_S2 > 0 (fast mode, TMA, one tile per program, pointer stores): the tile is BLOCK_S + BLOCK_S2 columns
-    wide; its last BLOCK_S2 columns are a second product on the same x tile (y2: descriptor of y with block
-    [BLOCK_S2, BLOCK_K]), with its own accumulator and epilogue piece.
+    BLOCK_S2 > 0 (per-tensor or rowwise scales, TMA, one tile per program, pointer stores): the tile is
+    BLOCK_S + BLOCK_S2 columns wide; its last BLOCK_S2 columns are a second product on the same x tile (y2:
+    descriptor of y with block [BLOCK_S2, BLOCK_K]), with its own accumulator and epilogue piece.
 
     GROUPED > 0: ``work_id`` is a linear tile id over all groups; the group's row window [g_lo[g], g_hi[g]) of x,
     its rows g*S .. g*S+S-1 of y and its scale/bias slices are found from the per-group vectors (see the kernel).
@@ -348,14 +348,19 @@ def _gemm_tile(
                             stride_xs_k, stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, BLOCK_K,
                             X_SCALE_GROUP, Y_SCALE_GROUP)
     elif BLOCK_S2 > 0:
-        tl.static_assert(not K_SCALED and SPLIT_K == 1 and GROUPED == 0 and not SWAP_AB and not TMA_STORE and USE_TMA)
+        tl.static_assert(X_SCALE_GROUP == 0 and PROMOTE_LAG == 0 and SPLIT_K == 1 and GROUPED == 0 and not SWAP_AB
+                         and not TMA_STORE and USE_TMA)
         acc2 = tl.zeros((BLOCK_R, BLOCK_S2), dtype=tl.float32)  # the second column piece
         for kb in tl.range(kb_lo, kb_hi):
             xt = x.load([off_r, kb * BLOCK_K])
             yt = y.load([y_off, kb * BLOCK_K])
             yt2 = y2.load([y_off + BLOCK_S, kb * BLOCK_K])
-            acc = tl.dot(xt, yt.T, acc)
-            acc2 = tl.dot(xt, yt2.T, acc2)
+            if K_SCALED:  # precise: each K block's fresh dots promoted into the fp32 accumulators
+                acc += tl.dot(xt, yt.T) * blk_scale
+                acc2 += tl.dot(xt, yt2.T) * blk_scale
+            else:
+                acc = tl.dot(xt, yt.T, acc)
+                acc2 = tl.dot(xt, yt2.T, acc2)
     elif USE_TMA:
         for kb in tl.range(kb_lo, kb_hi, warp_specialize=WS_KLOOP):
             xt = x.load([off_r, kb * BLOCK_K])
@@ -785,6 +790,10 @@ def launch_gemm(
     many configs in parallel: see ``tritonfp8.tune``). ``qkv``: fused QKV epilogue (:class:`QkvTargets`; pointer
     stores; ``out`` is written only with ``qkv.store_c``).
     """
+    if precise and cfg.block_k > 128:
+        # each K block's dot accumulates on the tensor core before its fp32 promotion: the precise mode's promise
+        # (fp32 at least every 128 K) holds only for blocks of <= 128
+        raise ValueError(f"config: accumulate='precise' needs block_k <= 128, got {cfg.short()}")
     if cfg.schedule == "glws":
         if qkv is not None:
             raise ValueError("config: schedule 'glws' has no fused QKV epilogue")
@@ -842,9 +851,9 @@ def launch_gemm(
     else:
         x_arg, y_arg = x, y
     if cfg.block_n2:
-        if precise or b_block_rows is not None or qkv is not None:
-            raise ValueError(f"config: block_n2 runs the fast mode with per-tensor or rowwise scales only, got "
-                             f"{cfg.short()}")
+        if b_block_rows is not None or qkv is not None or promote_lag(cfg, True):
+            raise ValueError(f"config: block_n2 runs per-tensor or rowwise scales (fast, or precise with the 'sync' "
+                             f"promotion) and no fused QKV epilogue, got {cfg.short()}")
         y2_arg = TensorDescriptor.from_tensor(y, [cfg.block_n2, box_k])
     else:
         y2_arg = None
@@ -1367,6 +1376,9 @@ def _specs() -> dict:
         "gemm_fast_n64p16": codegen_spec(
             GemmConfig(128, 64, 256, num_warps=4, num_stages=4, schedule="tma", block_n2=16),
             description="fast, 80-column tiles (64 + 16: two wgmma widths on one x tile), one tile per program"),
+        "gemm_precise_n64p16": codegen_spec(
+            GemmConfig(128, 64, 128, num_warps=4, num_stages=6, schedule="tma", block_n2=16), precise=True,
+            description="precise, 80-column tiles: both pieces' fresh dots promoted per 128-K block"),
         "gemm_ada_ptr": codegen_spec(
             GemmConfig(128, 128, 64, num_warps=8, num_stages=4, schedule="ptr"),
             description="Ada (sm_89): pointer loads, mma.sync"),

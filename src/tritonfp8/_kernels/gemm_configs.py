@@ -73,7 +73,8 @@ class GemmConfig:
     block_n2: 0, or a second, narrower column piece per tile (a power of two, 16 .. block_n / 2): the tile is
     block_n + block_n2 columns wide, two products per K step (wgmma N = block_n and N = block_n2) on one x tile.
     Triton's tiles are powers of two; this gives widths such as 80 that split N = 10240 into 128 tiles, one per
-    SM (the fast mode's one-row-of-tiles case; ``tma`` schedule, no swap-AB or split-K, pointer stores).
+    SM (the one-row-of-tiles case; ``tma`` schedule, no swap-AB or split-K, pointer stores; per-tensor or rowwise
+    scales, fast or precise with the "sync" promotion).
     """
 
     block_m: int = 128
