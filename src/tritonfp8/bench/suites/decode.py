@@ -192,6 +192,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "tmaw1bn64s4splitsx4vsmc4": _w1("tma", 64, 4, 4.0, v_stage=True, merge_chunk=4),
     "tmaw1bn64s4splitsx4vsmc8": _w1("tma", 64, 4, 4.0, v_stage=True, merge_chunk=8),
     "tmaw1bn64s4splitsx1vs": _w1("tma", 64, 4, 1.0, v_stage=True),
+    # Session 16 (prepared, scripts/gpu_run102.sh): B 32 ctx 4096 pages of 64 with 2 / 3 splits around the 4 the
+    # rule takes (76-81% of copy eager): fewer, longer programs against the merge's cost.
+    "tmaw1bn64s4splitsx2vs": _w1("tma", 64, 4, 2.0, v_stage=True),
+    "tmaw1bn64s4splitsx3vs": _w1("tma", 64, 4, 3.0, v_stage=True),
     # Prepared in session 6 (not timed): one wave of per-box programs on pages of 16. Offline sm_90 the tmab kernel
     # at 4 stages takes 28.8 KB of shared memory (7 programs per SM: 924 slots, so B 32 x 4 splits = 1024 programs
     # run 1.1 waves, which may be why it lost to the gather kernel at B 8/32), 20.5 KB at 3 stages (8 per SM by its
