@@ -5,7 +5,7 @@
 # (2) decode B 32 ctx 4096 (76-81% of copy eager, target 85%): splits and kernels around the 4-split defaults.
 source scripts/gpu_common.sh
 el gemm-tests
-pytest_v 200 -n 4 tests/test_gemm.py tests/test_gemm_gpu.py
+pytest_v 200 -n 4 tests/test_gemm.py tests/test_gemm_gpu.py tests/test_launch.py
 el explore-precise-m128
 timeout 200 python3 scripts/gpu_gemm_explore.py --shapes "128x10240x8192;128x8192x8192" --modes precise --repeats 3 2>&1 \
   | grep -v "^    .*FAILED" | tail -50

@@ -63,6 +63,7 @@ def test_interpreter_or_disabled_takes_tritons_path(monkeypatch):
 
 _SPLITK = dict(block_m=64, block_n=16, block_k=128, group_m=1, num_warps=4, num_stages=4, schedule="tma",
                swap_ab=True, split_k=2)
+_N80 = dict(block_m=128, block_n=64, block_k=128, group_m=8, num_warps=4, num_stages=4, schedule="tma", block_n2=16)
 
 
 @requires_gpu
@@ -73,6 +74,8 @@ _SPLITK = dict(block_m=64, block_n=16, block_k=128, group_m=1, num_warps=4, num_
     ((16, 1024, 1024), {"config": _SPLITK, "bias": True}),  # swap-AB + split-K: two kernels per call
     ((300, 512, 384), {"accumulate": "precise"}),
     ((256, 256, 256), {"block": True}),
+    ((128, 1280, 512), {"config": _N80}),  # two column pieces: the replay rebuilds both descriptors of b
+    ((100, 1280, 512), {"config": _N80, "accumulate": "precise", "bias": True}),
 ])
 def test_cached_launches_match_tritons_dispatch_gpu(shape, opts):
     """The launch-plan, template and dispatch caches (second and later calls) give exactly what Triton's own

@@ -105,15 +105,25 @@ def arg_spec(v: Any):
     raise TypeError(f"no launch key for an argument of type {type(v).__name__}")
 
 
+def _params(fn) -> list[tuple]:
+    """(name, has_default, default) of each parameter of a jitted kernel, in order."""
+    if hasattr(fn, "params"):
+        return [(p.name, p.has_default, p.default) for p in fn.params]
+    # the interpreter's function object (CPU tests of launch plans): the Python signature
+    import inspect
+
+    return [(n, p.default is not p.empty, p.default) for n, p in inspect.signature(fn.fn).parameters.items()]
+
+
+def param_index(fn, name: str) -> int:
+    """Position of parameter ``name`` in a jitted kernel's signature."""
+    return [p[0] for p in _params(fn)].index(name)
+
+
 def _tail_values(fn, n_args: int, kwargs: dict) -> tuple:
     """Values of the parameters after the first ``n_args`` (kwargs, else the declared defaults), in order."""
     out = []
-    if hasattr(fn, "params"):
-        params = [(p.name, p.has_default, p.default) for p in fn.params]
-    else:  # the interpreter's function object (CPU tests of launch plans): the Python signature
-        import inspect
-
-        params = [(n, p.default is not p.empty, p.default) for n, p in inspect.signature(fn.fn).parameters.items()]
+    params = _params(fn)
     for name, has_default, default in params[n_args:]:
         if name in kwargs:
             out.append(kwargs[name])

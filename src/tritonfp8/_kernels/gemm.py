@@ -907,6 +907,7 @@ def launch_gemm(
             main_tail=_fast._tail_values(fp8_gemm_kernel, 7 + len(mid), kwargs), tma_store=tma_store,
             x_block=[BR, box_k], y_block=[BS, box_k], c_block=[BR, BS // cfg.epilogue_subtile], ws_shape=(split, M, N),
             y2_block=[cfg.block_n2, box_k] if cfg.block_n2 else None,
+            y2_pos=_fast.param_index(fp8_gemm_kernel, "y2") - 7 - len(mid),
             red=red, red_grid=(triton.cdiv(M * N, REDUCE_BLOCK), 1, 1),
             red_tail=_fast._tail_values(fp8_gemm_splitk_reduce_kernel, 5, rkw) if red is not None else None,
             M=M, N=N,
@@ -975,7 +976,8 @@ class _Template:
     red_tail: tuple | None
     M: int
     N: int
-    y2_block: list | None = None  # block_n2 configs: the second y descriptor, the kernel's last runtime argument
+    y2_block: list | None = None  # block_n2 configs: the second y descriptor's block, rebuilt per call
+    y2_pos: int = -1  # its position in main_tail
     descs: tuple = dataclasses.field(default_factory=lambda: ({}, {}, {}, {}))
 
     def launch(self, a, b, scale_a, scale_b, bias, out) -> None:
@@ -986,9 +988,9 @@ class _Template:
             x, y, xs, ys = a, b, scale_a, scale_b
         cx, cy, cc, cy2 = self.descs
         tail = self.main_tail
-        if self.y2_block is not None:
-            # y2 is the second-to-last parameter (BLOCK_S2 the last): rebuilt for this call's b, as y is
-            tail = tail[:-2] + (_desc(y, self.y2_block, cy2), tail[-1])
+        if self.y2_block is not None:  # rebuilt for this call's b, as y is
+            i = self.y2_pos
+            tail = tail[:i] + (_desc(y, self.y2_block, cy2),) + tail[i + 1:]
         if cfg.uses_tma:
             xa, ya = _desc(x, self.x_block, cx), _desc(y, self.y_block, cy)
         else:
