@@ -183,6 +183,23 @@ def test_two_column_pieces_per_tile(N, device):
             b = rand_fp8((N, Kd), b_dtype, device=device)  # new weights at a new address for the replay
 
 
+def test_launch_template_finds_the_second_descriptor_by_name():
+    """A replayed two-piece launch rebuilds y2 in the kernel's tail values at the position of the parameter named
+    y2 (the template stores it; a signature change must not make it replace another argument)."""
+    from tritonfp8 import _launch
+
+    kern = K_.fp8_gemm_kernel
+    n_mid = 17  # launch_gemm's runtime values between the 7 leading tensors and the keyword tail
+    marker = object()
+    tail = _launch._tail_values(kern, 7 + n_mid, {"y2": marker, "BLOCK_S2": 16, "KERNEL_NAME": "k"} | {
+        n: 0 for n in ("BLOCK_R", "BLOCK_S", "BLOCK_K", "GROUP_R", "SPLIT_K", "USE_TMA", "PERSISTENT", "FLATTEN",
+                       "WARP_SPECIALIZE", "SUBTILE", "SWAP_AB", "X_SCALE_VEC", "Y_SCALE_VEC", "K_SCALED",
+                       "X_SCALE_GROUP", "Y_SCALE_GROUP", "HAS_BIAS", "ACTIVATION", "OUT_DTYPE", "TMA_STORE",
+                       "GROUPED", "G_PAD", "PROMOTE_LAG")})
+    pos = _launch.param_index(kern, "y2") - 7 - n_mid
+    assert tail[pos] is marker and tail[_launch.param_index(kern, "BLOCK_S2") - 7 - n_mid] == 16
+
+
 def test_two_column_pieces_config_rules(device):
     """block_n2 is validated where the config is built and where a mode cannot take it."""
     for bad in (dict(block_n2=8), dict(block_n2=48), dict(block_n2=64, block_n=64)):
