@@ -159,8 +159,8 @@ def test_schedules(cfg, accumulate, device):
 def test_two_column_pieces_per_tile(N, device):
     """Tiles of block_n + block_n2 columns (two products on one x tile) give the same result as any other config:
     partial tiles in M, N and K, rowwise and per-tensor scales, fast and precise accumulation, bias + activation,
-    E5M2 b, three output types; a
-    second call with new data (the launch plan's replay, which rebuilds both y descriptors on a GPU) too."""
+    E5M2 b, three output types; a second call with new data (the launch plan's replay, which rebuilds both y
+    descriptors on a GPU) too."""
     if device == "cuda" and torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("TMA schedules need sm_90")
     cfg = GemmConfig(64, 32, 64, group_m=2, num_warps=4, num_stages=3, schedule="tma", block_n2=16)
