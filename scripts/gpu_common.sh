@@ -31,3 +31,9 @@ pytest_v() {
   for w in PASSED FAILED SKIPPED ERROR; do echo "$w $(grep -c " $w" /tmp/t.log)"; done
   grep -E "FAILED|^E  " /tmp/t.log | head -20; tail -2 /tmp/t.log
 }
+# decode_variants NAMES CASES [LINES]: the decode config sweep (eager, 3 interleaved rounds) of bench variants NAMES
+# (comma list) on cases CASES (B:ctx:Hq:page, comma list), the table's last LINES lines.
+decode_variants() {
+  timeout 200 python3 -m tritonfp8 bench decode --variants-only --repeats 3 --variant-names "$1" --variant-cases "$2" \
+    2>&1 | tail -"${3:-22}"
+}

@@ -11,8 +11,7 @@ save
 el gemm-done
 # Decode, pages of 16 at B 128 ctx 4096 (1024 pairs: the gather kernel at 75% of copy): the per-box kernel unsplit.
 el decode-variants
-timeout 200 python3 -m tritonfp8 bench decode --variants-only --repeats 3 \
-  --variant-names tmabw1bn32s4splitsx1vs,tmabw1bn32s3splitsx1vs,tmabw1bn64s3splitsx1vs,tmabw1bn32s3splitsx2vs,tmabw1bn32s4splitsx4vs \
-  --variant-cases 128:4096:32:16,128:4096:64:16 2>&1 | tail -22
+decode_variants tmabw1bn32s4splitsx1vs,tmabw1bn32s3splitsx1vs,tmabw1bn64s3splitsx1vs,tmabw1bn32s3splitsx2vs,tmabw1bn32s4splitsx4vs \
+  128:4096:32:16,128:4096:64:16 22
 save
 el done2

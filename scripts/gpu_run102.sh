@@ -18,8 +18,7 @@ timeout 120 python3 -m tritonfp8 bench gemm --no-bf16 --no-name-ab --modes fast 
   --shapes "4096x4096x4096;4096x10240x8192;1024x10240x8192" --repeats 4 2>&1 | tail -14
 save
 el decode-b32
-timeout 200 python3 -m tritonfp8 bench decode --variants-only --repeats 3 \
-  --variant-names tmaw1bn64s4splitsx2vs,tmaw1bn64s4splitsx3vs,tmatbn64,tmabw1bn32s3splitsx2vs,tmabw1bn32s4splitsx4vs \
-  --variant-cases 32:4096:32:64,32:4096:32:16 2>&1 | tail -16
+decode_variants tmaw1bn64s4splitsx2vs,tmaw1bn64s4splitsx3vs,tmatbn64,tmabw1bn32s3splitsx2vs,tmabw1bn32s4splitsx4vs \
+  32:4096:32:64,32:4096:32:16 16
 save
 el done
