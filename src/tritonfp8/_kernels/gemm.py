@@ -347,27 +347,23 @@ def _gemm_tile(
         acc = _k_loop_split(acc, x, y, K, kb_lo, kb_hi, off_r, off_s, y_off, x_scale, y_scale, R, S, stride_xs_r,
                             stride_xs_k, stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, BLOCK_K,
                             X_SCALE_GROUP, Y_SCALE_GROUP)
-    elif BLOCK_S2 > 0:
-        tl.static_assert(X_SCALE_GROUP == 0 and PROMOTE_LAG == 0 and SPLIT_K == 1 and GROUPED == 0 and not SWAP_AB
-                         and not TMA_STORE and USE_TMA)
-        acc2 = tl.zeros((BLOCK_R, BLOCK_S2), dtype=tl.float32)  # the second column piece
-        for kb in tl.range(kb_lo, kb_hi):
-            xt = x.load([off_r, kb * BLOCK_K])
-            yt = y.load([y_off, kb * BLOCK_K])
-            yt2 = y2.load([y_off + BLOCK_S, kb * BLOCK_K])
-            if K_SCALED:  # precise: each K block's fresh dots promoted into the fp32 accumulators
-                acc += tl.dot(xt, yt.T) * blk_scale
-                acc2 += tl.dot(xt, yt2.T) * blk_scale
-            else:
-                acc = tl.dot(xt, yt.T, acc)
-                acc2 = tl.dot(xt, yt2.T, acc2)
     elif USE_TMA:
+        if BLOCK_S2 > 0:  # the second column piece: its own accumulator, the same K step on the same x tile
+            tl.static_assert(X_SCALE_GROUP == 0 and PROMOTE_LAG == 0 and SPLIT_K == 1 and GROUPED == 0
+                             and not SWAP_AB and not TMA_STORE)
+            acc2 = tl.zeros((BLOCK_R, BLOCK_S2), dtype=tl.float32)
         for kb in tl.range(kb_lo, kb_hi, warp_specialize=WS_KLOOP):
             xt = x.load([off_r, kb * BLOCK_K])
             yt = y.load([y_off, kb * BLOCK_K])
+            if BLOCK_S2 > 0:
+                yt2 = y2.load([y_off + BLOCK_S, kb * BLOCK_K])
             acc, prev = _k_step(acc, prev, xt, yt, kb, kb_lo, x_scale, y_scale, off_r, off_s, R, S, stride_xs_r,
                                 stride_xs_k, stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S, X_SCALE_GROUP,
                                 Y_SCALE_GROUP, K_SCALED, PROMOTE_LAG)
+            if BLOCK_S2 > 0:
+                acc2, _ = _k_step(acc2, acc2, xt, yt2, kb, kb_lo, x_scale, y_scale, off_r, off_s + BLOCK_S, R, S,
+                                  stride_xs_r, stride_xs_k, stride_ys_r, stride_ys_k, blk_scale, BLOCK_R, BLOCK_S2,
+                                  X_SCALE_GROUP, Y_SCALE_GROUP, K_SCALED, PROMOTE_LAG)
     else:
         offs_r = off_r.to(tl.int64) + tl.arange(0, BLOCK_R)
         offs_s = off_s.to(tl.int64) + tl.arange(0, BLOCK_S)
