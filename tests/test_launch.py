@@ -44,6 +44,52 @@ def test_tail_values_follow_the_signature():
         L._tail_values(Fn, 2, {})
 
 
+def test_replay_takes_this_calls_runtime_keyword_arguments(monkeypatch):
+    """A runtime argument passed by keyword (the GEMM's optional second descriptor ``y2``) is keyed by its
+    specialization facts, and a replay passes this call's value, not the first call's (session 17: such a call
+    had fallen back to Triton's dispatch on every call, the descriptor being unhashable)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    class P:
+        def __init__(self, name, default=None, has_default=False):
+            self.name, self.default, self.has_default = name, default, has_default
+
+    class Kernel:  # a compiled kernel stand-in: no ``result`` attribute
+        pass
+
+    compiled = Kernel()
+    first_calls, replays = [], []
+
+    class Fn:
+        __name__ = "k"
+        params = [P("x"), P("n"), P("B"), P("y2", None, True), P("S2", 0, True)]
+
+        def __getitem__(self, grid):
+            return lambda *a, **k: first_calls.append((a, k)) or compiled
+
+    monkeypatch.setattr(L._backend, "interpreting", lambda: False)
+    monkeypatch.setattr(L.torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(L, "run_compiled", lambda kernel, grid3, vals: replays.append((kernel, grid3, vals)))
+    fn = Fn()
+    d1 = TensorDescriptor.from_tensor(torch.zeros(64, 256, dtype=torch.uint8), [16, 128])
+    d2 = TensorDescriptor.from_tensor(torch.zeros(128, 256, dtype=torch.uint8), [16, 128])
+    assert L.kwarg_spec(d1) == L.kwarg_spec(d2) == ("rt", L.arg_spec(d1)) and L.kwarg_spec(16) == 16
+    assert L.runtime_kwargs(fn, 2, {"B": 4, "y2": d1, "S2": 16}) == ((1, "y2"),)
+    L.cache_clear()
+    prev = L.set_enabled(True)
+    try:
+        L.launch(fn, (3,), 3, 2, B=4, y2=d1, S2=16)
+        assert len(first_calls) == 1 and L.cache_size() == 1
+        L.launch(fn, (3,), 5, 2, B=4, y2=d2, S2=16)
+        L.launch(fn, (3,), 5, 2, B=4, y2=d2, S2=32)  # another constexpr value: a new entry
+    finally:
+        L.set_enabled(prev)
+        L.cache_clear()
+    assert len(first_calls) == 2 and len(replays) == 1
+    kernel, grid3, vals = replays[0]
+    assert kernel is compiled and grid3 == (3, 1, 1) and vals[:3] == (5, 2, 4) and vals[3] is d2 and vals[4] == 16
+
+
 def test_interpreter_or_disabled_takes_tritons_path(monkeypatch):
     calls = []
 

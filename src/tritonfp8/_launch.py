@@ -105,6 +105,25 @@ def arg_spec(v: Any):
     raise TypeError(f"no launch key for an argument of type {type(v).__name__}")
 
 
+def _runtime_value(v) -> bool:
+    """A tensor or a tensor descriptor: a value that differs from call to call under one specialization."""
+    return isinstance(v, torch.Tensor) or isinstance(getattr(v, "base", None), torch.Tensor)
+
+
+def kwarg_spec(v):
+    """The launch-key entry of one keyword argument: constexprs and options by value; runtime arguments passed by
+    keyword (an optional descriptor such as the GEMM's ``y2``) by their specialization facts (:func:`arg_spec`), so
+    the key neither holds the tensor nor hashes a descriptor (dataclasses are unhashable)."""
+    return ("rt", arg_spec(v)) if _runtime_value(v) else v
+
+
+def runtime_kwargs(fn, n_args: int, kwargs: dict) -> tuple:
+    """(position in the tail after the first ``n_args`` parameters, name) of each runtime keyword argument: a
+    replay substitutes the call's own value there."""
+    names = [p[0] for p in _params(fn)[n_args:]]
+    return tuple((names.index(k), k) for k, v in kwargs.items() if _runtime_value(v))
+
+
 def _params(fn) -> list[tuple]:
     """(name, has_default, default) of each parameter of a jitted kernel, in order."""
     if hasattr(fn, "params"):
@@ -145,7 +164,8 @@ def launch(fn, grid: tuple, *args, **kwargs):
         _record(fn, grid, len(args), kwargs, kernel)
         return kernel
     try:
-        key = (fn, torch.cuda.current_device(), tuple(arg_spec(a) for a in args), tuple(kwargs.items()))
+        key = (fn, torch.cuda.current_device(), tuple(arg_spec(a) for a in args),
+               tuple((k, kwarg_spec(v)) for k, v in kwargs.items()))
         entry = _CACHE.get(key)
     except TypeError:  # an argument kind without a key, or an unhashable constexpr: Triton's own path
         kernel = fn[grid](*args, **kwargs)
@@ -156,10 +176,15 @@ def launch(fn, grid: tuple, *args, **kwargs):
         if _compiled(kernel):
             if len(_CACHE) >= _CACHE_SIZE:
                 _CACHE.pop(next(iter(_CACHE)))  # oldest first
-            _CACHE[key] = (kernel, _tail_values(fn, len(args), kwargs))
+            _CACHE[key] = (kernel, _tail_values(fn, len(args), kwargs), runtime_kwargs(fn, len(args), kwargs))
         _record(fn, grid, len(args), kwargs, kernel)
         return kernel
-    kernel, tail = entry
+    kernel, tail, rt = entry
+    if rt:  # this call's values of the runtime arguments passed by keyword (the cached tail holds the first call's)
+        tail = list(tail)
+        for i, name in rt:
+            tail[i] = kwargs[name]
+        tail = tuple(tail)
     g = tuple(grid) + (1, 1)
     run_compiled(kernel, g[:3], args + tail)
     if _RECORDS is not None:
