@@ -146,6 +146,14 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "glws256s4": (dict(_GLWS, block_n=64, num_stages=4, overlap=2, p_carry=1), (256,)),
     "glws256pp": (dict(_GLWS, block_n=64, num_stages=3, overlap=2, p_carry=1, pingpong=True), (256,)),
     "glws256ser": (dict(_GLWS, block_n=64, num_stages=3), (256,)),
+    # 256-key blocks at hd128 (session 17): per thread and block the unmasked loop issues 686 instructions for 128
+    # scores (5.4 per score) against the default's 428 for 64 (6.7): the acc rescale, the row reductions and the
+    # wgmma bookkeeping are paid once per 256 keys. Offline sm_90: Triton 128 x 256 / 8 warps 225 registers, no
+    # spills, 152 KB shared (one CTA, two warp groups per SM sharing K and Vᵀ); Gluon 128 x 256 (FADD row sums:
+    # 821 per block) 2 stages 148 KB, 3 stages 208 KB.
+    "bm128bn256": (dict(block_m=128, num_warps=8, block_n=256, maxnreg=None), (128,)),
+    "glwsbn256": (dict(_GLWS, block_n=256, num_stages=2), (128,)),
+    "glwsbn256s3": (dict(_GLWS, block_n=256, num_stages=3), (128,)),
 }
 DEFAULT_VARIANTS = ("vonchip", "prev128", "prev64", "prev256", "s3")
 QUICK_VARIANTS = ("vonchip", "noperm")
