@@ -228,8 +228,8 @@ class AttnConfig:
             raise ValueError("AttnConfig: row_sum_mma is an option of the Triton kernel's plain loop (kernel='triton', "
                              f"overlap=0), got kernel={self.kernel!r}, overlap={self.overlap}")
         if self.kernel == "glws":
-            if self.block_m != 128 or self.block_n not in (64, 128) or not self.v_transposed:
-                raise ValueError("AttnConfig: kernel='glws' takes block_m=128, block_n 64 or 128 and "
+            if self.block_m != 128 or self.block_n not in (64, 128, 256) or not self.v_transposed:
+                raise ValueError("AttnConfig: kernel='glws' takes block_m=128, block_n 64, 128 or 256 and "
                                  f"v_transposed=True, got block_m={self.block_m}, block_n={self.block_n}, "
                                  f"v_transposed={self.v_transposed}")
             if self.lazy_rescale or self.poly_exp2 or self.warp_specialize or self.maxnreg:
@@ -730,7 +730,9 @@ def _check_config_for(cfg: AttnConfig, prob: _Problem, device: torch.device, out
     elif arch_of(device) != 90:
         why = f"sm_{arch_of(device)} (the kernel is sm_90 only)"
     elif next(x for x in _SUPPORTED_D if x >= prob.head_dim) == 256 and cfg.block_n != 64:
-        why = "head dim 256 with block_n=128 (shared memory): use block_n=64"
+        why = f"head dim 256 with block_n={cfg.block_n} (shared memory): use block_n=64"
+    elif next(x for x in _SUPPORTED_D if x >= prob.head_dim) == 128 and cfg.block_n == 256 and cfg.overlap:
+        why = "head dim 128 with block_n=256 and overlap (registers: two 64 x 256 score tiles): use overlap=0"
     if why is not None:
         raise ValueError(f"config: kernel='glws' does not support {why}; use the default kernel='triton'")
 
