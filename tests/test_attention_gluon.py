@@ -180,7 +180,7 @@ def test_glws_config_validation():
         (dict(kernel="glws", v_transposed=False), "v_transposed=True"),
         (dict(kernel="glws", maxnreg=168), "options of the Triton kernel"),
         (dict(kernel="glws", overlap=2, num_stages=2), "num_stages >= 3"),
-        (dict(kernel="glws", p_carry=1), "apply to kernel='glws' with overlap"),
+        (dict(kernel="glws", p_carry=1), "applies to kernel='glws' with overlap"),
         (dict(kernel="glws", overlap=2, num_stages=3, p_carry=2), "p_carry must be 0 or 1"),
         (dict(pingpong=True), "options of kernel='glws'"),
     ]
@@ -211,7 +211,12 @@ def test_glws_config_refuses_what_it_cannot_run():
         attention(q, q, q, out_dtype=torch.float8_e4m3fn, out_scale=torch.tensor(1.0), config=cfg)
 
 
-_API_CONFIGS = {"serial": dict(kernel="glws"), "ovlpc1": dict(kernel="glws", overlap=2, num_stages=3, p_carry=1)}
+_API_CONFIGS = {"serial": dict(kernel="glws"), "ovlpc1": dict(kernel="glws", overlap=2, num_stages=3, p_carry=1),
+                # session 17: 256-key blocks (hd <= 128; the tests give hd256 64-key blocks) and the serial
+                # ping-pong loop, both with the tensor-core row sums (FADD sums on calls returning the lse)
+                "bn256": dict(kernel="glws", block_n=256, row_sum_mma=True),
+                "pp": dict(kernel="glws", num_stages=3, pingpong=True, row_sum_mma=True),
+                "bn256pp": dict(kernel="glws", block_n=256, pingpong=True, row_sum_mma=True)}
 
 
 @requires_gpu
@@ -254,7 +259,29 @@ def test_attention_api_with_glws(b, sq, sk, hq, hkv, d, causal, inputs, cfg):
 
 @requires_gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("cfg", ["serial", "ovlpc1"])
+@pytest.mark.parametrize("cfg", ["bn256", "pp", "bn256pp"])
+@pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
+@pytest.mark.parametrize("b,sq,sk,hq,hkv,d", [(2, 300, 333, 8, 2, 128), (1, 257, 129, 4, 1, 64),
+                                             (1, 700, 4100, 2, 1, 128), (1, 4100, 2300, 2, 2, 128)],
+                         ids=["hd128_gqa4", "hd64_gqa4", "hd128_17blocks", "hd128_sq_gt_sk"])
+def test_attention_api_with_glws_row_sums(b, sq, sk, hq, hkv, d, causal, cfg):
+    """The tensor-core row sums of the Gluon forward (calls without the lse: the other API tests return it, which
+    runs FADD sums): per-head descales, GQA, up to 17 key blocks of 256 (each block's sum from a fresh wgmma
+    accumulator, added in fp32: summed across blocks on the tensor core the error grew with the key length)."""
+    from test_attention import check_out, fp8_inputs
+    from tritonfp8.attention import AttnConfig, attention, attention_torch
+
+    gen = torch.Generator().manual_seed(sq + sk + d + causal)
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((b, sq, hq, d), (b, sk, hkv, d), hkv, b, True, gen, "cuda")
+    kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
+    out = attention(q8, k8, v8, config=AttnConfig(**_API_CONFIGS[cfg]), **kw)
+    assert out.shape == (b, sq, hq, d) and out.dtype == torch.bfloat16
+    check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", ["serial", "ovlpc1", "bn256", "pp"])
 @pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
 def test_attention_api_with_glws_varlen(causal, cfg):
     """Varlen through attention(config=AttnConfig(kernel="glws", ...)): 5 sequences of uneven lengths (one key
@@ -283,7 +310,7 @@ def test_attention_api_with_glws_varlen(causal, cfg):
 
 @requires_gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("cfg", ["serial", "ovlpc1"])
+@pytest.mark.parametrize("cfg", ["serial", "ovlpc1", "bn256", "pp"])
 @pytest.mark.parametrize("per_head_scale", [False, True], ids=["tensor_scale", "head_scale"])
 def test_attention_api_with_glws_e4m3_out(per_head_scale, cfg):
     """E4M3 output through attention(config=AttnConfig(kernel="glws", ...)): out ≈ out_fp8 * out_scale, () or

@@ -189,7 +189,8 @@ class AttnConfig:
     only: not in the interpreter) instead of the Triton kernel. Its tile is 128 query rows x ``block_n`` keys with
     ``num_stages`` ring slots; ``overlap`` != 0 selects its overlapped loop (the softmax of block j under
     P_{j-1}·V; >= 3 stages), ``p_carry`` (0, 1) how P enters the next step there (1: fp32, no byte repacking),
-    ``pingpong`` orders the two groups' wgmma issue; ``permute_p`` as above. It is the default at hd256 on sm_90
+    ``pingpong`` orders the two groups' wgmma issue (with overlap=0: the serial ping-pong loop, P·V and the next
+    block's S issued together in the group's turn); ``permute_p`` as above. It is the default at hd256 on sm_90
     (:data:`GLWS_DEFAULTS`); benchmarks/NOTES.md has its measurements.
     """
 
@@ -224,9 +225,9 @@ class AttnConfig:
             raise ValueError(f"AttnConfig: p_carry must be 0 or 1, got {self.p_carry!r}")
         if self.kernel == "triton" and (self.p_carry or self.pingpong):
             raise ValueError("AttnConfig: p_carry and pingpong are options of kernel='glws'")
-        if self.row_sum_mma and (self.kernel != "triton" or self.overlap):
-            raise ValueError("AttnConfig: row_sum_mma is an option of the Triton kernel's plain loop (kernel='triton', "
-                             f"overlap=0), got kernel={self.kernel!r}, overlap={self.overlap}")
+        if self.row_sum_mma and self.overlap:
+            raise ValueError("AttnConfig: row_sum_mma is an option of the plain (serial) loop (overlap=0), got "
+                             f"kernel={self.kernel!r}, overlap={self.overlap}")
         if self.kernel == "glws":
             if self.block_m != 128 or self.block_n not in (64, 128, 256) or not self.v_transposed:
                 raise ValueError("AttnConfig: kernel='glws' takes block_m=128, block_n 64, 128 or 256 and "
@@ -238,8 +239,8 @@ class AttnConfig:
             if self.overlap and self.num_stages < 3:
                 raise ValueError(f"AttnConfig: kernel='glws' with overlap needs num_stages >= 3 (its loop holds two "
                                  f"slots while it waits for a third), got {self.num_stages}")
-            if (self.p_carry or self.pingpong) and not self.overlap:
-                raise ValueError("AttnConfig: p_carry and pingpong apply to kernel='glws' with overlap")
+            if self.p_carry and not self.overlap:
+                raise ValueError("AttnConfig: p_carry applies to kernel='glws' with overlap")
 
     def evolve(self, **kw) -> "AttnConfig":
         return replace(self, **kw)
@@ -1028,7 +1029,7 @@ def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_c
                                cu_q=cu_q if prob.varlen else None, cu_k=cu_k,
                                vt_cols=vt_cols, max_seqlen_q=prob.seqlen_q,
                                out_scale=None if out_scale is None else out_scale.reshape(-1).contiguous(),
-                               fast_launch=_FAST_FWD.on)
+                               fast_launch=_FAST_FWD.on, row_sum_mma=cfg.row_sum_mma)
         return
 
     from tritonfp8._kernels.attention import attn_fwd_kernel

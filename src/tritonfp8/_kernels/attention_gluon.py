@@ -83,7 +83,7 @@ def _loader(q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty
 @gluon.jit
 def _softmax(sc, m_i, l_i, cols0, qk_scale, Sk, row0, off, s_layout: gl.constexpr, p_layout: gl.constexpr,
              BLOCK_N: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr, PERMUTE_P: gl.constexpr,
-             CAUSAL: gl.constexpr):
+             CAUSAL: gl.constexpr, SUM_P: gl.constexpr = True):
     """Online-softmax update of one key block's scores: (m_new, l_new, alpha, P in fp32 times P_SCALE).
 
     MASK (blocks past the last full one, and with CAUSAL those crossing the diagonal): keys >= Sk (the next
@@ -104,7 +104,8 @@ def _softmax(sc, m_i, l_i, cols0, qk_scale, Sk, row0, off, s_layout: gl.constexp
         m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
     p = gl.exp2(sc * qk_scale - (m_use - LOG2_P_SCALE)[:, None])  # P_SCALE * exp2(s - m), in [0, P_SCALE]
     alpha = gl.exp2(m_i - m_use)  # m_i = -inf on a row's first visible block: alpha = 0
-    l_i = l_i * alpha + gl.sum(p, 1)
+    if SUM_P:  # (with ROW_SUM_MMA the caller sums the E4M3 P on the tensor core instead)
+        l_i = l_i * alpha + gl.sum(p, 1)
     return m_new, l_i, alpha, p
 
 
@@ -128,21 +129,103 @@ def _scores(j, q_half, k_ring, ready, s_layout: gl.constexpr, BLOCK_N: gl.conste
 
 
 @gluon.jit
-def _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, row0, off,
+def _step(j, q_half, k_ring, v_ring, ones_smem, ready, empty, m_i, l_i, acc, qk_scale, Sk, row0, off,
           s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr,
           BLOCK_N: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr,
-          PERMUTE_P: gl.constexpr, CAUSAL: gl.constexpr):
-    """One key block, serial: S_j, its softmax, then P_j·V_j (the other warp group's work is the only overlap)."""
+          PERMUTE_P: gl.constexpr, CAUSAL: gl.constexpr, ROW_SUM_MMA: gl.constexpr):
+    """One key block, serial: S_j, its softmax, then P_j·V_j (the other warp group's work is the only overlap).
+
+    ROW_SUM_MMA: ``l_i`` is [64, 16] (every column the same row sum): this block's sums come from a wgmma of the
+    E4M3 P with ``ones_smem`` (16 x BLOCK_N E4M3 ones) issued beside P·V, from a fresh accumulator, and are added
+    to l in fp32 (the FP8 wgmma keeps ~14 bits of a running sum: summed across blocks on the tensor core the
+    output error grew with the key length, session 15). Per thread and 64 x 256 block that replaces 128 FADD by
+    8 FFMA; l is then the sum of exactly the rounded P that P·V weights (as the Triton kernel's row_sum_mma)."""
     s = j % STAGES
     sc = warpgroup_mma_wait(num_outstanding=0, deps=(_scores(j, q_half, k_ring, ready, s_layout, BLOCK_N, STAGES),))
     m_new, l_i, alpha, p = _softmax(sc, m_i, l_i, j * BLOCK_N, qk_scale, Sk, row0, off, s_layout, p_layout,
-                                    BLOCK_N, LOG2_P_SCALE, MASK, PERMUTE_P, CAUSAL)
+                                    BLOCK_N, LOG2_P_SCALE, MASK, PERMUTE_P, CAUSAL, not ROW_SUM_MMA)
     acc = acc * gl.convert_layout(alpha, o_row_layout)[:, None]
     p8 = _p_operand(p, p_layout, BLOCK_N, PERMUTE_P)
     acc = warpgroup_mma(p8, v_ring.index(s).permute((1, 0)), acc, is_async=True)
-    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+    if ROW_SUM_MMA:
+        l_layout: gl.constexpr = l_i.type.layout
+        rs = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([64, 16], gl.float32, l_layout), use_acc=False,
+                           is_async=True)
+        acc, rs = warpgroup_mma_wait(num_outstanding=0, deps=(acc, rs))
+        l_i = l_i * gl.convert_layout(alpha, gl.SliceLayout(1, l_layout))[:, None] + rs
+    else:
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
     mbarrier.arrive(empty.index(s), count=1)
     return m_new, l_i, acc
+
+
+@gluon.jit
+def _pp_step(j, sc, q_half, k_ring, v_ring, ones_smem, ready, empty, turn, m_i, l_i, acc, qk_scale, Sk, row0, off,
+             s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr, BLOCK_N: gl.constexpr,
+             STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr, PERMUTE_P: gl.constexpr,
+             CAUSAL: gl.constexpr, ROW_SUM_MMA: gl.constexpr, HALF: gl.constexpr, NEXT: gl.constexpr):
+    """Serial ping-pong (OVERLAP=0, PINGPONG): key block j's softmax on its scores ``sc`` (already computed),
+    then, inside the group's turn, P_j·V_j and (NEXT) S_{j+1} issued back to back; one wait for both.
+
+    FlashAttention-3's inter-warpgroup schedule on the serial loop: a group's two products of a step run on the
+    tensor core while the other group runs its softmax (group 1 issues only after group 0 has issued). Nothing
+    in flight crosses the loop's back edge (``sc`` is a finished accumulator; the overlapped form's in-flight
+    carry made ptxas serialize its wgmmas), and P is made and consumed inside the step (no byte repacking)."""
+    s = j % STAGES
+    m_new, l_i, alpha, p = _softmax(sc, m_i, l_i, j * BLOCK_N, qk_scale, Sk, row0, off, s_layout, p_layout,
+                                    BLOCK_N, LOG2_P_SCALE, MASK, PERMUTE_P, CAUSAL, not ROW_SUM_MMA)
+    acc = acc * gl.convert_layout(alpha, o_row_layout)[:, None]
+    p8 = _p_operand(p, p_layout, BLOCK_N, PERMUTE_P)
+    _take_turn(turn, j + 1, HALF, True)
+    acc = warpgroup_mma(p8, v_ring.index(s).permute((1, 0)), acc, is_async=True)
+    if ROW_SUM_MMA:
+        l_layout: gl.constexpr = l_i.type.layout
+        rs = warpgroup_mma(p8, ones_smem.permute((1, 0)), gl.zeros([64, 16], gl.float32, l_layout), use_acc=False,
+                           is_async=True)
+    if NEXT:
+        sc = _scores(j + 1, q_half, k_ring, ready, s_layout, BLOCK_N, STAGES)
+    _give_turn(turn, HALF, True)
+    if ROW_SUM_MMA:
+        if NEXT:
+            acc, rs, sc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, rs, sc))
+        else:
+            acc, rs = warpgroup_mma_wait(num_outstanding=0, deps=(acc, rs))
+        l_i = l_i * gl.convert_layout(alpha, gl.SliceLayout(1, l_layout))[:, None] + rs
+    else:
+        if NEXT:
+            acc, sc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, sc))
+        else:
+            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+    mbarrier.arrive(empty.index(s), count=1)
+    return sc, m_new, l_i, acc
+
+
+@gluon.jit
+def _serial_pp(q_half, k_ring, v_ring, ones_smem, ready, empty, turn, m_i, l_i, acc, qk_scale, Sk, row0, off, n_unm,
+               n_blocks, s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr,
+               BLOCK_N: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr,
+               CAUSAL: gl.constexpr, ROW_SUM_MMA: gl.constexpr, HALF: gl.constexpr):
+    """The serial ping-pong loop over a program's n_blocks >= 1 key blocks (see :func:`_pp_step`): S_0 in the
+    first turn, blocks 0 .. n_unm-1 unmasked and the rest masked, each issuing the next block's scores, and the
+    last block (masked: the tail, the diagonal, or a whole block masked at no harm) issuing P·V alone."""
+    _take_turn(turn, 0, HALF, True)
+    sc = _scores(0, q_half, k_ring, ready, s_layout, BLOCK_N, STAGES)
+    _give_turn(turn, HALF, True)
+    sc = warpgroup_mma_wait(num_outstanding=0, deps=(sc,))
+    last = n_blocks - 1
+    split = gl.minimum(n_unm, last)
+    for j in range(0, split):
+        sc, m_i, l_i, acc = _pp_step(j, sc, q_half, k_ring, v_ring, ones_smem, ready, empty, turn, m_i, l_i, acc,
+                                     qk_scale, Sk, row0, off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES,
+                                     LOG2_P_SCALE, False, PERMUTE_P, CAUSAL, ROW_SUM_MMA, HALF, True)
+    for j in range(split, last):
+        sc, m_i, l_i, acc = _pp_step(j, sc, q_half, k_ring, v_ring, ones_smem, ready, empty, turn, m_i, l_i, acc,
+                                     qk_scale, Sk, row0, off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES,
+                                     LOG2_P_SCALE, True, PERMUTE_P, CAUSAL, ROW_SUM_MMA, HALF, True)
+    sc, m_i, l_i, acc = _pp_step(last, sc, q_half, k_ring, v_ring, ones_smem, ready, empty, turn, m_i, l_i, acc,
+                                 qk_scale, Sk, row0, off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES,
+                                 LOG2_P_SCALE, True, PERMUTE_P, CAUSAL, ROW_SUM_MMA, HALF, False)
+    return m_i, l_i, acc
 
 
 @gluon.jit
@@ -257,12 +340,12 @@ def _overlapped(q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, qk_sc
 
 
 @gluon.jit
-def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, lse_ptr, qk_scale,
-              o_scale,
+def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, ones_smem, q_bar, ready, empty, turn, out, lse_ptr,
+              qk_scale, o_scale,
               q_first, Sq, Sk, out_row0, out_col, stride_out, lse_row0, n_blocks, BLOCK_N: gl.constexpr,
               HEAD_DIM: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr,
               OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, P_CARRY: gl.constexpr, CAUSAL: gl.constexpr,
-              RETURN_LSE: gl.constexpr):
+              RETURN_LSE: gl.constexpr, ROW_SUM_MMA: gl.constexpr):
     """Consumer (one warp group): query rows HALF*64 .. HALF*64+63 of the program's block. Both groups take the
     program's ``n_blocks`` key blocks (each slot is released by both); which of them need masks is per group:
     blocks below ``n_unm`` are whole (all keys < Sk and, causal, <= the group's first row + off)."""
@@ -278,35 +361,45 @@ def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_bar, ready, empty, t
     mbarrier.wait(q_bar, 0)
     q_half = q_smem.slice(HALF * WG_M, WG_M, dim=0)
     m_i = gl.full([WG_M], float("-inf"), gl.float32, row_layout)
-    l_i = gl.zeros([WG_M], gl.float32, row_layout)
+    if ROW_SUM_MMA:  # the row sums as 16 equal columns of a wgmma accumulator (see _step)
+        l_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                           instr_shape=[16, 16, 32])
+        l_i = gl.zeros([WG_M, 16], gl.float32, l_layout)
+    else:
+        l_i = gl.zeros([WG_M], gl.float32, row_layout)
     acc = gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout)
     row0 = q_first + HALF * WG_M
     off = Sk - Sq
     n_unm = Sk // BLOCK_N
     if CAUSAL:
         n_unm = gl.minimum(n_unm, gl.maximum(row0 + off + 1, 0) // BLOCK_N)
-    if OVERLAP:
+    if PINGPONG and not OVERLAP:
+        m_i, l_i, acc = _serial_pp(q_half, k_ring, v_ring, ones_smem, ready, empty, turn, m_i, l_i, acc, qk_scale,
+                                   Sk, row0, off, n_unm, n_blocks, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES,
+                                   LOG2_P_SCALE, PERMUTE_P, CAUSAL, ROW_SUM_MMA, HALF)
+    elif OVERLAP:
         # n_blocks >= 1: a program with no key block to read returned before the partitions started
         m_i, l_i, acc = _overlapped(q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, qk_scale, Sk,
                                     row0, off, n_unm, n_blocks, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES,
                                     LOG2_P_SCALE, PERMUTE_P, HALF, PINGPONG, P_CARRY, CAUSAL)
     else:
         for j in range(0, n_unm):
-            m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, row0, off,
-                                  s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, False, PERMUTE_P,
-                                  CAUSAL)
+            m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ones_smem, ready, empty, m_i, l_i, acc, qk_scale, Sk,
+                                  row0, off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, False,
+                                  PERMUTE_P, CAUSAL, ROW_SUM_MMA)
         if CAUSAL:
             for j in range(n_unm, n_blocks):
-                m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, row0,
-                                      off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True,
-                                      PERMUTE_P, CAUSAL)
+                m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ones_smem, ready, empty, m_i, l_i, acc, qk_scale,
+                                      Sk, row0, off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE,
+                                      True, PERMUTE_P, CAUSAL, ROW_SUM_MMA)
         elif n_blocks > n_unm:
-            m_i, l_i, acc = _step(n_unm, q_half, k_ring, v_ring, ready, empty, m_i, l_i, acc, qk_scale, Sk, row0,
-                                  off,
-                                  s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, True, PERMUTE_P,
-                                  CAUSAL)
+            m_i, l_i, acc = _step(n_unm, q_half, k_ring, v_ring, ones_smem, ready, empty, m_i, l_i, acc, qk_scale,
+                                  Sk, row0, off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE,
+                                  True, PERMUTE_P, CAUSAL, ROW_SUM_MMA)
 
     # O = acc / l (P_SCALE cancels) * v_descale; a row that saw no key has l = 0 and writes 0.
+    if ROW_SUM_MMA:
+        l_i = gl.convert_layout(gl.max(l_i, 1), row_layout)
     l_o = gl.convert_layout(l_i, o_row_layout)
     inv = gl.where(l_o > 0, o_scale / l_o, 0.0)
     o = acc * inv[:, None]
@@ -348,7 +441,7 @@ def attn_fwd_glws_kernel(
     PINGPONG: gl.constexpr, P_CARRY: gl.constexpr, CAUSAL: gl.constexpr, RETURN_LSE: gl.constexpr,
     DESCALE_PER_HEAD: gl.constexpr, VARLEN: gl.constexpr, OUT_SCALE_PER_HEAD: gl.constexpr,
     CONSUMER_REGS: gl.constexpr,
-    LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
+    LOADER_REGS: gl.constexpr, num_warps: gl.constexpr, ROW_SUM_MMA: gl.constexpr = False,
 ):
     """O (B, Sq, Hq, D) bf16 = softmax(scale · Q Kᵀ [+ causal mask]) V for FP8 Q (B·Sq, Hq·D), K (B·Sk, Hkv·D)
     and Vᵀ (B·Hkv·D, round32(Sk)); descales (B, Hkv) fp32 (one element each without DESCALE_PER_HEAD);
@@ -408,7 +501,15 @@ def attn_fwd_glws_kernel(
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    gl.static_assert(OVERLAP or not PINGPONG, "ping-pong is built on the overlapped loop")
+    gl.static_assert(not (ROW_SUM_MMA and (OVERLAP or RETURN_LSE)),
+                     "row sums on the tensor core: serial loop only, and not with the lse output (it stays exact)")
+    if ROW_SUM_MMA:  # 16 x BLOCK_N E4M3 ones, the B operand of the row-sum wgmma (read by both consumer groups)
+        ones_smem = gl.allocate_shared_memory(gl.float8e4nv, [16, BLOCK_N],
+                                              gl.NVMMASharedLayout.get_default_for([16, BLOCK_N], gl.float8e4nv))
+        ones_smem.store(gl.full([16, BLOCK_N], 1.0, gl.float32,
+                                gl.BlockedLayout([1, 16], [2, 16], [4, 1], [1, 0])).to(gl.float8e4nv))
+    else:
+        ones_smem = q_smem  # unused
     mbarrier.init(q_bar, count=1)
     mbarrier.init(turn.index(0), count=1)
     mbarrier.init(turn.index(1), count=1)
@@ -418,12 +519,12 @@ def attn_fwd_glws_kernel(
     fence_async_shared()
 
     gl.warp_specialize([
-        (_consumer, (0, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, lse, qk_scale * dsc, o_scale,
+        (_consumer, (0, q_smem, k_ring, v_ring, ones_smem, q_bar, ready, empty, turn, out, lse, qk_scale * dsc, o_scale,
                      q_first, Sq, Sk, q_start, h * HEAD_DIM, stride_out, lse_row0, n_blocks, BLOCK_N, HEAD_DIM, STAGES,
-                     LOG2_P_SCALE, PERMUTE_P, OVERLAP, PINGPONG, P_CARRY, CAUSAL, RETURN_LSE)),
-        (_consumer, (1, q_smem, k_ring, v_ring, q_bar, ready, empty, turn, out, lse, qk_scale * dsc, o_scale,
+                     LOG2_P_SCALE, PERMUTE_P, OVERLAP, PINGPONG, P_CARRY, CAUSAL, RETURN_LSE, ROW_SUM_MMA)),
+        (_consumer, (1, q_smem, k_ring, v_ring, ones_smem, q_bar, ready, empty, turn, out, lse, qk_scale * dsc, o_scale,
                      q_first, Sq, Sk, q_start, h * HEAD_DIM, stride_out, lse_row0, n_blocks, BLOCK_N, HEAD_DIM, STAGES,
-                     LOG2_P_SCALE, PERMUTE_P, OVERLAP, PINGPONG, P_CARRY, CAUSAL, RETURN_LSE)),
+                     LOG2_P_SCALE, PERMUTE_P, OVERLAP, PINGPONG, P_CARRY, CAUSAL, RETURN_LSE, ROW_SUM_MMA)),
         (_loader, (q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty, q_start + q_first,
                    h * HEAD_DIM, k_start, hk * HEAD_DIM, v_row, v_col0, n_blocks, BLOCK_N, STAGES)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
@@ -454,7 +555,8 @@ def vt_layout(v8, permute_keys: bool = False):
 def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: float, *, block_n: int = 128,
            stages: int = 3, permute_p: bool = False, overlap: bool = False, pingpong: bool = False,
            p_carry: int = 0, causal: bool = False, lse=None, cu_q=None, cu_k=None,
-           vt_cols=None, max_seqlen_q: int = 0, out_scale=None, warmup: bool = False, fast_launch: bool = False):
+           vt_cols=None, max_seqlen_q: int = 0, out_scale=None, warmup: bool = False, fast_launch: bool = False,
+           row_sum_mma: bool = False):
     """out (B, Sq, Hq, D) bf16 = attention of E4M3 q8 (B, Sq, Hq, D), k8 (B, Sk, Hkv, D) and ``vt`` from
     :func:`vt_layout` (``permute_keys=permute_p``); descales fp32, (B, Hkv) contiguous or one element each (per
     tensor); dense; causal bottom-right;
@@ -462,7 +564,8 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
     Sk >= 1 (the overlapped form always reads block 0). Varlen: ``cu_q`` / ``cu_k`` int32 (B + 1), q8 (total_q, Hq,
     D), k8 (total_k, Hkv, D), ``vt`` (Hkv, D, cols) with sequence b's columns from ``vt_cols[b]`` (the relayout
     pass's layout), out (total_q, Hq, D), lse (Hq, total_q), ``max_seqlen_q`` for the grid. An E4M3 ``out``
-    needs ``out_scale`` (fp32, one element or (B, Hq) contiguous)."""
+    needs ``out_scale`` (fp32, one element or (B, Hq) contiguous). ``row_sum_mma``: the softmax row sums on the
+    tensor core (serial loop, no lse: see :func:`_step`)."""
     import torch
 
     # The overlapped loop holds blocks j-1 and j and waits for j+1 before releasing j-1: 2 stages deadlock.
@@ -472,8 +575,10 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
                              out_scale=out_scale)
     varlen = cu_q is not None
     D, Hq, Hkv = q8.shape[-1], q8.shape[-2], k8.shape[-2]
+    assert not (row_sum_mma and (overlap or lse is not None)), "launch: row_sum_mma runs the serial loop, no lse"
     name = _name(D, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse is not None, varlen,
-                 {torch.bfloat16: "bf16", torch.float16: "f16", torch.float8_e4m3fn: "e4m3"}[out.dtype]).build()
+                 {torch.bfloat16: "bf16", torch.float16: "f16", torch.float8_e4m3fn: "e4m3"}[out.dtype],
+                 row_sum_mma).build()
     fp8_out = out.dtype == torch.float8_e4m3fn
     assert out_scale is not None or not fp8_out, "launch: an E4M3 output needs out_scale"
     kw = dict(KERNEL_NAME=name, BLOCK_N=block_n, HEAD_DIM=D, GROUP=Hq // Hkv, STAGES=stages, LOG2_P_SCALE=8,
@@ -481,7 +586,7 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
               CAUSAL=causal, RETURN_LSE=lse is not None, DESCALE_PER_HEAD=q_descale.numel() > 1,
               VARLEN=varlen, OUT_SCALE_PER_HEAD=fp8_out and out_scale.numel() > 1,
               CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS,
-              num_warps=4)
+              num_warps=4, ROW_SUM_MMA=row_sum_mma)
     if warmup:
         return attn_fwd_glws_kernel.warmup(*args, grid=grid, **kw)
     if fast_launch:  # attention._FAST_FWD (on by default): Triton's dispatch skipped on repeat calls
@@ -529,7 +634,8 @@ def _desc_sig(block: tuple[int, int]) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _name(head_dim, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse, varlen, out_type):
+def _name(head_dim, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse, varlen, out_type,
+          row_sum_mma=False):
     """The KernelName of one configuration (cached: :func:`launch` asks for it on every call; ``.build()`` then
     applies the naming mode in force)."""
     from tritonfp8.naming import KernelName
@@ -539,17 +645,17 @@ def _name(head_dim, block_n, stages, permute_p, overlap, pingpong, p_carry, caus
                       extras=(("permp",) if permute_p else ()) + (("ovl",) if overlap else ())
                       + (("pp",) if pingpong else ()) + ((f"pc{p_carry}",) if p_carry else ())
                       + (("causal",) if causal else ()) + (("lse",) if lse else ())
-                      + (("varlen",) if varlen else ()))
+                      + (("varlen",) if varlen else ()) + (("rsmma",) if row_sum_mma else ()))
 
 
 def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, permute_p: bool = False,
                  overlap: bool = False, pingpong: bool = False, p_carry: int = 0, causal: bool = False,
                  lse: bool = False, out_type: str = "bf16", varlen: bool = False,
-                 description: str = ""):
+                 description: str = "", row_sum_mma: bool = False):
     from tritonfp8.codegen import CodegenSpec
 
     name = _name(head_dim, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse, varlen,
-                 out_type)
+                 out_type, row_sum_mma)
     sig = {"q_desc": _desc_sig((BLOCK_M, head_dim)), "k_desc": _desc_sig((block_n, head_dim)),
            "vt_desc": _desc_sig((head_dim, block_n)),
            "out": "*" + {"bf16": "bf16", "f16": "fp16", "e4m3": "fp8e4nv"}[out_type],
@@ -559,7 +665,7 @@ def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, pe
     const = dict(BLOCK_N=block_n, HEAD_DIM=head_dim, GROUP=4, STAGES=stages, LOG2_P_SCALE=8, PERMUTE_P=permute_p,
                  OVERLAP=overlap, PINGPONG=pingpong, P_CARRY=p_carry, CAUSAL=causal, RETURN_LSE=lse,
                  DESCALE_PER_HEAD=True, VARLEN=varlen, OUT_SCALE_PER_HEAD=True,
-                 CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4)
+                 CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS, num_warps=4, ROW_SUM_MMA=row_sum_mma)
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=attn_fwd_glws_kernel, signature=sig, constexprs=const, name=name, num_warps=4,
