@@ -216,7 +216,9 @@ _API_CONFIGS = {"serial": dict(kernel="glws"), "ovlpc1": dict(kernel="glws", ove
                 # ping-pong loop, both with the tensor-core row sums (FADD sums on calls returning the lse)
                 "bn256": dict(kernel="glws", block_n=256, row_sum_mma=True),
                 "pp": dict(kernel="glws", num_stages=3, pingpong=True, row_sum_mma=True),
-                "bn256pp": dict(kernel="glws", block_n=256, pingpong=True, row_sum_mma=True)}
+                "bn256pp": dict(kernel="glws", block_n=256, pingpong=True, row_sum_mma=True),
+                "ppfadd": dict(kernel="glws", num_stages=3, pingpong=True),
+                "bn256fadd": dict(kernel="glws", block_n=256)}  # GLWS_DENSE_DEFAULTS[128]
 
 
 @requires_gpu
@@ -259,7 +261,7 @@ def test_attention_api_with_glws(b, sq, sk, hq, hkv, d, causal, inputs, cfg):
 
 @requires_gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("cfg", ["bn256", "pp", "bn256pp"])
+@pytest.mark.parametrize("cfg", ["bn256", "pp", "bn256pp", "ppfadd"])
 @pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
 @pytest.mark.parametrize("b,sq,sk,hq,hkv,d", [(2, 300, 333, 8, 2, 128), (1, 257, 129, 4, 1, 64),
                                              (1, 700, 4100, 2, 1, 128), (1, 4100, 2300, 2, 2, 128)],
@@ -310,7 +312,7 @@ def test_attention_api_with_glws_varlen(causal, cfg):
 
 @requires_gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("cfg", ["serial", "ovlpc1", "bn256", "pp"])
+@pytest.mark.parametrize("cfg", ["serial", "ovlpc1", "bn256", "pp", "bn256fadd"])
 @pytest.mark.parametrize("per_head_scale", [False, True], ids=["tensor_scale", "head_scale"])
 def test_attention_api_with_glws_e4m3_out(per_head_scale, cfg):
     """E4M3 output through attention(config=AttnConfig(kernel="glws", ...)): out ≈ out_fp8 * out_scale, () or
@@ -406,6 +408,38 @@ def test_wgmma_small_n_register_a(n, b_kind, dual):
         torch.testing.assert_close(out2.cpu(), a @ b2.T, rtol=0, atol=0)
 
 
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("return_lse", [False, True], ids=["out", "lse"])
+def test_default_hd128_dense_is_the_gluon_forward(return_lse):
+    """On sm_90 attention() of a dense non-causal hd128 (and hd80, padded) problem runs GLWS_DENSE_DEFAULTS[128]:
+    bit-equal to the explicit config, within test_attention.py's rule of the reference, the lse within
+    check_lse's bound."""
+    from test_attention import check_lse, check_out, fp8_inputs, score_bound
+    from tritonfp8._backend import arch_of
+    from tritonfp8.attention import GLWS_DENSE_DEFAULTS, _default_config_for, attention, attention_torch
+
+    dev = torch.device("cuda")
+    if arch_of(dev) != 90:
+        pytest.skip("the Gluon default applies to sm_90")
+    assert _default_config_for(dev, 128) == GLWS_DENSE_DEFAULTS[128] == _default_config_for(dev, 80)
+    b, sq, sk, hq, hkv, d = 2, 333, 600, 8, 2, 128
+    gen = torch.Generator().manual_seed(17 + return_lse)
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((b, sq, hq, d), (b, sk, hkv, d), hkv, b, True, gen, "cuda")
+    kw = dict(q_descale=qd, k_descale=kd, v_descale=vd, return_lse=return_lse)
+    res = attention(q8, k8, v8, **kw)
+    pinned = attention(q8, k8, v8, config=GLWS_DENSE_DEFAULTS[128], **kw)
+    ref = attention_torch(q8, k8, v8, **kw)
+    if return_lse:
+        (out, lse), (out_p, lse_p), (ref, lse_ref) = res, pinned, ref
+        assert torch.equal(lse, lse_p)
+        check_lse(lse, lse_ref, d, sk, score_bound(q8, k8, qd, kd, 1 / math.sqrt(d)))
+    else:
+        out, out_p = res, pinned
+    assert torch.equal(out, out_p)
+    check_out(out, ref, attention_torch(q8, k8, v8, p_fp8=True, q_descale=qd, k_descale=kd, v_descale=vd))
+
+
 def test_default_config_choice_cpu():
     """Without a compiled sm_90 run the default stays the Triton kernel (the interpreter's tiles on CPU)."""
     from tritonfp8.attention import GLWS_DEFAULTS, _default_config_for, _INTERPRETER_CONFIG, default_config
@@ -425,7 +459,8 @@ def test_default_config_choice_cpu():
 @pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
 def test_default_hd256_is_the_gluon_forward(causal):
     """On sm_90 attention() at hd256 (and a padded D in (128, 256)) runs GLWS_DEFAULTS[256]: bit-equal to the
-    explicit config, and within test_attention.py's rule of the reference; hd128 stays on the Triton kernel."""
+    explicit config, and within test_attention.py's rule of the reference; causal / varlen hd128 stays on the
+    Triton kernel."""
     from test_attention import check_out, fp8_inputs
     from tritonfp8._backend import arch_of
     from tritonfp8.attention import GLWS_DEFAULTS, _default_config_for, attention, attention_torch
@@ -434,7 +469,9 @@ def test_default_hd256_is_the_gluon_forward(causal):
     if arch_of(dev) != 90:
         pytest.skip("the Gluon default applies to sm_90")
     assert _default_config_for(dev, 256) == GLWS_DEFAULTS[256] == _default_config_for(dev, 160)
-    assert _default_config_for(dev, 128).kernel == "triton"
+    assert _default_config_for(dev, 256, causal=True) == GLWS_DEFAULTS[256]
+    assert _default_config_for(dev, 128, causal=True).kernel == "triton"
+    assert _default_config_for(dev, 128, varlen=True).kernel == "triton"
     b, sq, sk, hq, hkv, d = 2, 333, 300, 4, 2, 256
     gen = torch.Generator().manual_seed(11 + causal)
     (q8, k8, v8), (qd, kd, vd) = fp8_inputs((b, sq, hq, d), (b, sk, hkv, d), hkv, b, True, gen, "cuda")

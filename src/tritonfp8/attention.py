@@ -702,7 +702,7 @@ def attention(
         return _fallback_sdpa(q, k, v, prob, causal, scale, q_descale, k_descale, v_descale, cu_seqlens_q,
                               cu_seqlens_k, out_dtype, out_scale, return_lse)
 
-    cfg = config or _default_config_for(device, d)
+    cfg = config or _default_config_for(device, d, causal, prob.varlen)
     if return_lse and cfg.row_sum_mma:
         # The lse needs the fp32 row sums (see _kernels.attention._row_sum_mma); decided here, before a launch plan
         # records the config, so the full path and its replays run the same kernel.
@@ -745,16 +745,28 @@ def _check_config_for(cfg: AttnConfig, prob: _Problem, device: torch.device, out
 # attention-nvidia-h200-20261202-044221.json) and 904 vs 847 (042400.json); causal 839 vs 813 and 849 vs 812.
 GLWS_DEFAULTS = {256: AttnConfig(kernel="glws", block_m=128, block_n=64, num_warps=8, num_stages=3, overlap=2,
                                  p_carry=1, permute_p=False)}
+# Dense non-causal problems only (session 17): hd128 on 128 x 256 tiles of the Gluon forward (serial loop, 2
+# stages). Per thread and 64 x 256 block its loop issues 821 instructions for 128 scores (6.4 per score) against
+# the Triton kernel's 428 for 64 (6.7); H200, interleaved with the Triton default, two runs: S 8192 895 / 881 vs
+# 822 / 835 TFLOPS, S 16384 917 / 899 vs 832 / 830, GQA 64/8 887 / 855 vs 831 / 831, S 2048 754 / 744 vs 752 /
+# 757 (attention-nvidia-h200-20261203-155810.json, -161128.json). Causal problems stay on the Triton kernel
+# (724-801 vs 754-814: the diagonal blocks are twice as wide); varlen is unmeasured there.
+GLWS_DENSE_DEFAULTS = {128: AttnConfig(kernel="glws", block_m=128, block_n=256, num_warps=8, num_stages=2,
+                                       permute_p=False)}
 
 
-def _default_config_for(device: torch.device, d: int) -> AttnConfig:
-    """The config ``attention`` runs without ``config=``: :data:`GLWS_DEFAULTS` on a compiled sm_90 run where it
-    has an entry, else the Triton kernel's :func:`default_config` (the interpreter's small tiles for CPU tests)."""
+def _default_config_for(device: torch.device, d: int, causal: bool = False, varlen: bool = False) -> AttnConfig:
+    """The config ``attention`` runs without ``config=``: on a compiled sm_90 run :data:`GLWS_DEFAULTS` where it
+    has the head dim (and :data:`GLWS_DENSE_DEFAULTS` for dense non-causal problems), else the Triton kernel's
+    :func:`default_config` (the interpreter's small tiles for CPU tests)."""
     d_pad = next(x for x in _SUPPORTED_D if x >= d)
     if interpreting() and device.type == "cpu":
         return _INTERPRETER_CONFIG
-    if d_pad in GLWS_DEFAULTS and device.type == "cuda" and not interpreting() and arch_of(device) == 90:
-        return GLWS_DEFAULTS[d_pad]
+    if device.type == "cuda" and not interpreting() and arch_of(device) == 90:
+        if d_pad in GLWS_DENSE_DEFAULTS and not causal and not varlen:
+            return GLWS_DENSE_DEFAULTS[d_pad]
+        if d_pad in GLWS_DEFAULTS:
+            return GLWS_DEFAULTS[d_pad]
     return default_config(d_pad)
 
 
@@ -831,7 +843,7 @@ def kernel_only_fn(q, k, v, *, causal=False, softmax_scale=None, q_descale=None,
     prob = _validate(q, k, v, causal, softmax_scale, q_descale, k_descale, v_descale, cu_seqlens_q, cu_seqlens_k,
                      max_seqlen_q, max_seqlen_k, out_dtype, out_scale)
     scale = 1.0 / math.sqrt(prob.head_dim) if softmax_scale is None else float(softmax_scale)
-    cfg = config or _default_config_for(q.device, prob.head_dim)
+    cfg = config or _default_config_for(q.device, prob.head_dim, causal, prob.varlen)
     _check_config_for(cfg, prob, q.device, out_dtype)
     prep = _prepare(q, k, v, prob, cfg, q_descale, k_descale, v_descale, cu_seqlens_q, cu_seqlens_k)
     return lambda: _run_prepared(prep, prob, cfg, causal, scale, out_dtype, out_scale, False)
@@ -960,7 +972,7 @@ def _replay(plan: _Plan, q, k, v, q_descale, k_descale, v_descale, out_dtype, ou
         from tritonfp8._kernels import attention_gluon
 
         _, args = attention_gluon.launch_args(q, k, vt, out, qds, kds, vds, plan.scale, block_n=cfg.block_n,
-                                              lse=lse if return_lse else None,
+                                              lse=lse if return_lse else None, row_sum_mma=cfg.row_sum_mma,
                                               out_scale=None if out_scale is None else
                                               out_scale.reshape(-1).contiguous())
     else:

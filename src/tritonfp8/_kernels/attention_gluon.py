@@ -64,10 +64,16 @@ _permute_keys = gluon.jit(_triton_attn._permute_keys.fn)
 
 
 @gluon.jit
-def _loader(q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty, q_row, q_col, k_row0, k_col,
-            v_row, v_col0, n_blocks, BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
-    """Producer (one warp): Q once, then K and Vᵀ of every key block into the ring."""
-    mbarrier.expect(q_bar, q_desc.block_type.nbytes)
+def _loader(q_desc, k_desc, vt_desc, ones_desc, q_smem, k_ring, v_ring, ones_smem, q_bar, ready, empty, q_row, q_col,
+            k_row0, k_col, v_row, v_col0, n_blocks, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+            ROW_SUM_MMA: gl.constexpr):
+    """Producer (one warp): Q (and with ROW_SUM_MMA the block of ones) once, then K and Vᵀ of every key block into
+    the ring."""
+    if ROW_SUM_MMA:
+        mbarrier.expect(q_bar, q_desc.block_type.nbytes + ones_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(ones_desc, [0, 0], q_bar, ones_smem)
+    else:
+        mbarrier.expect(q_bar, q_desc.block_type.nbytes)
     tma.async_copy_global_to_shared(q_desc, [q_row, q_col], q_bar, q_smem)
     nbytes: gl.constexpr = k_desc.block_type.nbytes + vt_desc.block_type.nbytes
     for j in range(n_blocks):
@@ -434,7 +440,7 @@ def _write_no_keys(out, lse_ptr, q_start, q_first, Sq, out_col, stride_out, lse_
 
 @gluon.jit(repr=_repr_from_constexpr, do_not_specialize=["Sq", "Sk"])
 def attn_fwd_glws_kernel(
-    q_desc, k_desc, vt_desc, out, lse, q_descale, k_descale, v_descale, out_scale, qk_scale,
+    q_desc, k_desc, vt_desc, ones_desc, out, lse, q_descale, k_descale, v_descale, out_scale, qk_scale,
     Sq, Sk, Hq, Hkv, stride_out, cu_q, cu_k, vt_cols, num_m_blocks,
     KERNEL_NAME: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, GROUP: gl.constexpr,
     STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, OVERLAP: gl.constexpr,
@@ -503,11 +509,11 @@ def attn_fwd_glws_kernel(
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     gl.static_assert(not (ROW_SUM_MMA and (OVERLAP or RETURN_LSE)),
                      "row sums on the tensor core: serial loop only, and not with the lse output (it stays exact)")
-    if ROW_SUM_MMA:  # 16 x BLOCK_N E4M3 ones, the B operand of the row-sum wgmma (read by both consumer groups)
-        ones_smem = gl.allocate_shared_memory(gl.float8e4nv, [16, BLOCK_N],
-                                              gl.NVMMASharedLayout.get_default_for([16, BLOCK_N], gl.float8e4nv))
-        ones_smem.store(gl.full([16, BLOCK_N], 1.0, gl.float32,
-                                gl.BlockedLayout([1, 16], [2, 16], [4, 1], [1, 0])).to(gl.float8e4nv))
+    if ROW_SUM_MMA:
+        # 16 x BLOCK_N E4M3 ones, the B operand of the row-sum wgmma (read by both consumer groups), loaded by TMA
+        # with Q from a global tile as the Triton kernel does (stored from registers before the partitions
+        # started, the sums came out wrong on the H200: s17 call 3, cause not found)
+        ones_smem = gl.allocate_shared_memory(ones_desc.dtype, [16, BLOCK_N], ones_desc.layout)
     else:
         ones_smem = q_smem  # unused
     mbarrier.init(q_bar, count=1)
@@ -525,8 +531,9 @@ def attn_fwd_glws_kernel(
         (_consumer, (1, q_smem, k_ring, v_ring, ones_smem, q_bar, ready, empty, turn, out, lse, qk_scale * dsc, o_scale,
                      q_first, Sq, Sk, q_start, h * HEAD_DIM, stride_out, lse_row0, n_blocks, BLOCK_N, HEAD_DIM, STAGES,
                      LOG2_P_SCALE, PERMUTE_P, OVERLAP, PINGPONG, P_CARRY, CAUSAL, RETURN_LSE, ROW_SUM_MMA)),
-        (_loader, (q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_bar, ready, empty, q_start + q_first,
-                   h * HEAD_DIM, k_start, hk * HEAD_DIM, v_row, v_col0, n_blocks, BLOCK_N, STAGES)),
+        (_loader, (q_desc, k_desc, vt_desc, ones_desc, q_smem, k_ring, v_ring, ones_smem, q_bar, ready, empty,
+                   q_start + q_first, h * HEAD_DIM, k_start, hk * HEAD_DIM, v_row, v_col0, n_blocks, BLOCK_N, STAGES,
+                   ROW_SUM_MMA)),
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
@@ -572,7 +579,7 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
     assert stages >= 3 or not overlap, "launch: the overlapped form needs stages >= 3"
     grid, args = launch_args(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale, block_n=block_n,
                              lse=lse, cu_q=cu_q, cu_k=cu_k, vt_cols=vt_cols, max_seqlen_q=max_seqlen_q,
-                             out_scale=out_scale)
+                             out_scale=out_scale, row_sum_mma=row_sum_mma)
     varlen = cu_q is not None
     D, Hq, Hkv = q8.shape[-1], q8.shape[-2], k8.shape[-2]
     assert not (row_sum_mma and (overlap or lse is not None)), "launch: row_sum_mma runs the serial loop, no lse"
@@ -597,7 +604,8 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
 
 
 def launch_args(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: float, *, block_n: int, lse=None,
-                cu_q=None, cu_k=None, vt_cols=None, max_seqlen_q: int = 0, out_scale=None) -> tuple:
+                cu_q=None, cu_k=None, vt_cols=None, max_seqlen_q: int = 0, out_scale=None,
+                row_sum_mma: bool = False) -> tuple:
     """(grid, runtime arguments in order) of :func:`attn_fwd_glws_kernel` for :func:`launch`'s operands (shared by
     :func:`launch` and the public op's replay of a recorded launch). TMA descriptors are built without
     ``from_tensor``'s checks (the caller validated the operands; the shared layouts are cached)."""
@@ -617,11 +625,21 @@ def launch_args(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale:
     q_desc = _descriptor(q8.view(rows_q, Hq * D), [BLOCK_M, D])
     k_desc = _descriptor(k8.view(rows_k, Hkv * D), [block_n, D])
     vt_desc = _descriptor(vt.view(-1, vt.shape[-1]), [D, block_n])
+    # the row sums' block of ones ([16, block_n] E4M3, one per device and width); unused: Vᵀ's descriptor again
+    ones_desc = _descriptor(_ones(block_n, q8.device), [16, block_n]) if row_sum_mma else vt_desc
     fp8_out = out.dtype == torch.float8_e4m3fn
-    args = (q_desc, k_desc, vt_desc, out, out if lse is None else lse, q_descale, k_descale, v_descale,
+    args = (q_desc, k_desc, vt_desc, ones_desc, out, out if lse is None else lse, q_descale, k_descale, v_descale,
             out_scale if fp8_out else q_descale, softmax_scale * _LOG2E, Sq, Sk, Hq, Hkv, Hq * D, cu_q, cu_k,
             vt_cols, m_blocks)
     return (m_blocks, B * Hq), args
+
+
+@functools.lru_cache(maxsize=None)
+def _ones(block_n: int, device):
+    """The (16, block_n) E4M3 ones of the row-sum wgmma (kept for the process: 2-4 KB per device and width)."""
+    import torch
+
+    return torch.ones(16, block_n, device=device).to(torch.float8_e4m3fn)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -658,6 +676,7 @@ def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, pe
                  out_type, row_sum_mma)
     sig = {"q_desc": _desc_sig((BLOCK_M, head_dim)), "k_desc": _desc_sig((block_n, head_dim)),
            "vt_desc": _desc_sig((head_dim, block_n)),
+           "ones_desc": _desc_sig((16, block_n) if row_sum_mma else (head_dim, block_n)),
            "out": "*" + {"bf16": "bf16", "f16": "fp16", "e4m3": "fp8e4nv"}[out_type],
            "lse": "*fp32", "q_descale": "*fp32", "out_scale": "*fp32",
            "k_descale": "*fp32", "v_descale": "*fp32", "qk_scale": "fp32", "Sq": "i32", "Sk": "i32", "Hq": "i32",

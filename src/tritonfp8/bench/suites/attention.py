@@ -154,15 +154,19 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "bm128bn256": (dict(block_m=128, num_warps=8, block_n=256, maxnreg=None), (128,)),
     "glwsbn256": (dict(_GLWS, block_n=256, num_stages=2), (128,)),
     "glwsbn256s3": (dict(_GLWS, block_n=256, num_stages=3), (128,)),
-    # with the row sums on the tensor core (each block's sum fresh, added in fp32): 703 instructions per block
+    # with the row sums on the tensor core (each block's sum fresh, added in fp32): 703 instructions per block.
+    # s17 call 3 ran a form that stored the ones from registers before the partitions started: wrong sums (errors
+    # 89-104%); the ones now come by TMA with Q, as in the Triton kernel
     "glwsbn256rs": (dict(_GLWS, block_n=256, num_stages=2, row_sum_mma=True), (128,)),
     # the serial ping-pong loop (P_j·V_j and S_{j+1} issued together in the group's turn, the other group's
-    # softmax under them): 128-key blocks 424-433 instructions, wgmmas not serialized; 256-key blocks 751, every
-    # wgmma serialized by ptxas (registers)
+    # softmax under them): 128-key blocks 424-433 instructions (row sums on the tensor core), wgmmas not
+    # serialized; 256-key blocks 751, every wgmma serialized by ptxas (registers)
+    "glwspp": (dict(_GLWS, num_stages=3, pingpong=True), (128,)),
+    "glwsbn256pp": (dict(_GLWS, block_n=256, num_stages=2, pingpong=True), (128,)),
     "glwsrs": (dict(_GLWS, num_stages=3, row_sum_mma=True), (128,)),
     "glwsrspp": (dict(_GLWS, num_stages=3, row_sum_mma=True, pingpong=True), (128,)),
     "glwsrspps2": (dict(_GLWS, num_stages=2, row_sum_mma=True, pingpong=True), (128,)),
-    "glwsbn256pp": (dict(_GLWS, block_n=256, num_stages=2, row_sum_mma=True, pingpong=True), (128,)),
+    "glwsbn256rspp": (dict(_GLWS, block_n=256, num_stages=2, row_sum_mma=True, pingpong=True), (128,)),
 }
 DEFAULT_VARIANTS = ("vonchip", "prev128", "prev64", "prev256", "s3")
 QUICK_VARIANTS = ("vonchip", "noperm")
