@@ -218,7 +218,8 @@ _API_CONFIGS = {"serial": dict(kernel="glws"), "ovlpc1": dict(kernel="glws", ove
                 "pp": dict(kernel="glws", num_stages=3, pingpong=True, row_sum_mma=True),
                 "bn256pp": dict(kernel="glws", block_n=256, pingpong=True, row_sum_mma=True),
                 "ppfadd": dict(kernel="glws", num_stages=3, pingpong=True),
-                "bn256fadd": dict(kernel="glws", block_n=256)}  # GLWS_DENSE_DEFAULTS[128]
+                "bn256fadd": dict(kernel="glws", block_n=256),  # GLWS_DENSE_DEFAULTS[128]
+                "bn256perm": dict(kernel="glws", block_n=256, permute_p=True)}
 
 
 @requires_gpu
@@ -312,7 +313,7 @@ def test_attention_api_with_glws_varlen(causal, cfg):
 
 @requires_gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("cfg", ["serial", "ovlpc1", "bn256", "pp", "bn256fadd"])
+@pytest.mark.parametrize("cfg", ["serial", "ovlpc1", "bn256", "pp", "bn256fadd", "bn256perm"])
 @pytest.mark.parametrize("per_head_scale", [False, True], ids=["tensor_scale", "head_scale"])
 def test_attention_api_with_glws_e4m3_out(per_head_scale, cfg):
     """E4M3 output through attention(config=AttnConfig(kernel="glws", ...)): out ≈ out_fp8 * out_scale, () or
