@@ -1,5 +1,7 @@
-"""FP8 attention forward on Hopper in Gluon, warp-specialized (not used by ``tritonfp8.attention``: measured on the
-H200 in session 9, no form is faster than the Triton kernel yet; benchmarks/NOTES.md, attn-glws-*.json).
+"""FP8 attention forward on Hopper in Gluon, warp-specialized. ``tritonfp8.attention`` runs it on sm_90 at hd256
+(``attention.GLWS_DEFAULTS``: 128 x 64 tiles, overlapped loop) and for dense non-causal hd128 problems
+(``attention.GLWS_DENSE_DEFAULTS``: 128 x 256 tiles, serial loop, session 17); docs/attention.md has the
+measurements, benchmarks/NOTES.md each run.
 
 Why. The Triton forward kernel (``attention.py``) keeps both wgmmas of a key block (S = Q·Kᵀ, then P·V) and the
 softmax between them in one instruction stream; Triton 3.6 cannot overlap the softmax of one block with the
@@ -22,17 +24,15 @@ P_CARRY (how P crosses into the next step: 0 the E4M3 A operand, 1 fp32). Measur
 795-829 TFLOPS = the Triton kernel; OVERLAP with P_CARRY 0 664-667, with PINGPONG 653. Offline SASS then showed
 why: an E4M3 operand carried across the loop's back edge is repacked byte by byte at the next P·V (136 PRMT +
 64 LOP3 per block and thread: a 682-instruction loop body against the serial 476); carrying fp32 P (P_CARRY 1)
-gives 517 with the same 66 MUFU.EX2 under P·V; measured in session 10: 743 vs the serial 823 (0.90x). The row sums
-on the tensor core (P times a block of E4M3 ones beside P·V; offline 476 -> 415 instructions in the serial loop)
-gave wrong sums on the H200 in every multi-key case although a register-A N = 8 / 16 wgmma alone computes exact
-products (tests/test_attention_gluon.py::test_wgmma_small_n_register_a): removed, cause not found (commit acd18eb
-has it as L_BY_MMA).
+gives 517 with the same 66 MUFU.EX2 under P·V; measured in session 10: 743 vs the serial 823 (0.90x).
+ROW_SUM_MMA (serial loops, no lse): the row sums by a wgmma of the E4M3 P with a block of ones (see :func:`_step`);
+correct on the H200 with the ones loaded by TMA (session 17), wrong with ones stored from registers (sessions 10
+and 17, cause not found); slower than the FADD sums at 256 keys. Serial PINGPONG (OVERLAP=0, :func:`_pp_step`):
+correct, no faster.
 
 Dense or varlen, descales per tensor or per (batch, KV head), bf16 / fp16 / E4M3 output stored by pointers
-(rows >= Sq masked). CAUSAL
-(bottom-right; programs stop at their last visible block, rows with no visible key give 0 and lse -inf),
-RETURN_LSE, VARLEN and the E4M3 output were added in session 9 after the last GPU run: compiled offline, not
-yet run. Missing before it can be a default: a measured win.
+(rows >= Sq masked), CAUSAL (bottom-right; programs stop at their last visible block, rows with no visible key
+give 0 and lse -inf), RETURN_LSE; every form is covered by tests/test_attention_gluon.py's GPU tests.
 """
 
 from __future__ import annotations
