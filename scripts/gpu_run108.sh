@@ -4,9 +4,9 @@
 # the default (ours_kernel) and the Triton kernel.
 source scripts/gpu_common.sh
 el tests
-pytest_v 120 -n 8 tests/test_attention_gluon.py -k "bn256perm or default_hd"
+pytest_v 70 -n 8 tests/test_attention_gluon.py -k "bn256perm or default_hd"
 el attention-perm
-timeout 150 python3 -m tritonfp8 bench attention --head-dim 128 --no-causal --no-varlen --repeats 4 \
+timeout 110 python3 -m tritonfp8 bench attention --head-dim 128 --no-causal --no-varlen --repeats 3 \
   --variants triton,glwsbn256perm,glwsbn256perms3 2>&1 | tail -30
 save
 el done
