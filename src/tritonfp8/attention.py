@@ -190,8 +190,9 @@ class AttnConfig:
     ``num_stages`` ring slots; ``overlap`` != 0 selects its overlapped loop (the softmax of block j under
     P_{j-1}·V; >= 3 stages), ``p_carry`` (0, 1) how P enters the next step there (1: fp32, no byte repacking),
     ``pingpong`` orders the two groups' wgmma issue (with overlap=0: the serial ping-pong loop, P·V and the next
-    block's S issued together in the group's turn); ``permute_p`` as above. It is the default at hd256 on sm_90
-    (:data:`GLWS_DEFAULTS`); benchmarks/NOTES.md has its measurements.
+    block's S issued together in the group's turn); ``permute_p`` as above; ``row_sum_mma`` with the serial loop.
+    It is the default on sm_90 at hd256 (:data:`GLWS_DEFAULTS`) and for dense non-causal hd128 problems
+    (:data:`GLWS_DENSE_DEFAULTS`); benchmarks/NOTES.md has its measurements.
     """
 
     block_m: int = 128
@@ -747,10 +748,11 @@ GLWS_DEFAULTS = {256: AttnConfig(kernel="glws", block_m=128, block_n=64, num_war
                                  p_carry=1, permute_p=False)}
 # Dense non-causal problems only (session 17): hd128 on 128 x 256 tiles of the Gluon forward (serial loop, 2
 # stages). Per thread and 64 x 256 block its loop issues 821 instructions for 128 scores (6.4 per score) against
-# the Triton kernel's 428 for 64 (6.7); H200, interleaved with the Triton default, two runs: S 8192 895 / 881 vs
-# 822 / 835 TFLOPS, S 16384 917 / 899 vs 832 / 830, GQA 64/8 887 / 855 vs 831 / 831, S 2048 754 / 744 vs 752 /
-# 757 (attention-nvidia-h200-20261203-155810.json, -161128.json). Causal problems stay on the Triton kernel
-# (724-801 vs 754-814: the diagonal blocks are twice as wide); varlen is unmeasured there.
+# the Triton kernel's 428 for 64 (6.7). H200, kernel alone, interleaved with the Triton kernel's default in three
+# runs: S 8192 895 / 884 / 878 vs 822 / 825 / 824 TFLOPS, S 16384 917 / 899 / 898 vs 832 / 803 / 824, GQA 64/8
+# 887 / 878 / 878 vs 831 / 802 / 824, S 2048 754 / 745 / 746 vs 752 / 762 / 767 (attention-nvidia-h200-20261203-
+# 155810.json, -162214.json, -162518.json; docs/attention.md). Causal problems stay on the Triton kernel (the
+# diagonal blocks are twice as wide: 421-801 vs 631-814); varlen is unmeasured on these tiles.
 GLWS_DENSE_DEFAULTS = {128: AttnConfig(kernel="glws", block_m=128, block_n=256, num_warps=8, num_stages=2,
                                        permute_p=False)}
 

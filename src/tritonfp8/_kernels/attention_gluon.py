@@ -724,4 +724,15 @@ def codegen_specs() -> dict:
                                                                    "overlapped, E4M3 output"),
         "attn_glws_hd128_causal": codegen_spec(causal=True, description="Gluon FP8 attention forward, hd128, "
                                                                         "serial, causal"),
+        # session 17: the hd128 dense default on sm_90 (attention.GLWS_DENSE_DEFAULTS[128]) and the forms beside it
+        "attn_glws_hd128_bn256": codegen_spec(block_n=256, stages=2,
+                                              description="Gluon FP8 attention forward, hd128, 128 x 256 tiles, "
+                                                          "serial, 2 stages (the dense non-causal default)"),
+        "attn_glws_hd128_bn256_lse": codegen_spec(block_n=256, stages=2, lse=True,
+                                                  description="the hd128 dense default returning the lse"),
+        "attn_glws_hd128_bn256_rsmma": codegen_spec(block_n=256, stages=2, row_sum_mma=True,
+                                                    description="128 x 256 tiles, row sums on the tensor core "
+                                                                "(ones by TMA)"),
+        "attn_glws_hd128_pp": codegen_spec(pingpong=True, description="Gluon FP8 attention forward, hd128, serial "
+                                                                      "ping-pong loop"),
     }
