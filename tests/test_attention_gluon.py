@@ -50,7 +50,7 @@ def test_attn_glws_sass():
               # on the tensor core + 2 x 2 x 256 / 32 (m64n16k32); serial ping-pong: per consumer S_0, then per
               # step (unmasked, masked) P·V + the next S, and the last block's P·V alone: 2 x 6 x 4
               "attn_glws_hd128_bn256": 48, "attn_glws_hd128_bn256_lse": 48, "attn_glws_hd128_bn256_rsmma": 80,
-              "attn_glws_hd128_pp": 48}
+              "attn_glws_hd128_pp": 48, "attn_glws_hd256_bn128": 48}
     # wgmma chains closed by a wait (offline sm_90, session 17): one more per consumer and step for the row-sum
     # chain; 12 for the ping-pong loop (its steps issue P·V and the next S as two chains before one wait)
     waited = {"attn_glws_hd128_bn256_rsmma": 12, "attn_glws_hd128_pp": 12}
@@ -317,6 +317,26 @@ def test_attention_api_with_glws_varlen(causal, cfg):
     assert out.shape == q8.shape and lse.shape == (hq, sum(lq))
     check_out(out, ref, ref_pt)
     check_lse(lse, lse_ref, d, max(lk), score_bound(q8, k8, qd, kd, 1 / math.sqrt(d)))
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
+def test_attention_api_with_glws_hd256_bn128(causal):
+    """hd256 on 128 x 128 tiles of the Gluon forward (serial loop, 2 stages; prepared in session 17): out and lse
+    against attention_torch with test_attention.py's rule, GQA and per-head descales."""
+    from test_attention import check_lse, check_out, fp8_inputs, score_bound
+    from tritonfp8.attention import AttnConfig, attention, attention_torch
+
+    b, sq, sk, hq, hkv, d = 2, 300, 333, 4, 2, 256
+    gen = torch.Generator().manual_seed(23 + causal)
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((b, sq, hq, d), (b, sk, hkv, d), hkv, b, True, gen, "cuda")
+    kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
+    out, lse = attention(q8, k8, v8, return_lse=True, config=AttnConfig(kernel="glws", block_n=128, num_stages=2),
+                         **kw)
+    ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
+    check_out(out, ref, attention_torch(q8, k8, v8, p_fp8=True, **kw))
+    check_lse(lse, lse_ref, d, sk, score_bound(q8, k8, qd, kd, 1 / math.sqrt(d)))
 
 
 @requires_gpu

@@ -735,4 +735,9 @@ def codegen_specs() -> dict:
                                                                 "(ones by TMA)"),
         "attn_glws_hd128_pp": codegen_spec(pingpong=True, description="Gluon FP8 attention forward, hd128, serial "
                                                                       "ping-pong loop"),
+        # hd256 on 128 x 128 tiles (prepared in session 17, not run): 2 stages fill 164 KB; serial loop, 548
+        # instructions per 64 x 128 block (8.6 per score) against the default's 409 per 64 x 64 (12.8)
+        "attn_glws_hd256_bn128": codegen_spec(head_dim=256, block_n=128, stages=2,
+                                              description="Gluon FP8 attention forward, hd256, 128 x 128 tiles, "
+                                                          "serial, 2 stages"),
     }

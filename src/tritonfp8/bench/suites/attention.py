@@ -146,6 +146,9 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "glws256s4": (dict(_GLWS, block_n=64, num_stages=4, overlap=2, p_carry=1), (256,)),
     "glws256pp": (dict(_GLWS, block_n=64, num_stages=3, overlap=2, p_carry=1, pingpong=True), (256,)),
     "glws256ser": (dict(_GLWS, block_n=64, num_stages=3), (256,)),
+    # hd256 on 128 x 128 tiles, serial, 2 stages (164 KB): 548 instructions per 64 x 128 block offline (8.6 per
+    # score) against the default's 409 per 64 x 64 (12.8); the causal form spills (155 stores): dense only
+    "glws256bn128": (dict(_GLWS, block_n=128, num_stages=2), (256,)),
     # 256-key blocks at hd128 (session 17): per thread and block the unmasked loop issues 686 instructions for 128
     # scores (5.4 per score) against the default's 428 for 64 (6.7): the acc rescale, the row reductions and the
     # wgmma bookkeeping are paid once per 256 keys. Offline sm_90: Triton 128 x 256 / 8 warps 225 registers, no
