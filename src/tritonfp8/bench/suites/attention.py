@@ -136,7 +136,8 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "glws64": (dict(_GLWS, block_n=64, num_stages=3), (64, 128)),
     "glws64pc1": (dict(_GLWS, block_n=64, num_stages=3, overlap=2, p_carry=1), (64, 128)),
     "glws64pc1s4": (dict(_GLWS, block_n=64, num_stages=4, overlap=2, p_carry=1), (64, 128)),
-    # the Triton kernel's default_config (at hd256 the default is the Gluon forward: attention.GLWS_DEFAULTS)
+    # the Triton kernel's default_config (on sm_90 the default is the Gluon forward at hd256, GLWS_DEFAULTS, and
+    # for dense non-causal hd128, GLWS_DENSE_DEFAULTS; the other variants also start from default_config)
     "triton": ({}, (128, 256)),
     "glwsperm": (dict(_GLWS, num_stages=3, permute_p=True), (64, 128)),
     "glwspc1": (dict(_GLWS, num_stages=3, overlap=2, p_carry=1), (64, 128)),
