@@ -753,8 +753,8 @@ GLWS_DEFAULTS = {256: AttnConfig(kernel="glws", block_m=128, block_n=64, num_war
 # the Triton kernel's 428 for 64 (6.7). H200, kernel alone, interleaved with the Triton kernel's default in three
 # runs: S 8192 895 / 884 / 878 vs 822 / 825 / 824 TFLOPS, S 16384 917 / 899 / 898 vs 832 / 803 / 824, GQA 64/8
 # 887 / 878 / 878 vs 831 / 802 / 824, S 2048 754 / 745 / 746 vs 752 / 762 / 767 (attention-nvidia-h200-20261203-
-# 155810.json, -162214.json, -162518.json; docs/attention.md). Causal problems stay on the Triton kernel (the
-# diagonal blocks are twice as wide: 421-801 vs 631-814); varlen is unmeasured on these tiles.
+# 155810.json, -162214.json, -162518.json; docs/attention.md). Causal problems stay on the Triton kernel (421-801
+# vs 631-814 TFLOPS there: one program per SM, uneven causal programs); varlen is unmeasured on these tiles.
 GLWS_DENSE_DEFAULTS = {128: AttnConfig(kernel="glws", block_m=128, block_n=256, num_warps=8, num_stages=2,
                                        permute_p=False)}
 
