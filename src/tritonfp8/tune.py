@@ -155,9 +155,8 @@ def candidates(M: int, N: int, K: int, *, precise: bool, num_sms: int, quick: bo
                       G(128, 64, 256, group_m=1, num_warps=4, num_stages=st, schedule="tma", swap_ab=True)]
             c += [G(128, 128, 256, num_warps=8, num_stages=3, schedule="tma"),
                   G(128, 128, 256, group_m=1, num_warps=4, num_stages=3, schedule="tma", swap_ab=True)]
-            # Two column pieces per tile (block_n2): widths 80 and 96 (N = 10240: 128 or 107 tiles, one per SM,
-            # where 64-wide tiles make 160 and 128-wide 80).
-            # (the 128-deep forms are in both modes' list above)
+            # Two column pieces per tile (block_n2), 256-deep: widths 80 and 96 (N = 10240: 128 or 107 tiles, one
+            # per SM, where 64-wide tiles make 160 and 128-wide 80); the 128-deep forms are in both modes' list above
             c += [G(128, 64, 256, num_warps=4, num_stages=st, schedule="tma", block_n2=16) for st in (3, 4)]
             c += [G(128, 64, 256, num_warps=4, num_stages=3, schedule="tma", block_n2=32)]
     else:
