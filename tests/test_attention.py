@@ -26,8 +26,11 @@ from dataclasses import dataclass
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from tritonfp8._formats import E4M3
+from tritonfp8._kernels.attention import _causal_order
 from tritonfp8.attention import (
     AttnConfig,
     attention,
@@ -188,6 +191,79 @@ def test_pinned_tiles_and_v_layouts(cfg, causal, device):
     (q8, k8, v8), (qd, kd, vd) = fp8_inputs((1, 150, 2, 64), (1, 97, 1, 64), 1, 1, True, gen, device)
     kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
     out = attention(q8, k8, v8, config=cfg, **kw)
+    check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))
+
+
+@triton.jit
+def _causal_order_probe(out_ptr, num_m_blocks, head_group):
+    """Writes, at each launch position, the (query block, head) that ``_causal_order`` gives it."""
+    pid_m, pid_bh = tl.program_id(0), tl.program_id(1)
+    m, bh = _causal_order(pid_m.to(tl.int64), pid_bh.to(tl.int64), num_m_blocks, tl.num_programs(1), head_group)
+    lin = pid_bh * num_m_blocks + pid_m
+    tl.store(out_ptr + 2 * lin, m.to(tl.int32))
+    tl.store(out_ptr + 2 * lin + 1, bh.to(tl.int32))
+
+
+@pytest.mark.parametrize("num_m,num_bh,group", [(5, 6, 1), (5, 6, 4), (5, 6, 6), (3, 7, 3), (1, 4, 2), (4, 1, 1)])
+def test_causal_order_is_a_grouped_heaviest_first_permutation(num_m, num_bh, group, device):
+    """The kernels' launch-position -> (query block, head) map (``_kernels.attention._causal_order``), run as
+    written in a probe kernel: every (block, head) exactly once; positions run group by group of ``group`` heads
+    (the last one smaller when it does not divide), inside a group the heaviest (last) query block first with the
+    group's heads side by side, each head's blocks strictly heaviest first."""
+    got = torch.full((num_m * num_bh, 2), -1, dtype=torch.int32, device=device)
+    _causal_order_probe[(num_m, num_bh)](got, num_m, group)
+    pairs = [tuple(x) for x in got.cpu().tolist()]
+    assert sorted(pairs) == [(m, h) for m in range(num_m) for h in range(num_bh)]
+    expected = []
+    for g0 in range(0, num_bh, group):
+        heads = range(g0, min(g0 + group, num_bh))
+        expected += [(m, h) for m in reversed(range(num_m)) for h in heads]
+    assert pairs == expected
+
+
+def test_causal_head_group_rule():
+    """``causal_head_group``: the group's distinct K and Vᵀ bytes within CAUSAL_GROUP_BYTES, 1 <= group <= B·Hq;
+    a pinned ``head_group`` is taken as given (capped at B·Hq); non-causal launches get 1."""
+    from tritonfp8.attention import CAUSAL_GROUP_BYTES, _head_group_arg, _Problem, causal_head_group
+
+    auto = AttnConfig()
+    per_head = 8192 * 128 * 2  # E4M3 K and Vᵀ of one head at Sk 8192, hd128
+    assert causal_head_group(auto, 2, 16, 16, 8192, 128) == CAUSAL_GROUP_BYTES // per_head
+    assert causal_head_group(auto, 1, 64, 8, 8192, 128) == min(8 * CAUSAL_GROUP_BYTES // per_head, 64)  # GQA 8:1
+    assert causal_head_group(auto, 1, 2, 2, 1 << 24, 256) == 1  # one head's keys exceed the budget
+    assert causal_head_group(auto, 3, 1, 1, 16, 64) == 3  # everything fits: all heads
+    assert causal_head_group(AttnConfig(head_group=5), 2, 16, 16, 8192, 128) == 5
+    assert causal_head_group(AttnConfig(head_group=99), 2, 3, 3, 64, 64) == 6
+    with pytest.raises(ValueError, match="head_group"):
+        AttnConfig(head_group=-1)
+    prob = _Problem(batch=2, heads_q=16, heads_kv=16, seqlen_q=8192, seqlen_k=8192, head_dim=128, varlen=False,
+                    fp8_in=True)
+    assert _head_group_arg(auto, prob, causal=False) == 1
+    assert _head_group_arg(auto, prob, causal=True) == CAUSAL_GROUP_BYTES // per_head
+
+
+@pytest.mark.parametrize("group", [1, 4, 0], ids=["per_head", "groups_of_4", "auto"])
+def test_causal_head_groups_give_the_same_output(group, device):
+    """The causal launch order changes which program computes a (query block, head), not its arithmetic: outputs
+    and lse equal the per-head order's bit for bit, and the rule holds; 6 heads in groups of 4 leave a group of 2.
+    Dense (Sq != Sk, GQA 3:1, per-head descales) and varlen with an empty key sequence."""
+    gen = torch.Generator().manual_seed(41)
+    base = AttnConfig(block_m=64, block_n=64, num_warps=4, num_stages=1 if device == "cpu" else 2)
+    cfg = base.evolve(head_group=group)
+    ref_cfg = base.evolve(head_group=1)
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((2, 150, 3, 64), (2, 200, 1, 64), 1, 2, True, gen, device)
+    kw = dict(causal=True, q_descale=qd, k_descale=kd, v_descale=vd, return_lse=True)
+    out, lse = attention(q8, k8, v8, config=cfg, **kw)
+    out1, lse1 = attention(q8, k8, v8, config=ref_cfg, **kw)
+    assert torch.equal(out, out1) and torch.equal(lse, lse1)
+    kw.pop("return_lse")
+    check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))
+    lq, lk = [70, 5, 129], [90, 0, 100]
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((sum(lq), 2, 64), (sum(lk), 2, 64), 2, len(lq), True, gen, device)
+    kw = dict(causal=True, q_descale=qd, k_descale=kd, v_descale=vd, cu_seqlens_q=_cu(lq, device),
+              cu_seqlens_k=_cu(lk, device), max_seqlen_q=max(lq), max_seqlen_k=max(lk))
+    out = attention(q8, k8, v8, config=cfg, **kw)
+    assert torch.equal(out, attention(q8, k8, v8, config=ref_cfg, **kw))
     check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))
 
 

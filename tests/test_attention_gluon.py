@@ -508,3 +508,29 @@ def test_default_hd256_is_the_gluon_forward(causal):
     out = attention(q8, k8, v8, **kw)
     assert torch.equal(out, attention(q8, k8, v8, config=GLWS_DEFAULTS[256], **kw))
     check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", ["serial", "bn256", "pp", "ovlpc1"])
+@pytest.mark.parametrize("group", [4, 0], ids=["groups_of_4", "auto"])
+def test_glws_causal_head_groups_give_the_same_output(cfg, group):
+    """The Gluon forward's causal launch order (``AttnConfig.head_group``, session 18) moves work between programs,
+    not arithmetic: out and lse equal the per-head order's (head_group=1) bit for bit; 3 x 4 = 12 heads in groups of
+    4, or one group (auto at these lengths); Sq != Sk, GQA 2:1, per-head descales; and the rule against the
+    reference."""
+    from test_attention import check_lse, check_out, fp8_inputs, score_bound
+    from tritonfp8.attention import AttnConfig, attention, attention_torch
+
+    b, sq, sk, hq, hkv, d = 3, 700, 900, 4, 2, 128
+    gen = torch.Generator().manual_seed(61)
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((b, sq, hq, d), (b, sk, hkv, d), hkv, b, True, gen, "cuda")
+    kw = dict(causal=True, q_descale=qd, k_descale=kd, v_descale=vd, return_lse=True)
+    base = AttnConfig(**_API_CONFIGS[cfg])
+    out, lse = attention(q8, k8, v8, config=base.evolve(head_group=group), **kw)
+    out1, lse1 = attention(q8, k8, v8, config=base.evolve(head_group=1), **kw)
+    assert torch.equal(out, out1) and torch.equal(lse, lse1)
+    kw.pop("return_lse")
+    ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
+    check_out(out, ref, attention_torch(q8, k8, v8, p_fp8=True, **kw))
+    check_lse(lse, lse_ref, d, sk, score_bound(q8, k8, qd, kd, 1 / math.sqrt(d)))

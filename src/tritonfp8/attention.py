@@ -193,6 +193,14 @@ class AttnConfig:
     block's S issued together in the group's turn); ``permute_p`` as above; ``row_sum_mma`` with the serial loop.
     It is the default on sm_90 at hd256 (:data:`GLWS_DEFAULTS`) and for dense non-causal hd128 problems
     (:data:`GLWS_DENSE_DEFAULTS`); benchmarks/NOTES.md has its measurements.
+
+    ``head_group`` (causal only, both kernels): the order in which the programs take (query block, head) work.
+    Causal query blocks differ in work (block m sees m + 1 key blocks), and the GPU starts programs in launch
+    order as slots free up, so the heaviest should start first over the whole grid: the launch order is heaviest
+    query block first across a group of ``head_group`` heads, then the next lighter one across the same heads, then
+    the next group of heads. 1 is the per-head order (each head's blocks heaviest first, then the next head: the
+    heaviest blocks of the last heads start near the end and leave a tail); 0 picks the group from the keys' bytes
+    (:func:`causal_head_group`: the group's K and Vᵀ about :data:`CAUSAL_GROUP_BYTES`, so they stay in L2).
     """
 
     block_m: int = 128
@@ -210,8 +218,11 @@ class AttnConfig:
     p_carry: int = 0
     pingpong: bool = False
     row_sum_mma: bool = False
+    head_group: int = 0
 
     def __post_init__(self):
+        if self.head_group < 0:
+            raise ValueError(f"AttnConfig: head_group must be >= 0 (0: chosen per problem), got {self.head_group!r}")
         if self.overlap not in (0, 1, 2):
             raise ValueError(f"AttnConfig: overlap must be 0, 1 or 2, got {self.overlap!r}")
         if self.poly_exp2 not in (0, 2, 4, 8):
@@ -248,6 +259,28 @@ class AttnConfig:
 
 
 _SUPPORTED_D = (64, 128, 256)
+
+# The K and Vᵀ bytes one group of heads of a causal launch should read (AttnConfig.head_group = 0): well inside the
+# H100 / H200 L2 (50 MB), so the programs of a group, which run together, share their keys from L2.
+CAUSAL_GROUP_BYTES = 16 << 20
+
+
+def causal_head_group(cfg: AttnConfig, batch: int, heads_q: int, heads_kv: int, seqlen_k: int, head_dim: int) -> int:
+    """Heads per group of a causal launch's heaviest-first order (``AttnConfig.head_group``; 0 chooses): as many
+    heads as keep the group's distinct E4M3 K and Vᵀ (heads sharing a KV head under GQA count once) within
+    :data:`CAUSAL_GROUP_BYTES`, at least 1, at most all B·Hq."""
+    n = batch * heads_q
+    if cfg.head_group:
+        return min(cfg.head_group, max(n, 1))
+    per_q_head = max(seqlen_k, 1) * head_dim * 2 / max(heads_q // max(heads_kv, 1), 1)
+    return int(min(max(CAUSAL_GROUP_BYTES // per_q_head, 1), max(n, 1)))
+
+
+def _head_group_arg(cfg: AttnConfig, prob: "_Problem", causal: bool) -> int:
+    """The forward kernels' ``head_group`` argument: :func:`causal_head_group` for causal calls, 1 (unused) else."""
+    if not causal:
+        return 1
+    return causal_head_group(cfg, prob.batch, prob.heads_q, prob.heads_kv, prob.seqlen_k, prob.head_dim)
 
 
 def default_config(head_dim: int) -> AttnConfig:
@@ -717,7 +750,7 @@ def attention(
     with _launch.recording() as records:
         prep = _prepare(q, k, v, prob, cfg, q_descale, k_descale, v_descale, cu_seqlens_q, cu_seqlens_k)
         res = _run_prepared(prep, prob, cfg, causal, scale, out_dtype, out_scale, return_lse)
-    _keep_plan(key, records, prob, cfg, scale, prep)
+    _keep_plan(key, records, prob, cfg, scale, prep, causal)
     return res
 
 
@@ -883,6 +916,7 @@ class _Plan:
     relayout: tuple | None  # recorded (compiled kernel, grid3, tail values) of the relayout (E4M3 inputs)
     quant: tuple | None  # bf16/fp16/fp32 inputs: (amax, quantize) records of q, k and v
     fwd: tuple  # recorded forward
+    head_group: int  # the forward's head_group argument (_head_group_arg)
     dummy_f: torch.Tensor  # placeholder pointers the kernels do not read in this form
     dummy_i: torch.Tensor
 
@@ -915,7 +949,7 @@ def _plan_eligible(prob: _Problem, q, k, v) -> bool:
             and prob.head_dim in _SUPPORTED_D and _ready(q) and _ready(k) and _ready(v))
 
 
-def _keep_plan(key, records, prob, cfg, scale, prep: _Prepared) -> None:
+def _keep_plan(key, records, prob, cfg, scale, prep: _Prepared, causal: bool) -> None:
     """Store the plan of a recorded full-path call: E4M3 inputs, the relayout (when V was transposed) and the
     forward; other inputs, the amax and quantize launches of q, k and v, then the forward."""
     want = (2 if cfg.v_transposed else 1) if prob.fp8_in else 7
@@ -928,7 +962,8 @@ def _keep_plan(key, records, prob, cfg, scale, prep: _Prepared) -> None:
     relayout = records[0] if prob.fp8_in and cfg.v_transposed else None
     _PLANS[key] = _Plan(prob, cfg, scale, prep.per_head,
                         tuple(prep.v8.shape) if cfg.v_transposed else None, relayout, quant, records[-1],
-                        torch.empty(1, dtype=torch.float32, device=dev), torch.zeros(1, dtype=torch.int32, device=dev))
+                        _head_group_arg(cfg, prob, causal), torch.empty(1, dtype=torch.float32, device=dev),
+                        torch.zeros(1, dtype=torch.int32, device=dev))
 
 
 def _replay(plan: _Plan, q, k, v, q_descale, k_descale, v_descale, out_dtype, out_scale, return_lse):
@@ -978,10 +1013,10 @@ def _replay(plan: _Plan, q, k, v, q_descale, k_descale, v_descale, out_dtype, ou
         _, args = attention_gluon.launch_args(q, k, vt, out, qds, kds, vds, plan.scale, block_n=cfg.block_n,
                                               lse=lse if return_lse else None, row_sum_mma=cfg.row_sum_mma,
                                               out_scale=None if out_scale is None else
-                                              out_scale.reshape(-1).contiguous())
+                                              out_scale.reshape(-1).contiguous(), head_group=plan.head_group)
     else:
         args = _triton_fwd_args(q, k, vt, out, lse, qds, kds, vds, out_scale, None, None, None, plan.dummy_i, prob,
-                                cfg, plan.scale, d)
+                                cfg, plan.scale, d, plan.head_group)
     run_compiled(kern, grid3, args + tail)
     return (out, lse) if return_lse else out
 
@@ -1003,7 +1038,7 @@ def _ones_tile(block_n: int, device: torch.device) -> torch.Tensor:
 
 
 def _triton_fwd_args(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_cols, dummy_cu, prob: _Problem,
-                     cfg: AttnConfig, scale, d) -> tuple:
+                     cfg: AttnConfig, scale, d, head_group: int) -> tuple:
     """Runtime arguments of ``attn_fwd_kernel`` in order (the full path and a plan's replay share them): TMA
     descriptors of q, k and V or Vᵀ (built without the dataclass's checks: shapes are validated), pointers, sizes."""
     from tritonfp8._direct import descriptor
@@ -1031,7 +1066,8 @@ def _triton_fwd_args(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k,
     return (q_desc, k_desc, v_desc, ones_desc, out, lse, qds, kds, vds, os_arg,
             cu_q if prob.varlen else dummy_cu, cu_k if prob.varlen else dummy_cu,
             vt_cols if vt_cols is not None else dummy_cu,
-            scale * _LOG2E, prob.seqlen_q, prob.seqlen_k, hq, hkv, triton.cdiv(prob.seqlen_q, cfg.block_m))
+            scale * _LOG2E, prob.seqlen_q, prob.seqlen_k, hq, hkv, triton.cdiv(prob.seqlen_q, cfg.block_m),
+            head_group)
 
 
 def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_cols, prob: _Problem,
@@ -1045,7 +1081,8 @@ def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_c
                                cu_q=cu_q if prob.varlen else None, cu_k=cu_k,
                                vt_cols=vt_cols, max_seqlen_q=prob.seqlen_q,
                                out_scale=None if out_scale is None else out_scale.reshape(-1).contiguous(),
-                               fast_launch=_FAST_FWD.on, row_sum_mma=cfg.row_sum_mma)
+                               fast_launch=_FAST_FWD.on, row_sum_mma=cfg.row_sum_mma,
+                               head_group=_head_group_arg(cfg, prob, causal))
         return
 
     from tritonfp8._kernels.attention import attn_fwd_kernel
@@ -1061,7 +1098,7 @@ def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_c
     _launch_kernel(
         attn_fwd_kernel, grid,
         *_triton_fwd_args(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_cols, dummy_cu, prob, cfg,
-                          scale, d),
+                          scale, d, _head_group_arg(cfg, prob, causal)),
         KERNEL_NAME=name,
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, GROUP=hq // hkv,
         CAUSAL=bool(causal), VARLEN=prob.varlen, V_TRANSPOSED=cfg.v_transposed,

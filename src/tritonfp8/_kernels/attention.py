@@ -283,7 +283,22 @@ def _kv_loop_overlap(
     return acc, l_i, m_i
 
 
-@named_jit
+@triton.jit
+def _causal_order(pid_m, pid_bh, num_m_blocks, num_bh, head_group):
+    """(query block, batch·head) of the program at launch position (pid_m, pid_bh) of a causal grid
+    (num_m_blocks, num_bh): programs start in launch order (pid_m fastest), and this order runs the heads in groups
+    of ``head_group`` (the last group may be smaller), each group's query blocks heaviest first with the group's
+    heads side by side. head_group = 1 gives each head's blocks heaviest first, head after head."""
+    lin = pid_bh * num_m_blocks + pid_m
+    per_group = num_m_blocks * head_group
+    g = lin // per_group
+    r = lin - g * per_group
+    heads_here = tl.minimum(head_group, num_bh - g * head_group)
+    m_rev = r // heads_here
+    return num_m_blocks - 1 - m_rev, g * head_group + (r - m_rev * heads_here)
+
+
+@named_jit(do_not_specialize=["head_group"])  # one compile whatever group size a causal problem picks
 def attn_fwd_kernel(
     q_desc, k_desc, v_desc, ones_desc,
     out_ptr, lse_ptr,
@@ -291,7 +306,7 @@ def attn_fwd_kernel(
     cu_seqlens_q_ptr, cu_seqlens_k_ptr, cu_cols_vt_ptr,
     sm_scale_log2,
     seqlen_q_dense, seqlen_k_dense,
-    num_heads_q, num_heads_kv, num_m_blocks,
+    num_heads_q, num_heads_kv, num_m_blocks, head_group,
     KERNEL_NAME: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, GROUP: tl.constexpr,
     CAUSAL: tl.constexpr, VARLEN: tl.constexpr, V_TRANSPOSED: tl.constexpr,
@@ -303,21 +318,22 @@ def attn_fwd_kernel(
     """Flash-attention forward, E4M3 Q/K/V, fp32 descales, bf16/f16/e4m3 output, optional fp32 lse.
 
     ``ones_desc``: with ROW_SUM_MMA a TMA descriptor of a [16, BLOCK_N] E4M3 tensor of ones, else None.
-    Grid (num_m_blocks, B·Hq). Varlen Vᵀ: sequence b's columns start at ``cu_cols_vt[b]`` (a multiple of 32 so
+    Grid (num_m_blocks, B·Hq); causal programs take their work in :func:`_causal_order` (``head_group`` heads per
+    group; unused otherwise). Varlen Vᵀ: sequence b's columns start at ``cu_cols_vt[b]`` (a multiple of 32 so
     TMA boxes start aligned and the 32-key permutation chunks line up; the padding columns hold zeros).
     ``out`` is (rows_q, Hq, D) contiguous; ``lse`` is (B, Hq, Sq) dense or (Hq, total_q) varlen. Descales: one fp32 each (DESCALE_PER_HEAD=False) or (B, Hkv) contiguous; out_scale
     (E4M3 output only): one fp32 or (B, Hq): ``out ≈ out_fp8.float() * out_scale``.
     """
     pid_m = tl.program_id(0).to(tl.int64)
     pid_bh = tl.program_id(1).to(tl.int64)
+    if CAUSAL:
+        # Heaviest query blocks (most visible keys) first across a group of heads: a short tail over the SMs.
+        start_m, pid_bh = _causal_order(pid_m, pid_bh, num_m_blocks, tl.num_programs(1), head_group)
+    else:
+        start_m = pid_m
     b = pid_bh // num_heads_q
     hq = pid_bh % num_heads_q
     hkv = hq // GROUP
-    if CAUSAL:
-        # Heaviest query blocks (most visible keys) first: better tail balance across the SMs.
-        start_m = num_m_blocks - 1 - pid_m
-    else:
-        start_m = pid_m
 
     if VARLEN:
         q_start = tl.load(cu_seqlens_q_ptr + b).to(tl.int64)
@@ -573,6 +589,7 @@ def codegen_specs() -> dict:
             "num_heads_q": "i32",
             "num_heads_kv": "i32",
             "num_m_blocks": "i32",
+            "head_group": "i32",
         }
         const = dict(
             BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, HEAD_DIM=d, GROUP=1, CAUSAL=causal, VARLEN=varlen,

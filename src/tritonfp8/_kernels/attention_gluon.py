@@ -438,10 +438,22 @@ def _write_no_keys(out, lse_ptr, q_start, q_first, Sq, out_col, stride_out, lse_
         gl.store(lse_ptr + lse_row0 + r, gl.full([128], float("-inf"), gl.float32, rl), mask=r < Sq)
 
 
-@gluon.jit(repr=_repr_from_constexpr, do_not_specialize=["Sq", "Sk"])
+@gluon.jit
+def _causal_order(pid_m, pid_bh, num_m_blocks, num_bh, head_group):
+    # The Triton kernel's order (``_kernels.attention._causal_order``, which documents it), in Gluon.
+    lin = pid_bh * num_m_blocks + pid_m
+    per_group = num_m_blocks * head_group
+    g = lin // per_group
+    r = lin - g * per_group
+    heads_here = gl.minimum(head_group, num_bh - g * head_group)
+    m_rev = r // heads_here
+    return num_m_blocks - 1 - m_rev, g * head_group + (r - m_rev * heads_here)
+
+
+@gluon.jit(repr=_repr_from_constexpr, do_not_specialize=["Sq", "Sk", "head_group"])
 def attn_fwd_glws_kernel(
     q_desc, k_desc, vt_desc, ones_desc, out, lse, q_descale, k_descale, v_descale, out_scale, qk_scale,
-    Sq, Sk, Hq, Hkv, stride_out, cu_q, cu_k, vt_cols, num_m_blocks,
+    Sq, Sk, Hq, Hkv, stride_out, cu_q, cu_k, vt_cols, num_m_blocks, head_group,
     KERNEL_NAME: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, GROUP: gl.constexpr,
     STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, OVERLAP: gl.constexpr,
     PINGPONG: gl.constexpr, P_CARRY: gl.constexpr, CAUSAL: gl.constexpr, RETURN_LSE: gl.constexpr,
@@ -455,16 +467,17 @@ def attn_fwd_glws_kernel(
     An E4M3 ``out`` takes ``out_scale`` (fp32, one element or (B, Hq) with OUT_SCALE_PER_HEAD), saturating.
     VARLEN: Q (total_q, Hq·D), K (total_k, Hkv·D), Vᵀ (Hkv·D, Σ round32(len_k)) with sequence b's columns from
     ``vt_cols[b]``, int32 ``cu_q`` / ``cu_k`` offsets (B + 1), out (total_q, Hq, D), lse (Hq, total_q); Sq / Sk
-    unused. Grid (num_m_blocks = cdiv(max Sq, 128), B·Hq); causal programs take the heaviest query blocks first.
+    unused. Grid (num_m_blocks = cdiv(max Sq, 128), B·Hq); causal programs take their (query block, head) in the
+    order of ``attention.AttnConfig.head_group`` (``head_group`` heads per group, heaviest blocks first).
     Launch with num_warps=4 (the first consumer warp group)."""
     gl.static_assert(num_warps == 4, "the default partition is one consumer warp group")
     pid_m = gl.program_id(0)
     bh = gl.program_id(1)
+    if CAUSAL:  # the query blocks with the most visible keys first over a group of heads: a short tail over the SMs
+        pid_m, bh = _causal_order(pid_m, bh, num_m_blocks, gl.num_programs(1), head_group)
     b = bh // Hq
     h = bh % Hq
     hk = h // GROUP
-    if CAUSAL:  # the query blocks with the most visible keys first: a shorter tail over the SMs
-        pid_m = num_m_blocks - 1 - pid_m
     q_first = pid_m * 128
     if VARLEN:
         q_start = gl.load(cu_q + b)
@@ -563,7 +576,7 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
            stages: int = 3, permute_p: bool = False, overlap: bool = False, pingpong: bool = False,
            p_carry: int = 0, causal: bool = False, lse=None, cu_q=None, cu_k=None,
            vt_cols=None, max_seqlen_q: int = 0, out_scale=None, warmup: bool = False, fast_launch: bool = False,
-           row_sum_mma: bool = False):
+           row_sum_mma: bool = False, head_group: int = 1):
     """out (B, Sq, Hq, D) bf16 = attention of E4M3 q8 (B, Sq, Hq, D), k8 (B, Sk, Hkv, D) and ``vt`` from
     :func:`vt_layout` (``permute_keys=permute_p``); descales fp32, (B, Hkv) contiguous or one element each (per
     tensor); dense; causal bottom-right;
@@ -579,7 +592,7 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
     assert stages >= 3 or not overlap, "launch: the overlapped form needs stages >= 3"
     grid, args = launch_args(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale, block_n=block_n,
                              lse=lse, cu_q=cu_q, cu_k=cu_k, vt_cols=vt_cols, max_seqlen_q=max_seqlen_q,
-                             out_scale=out_scale, row_sum_mma=row_sum_mma)
+                             out_scale=out_scale, row_sum_mma=row_sum_mma, head_group=head_group)
     varlen = cu_q is not None
     D, Hq, Hkv = q8.shape[-1], q8.shape[-2], k8.shape[-2]
     assert not (row_sum_mma and (overlap or lse is not None)), "launch: row_sum_mma runs the serial loop, no lse"
@@ -605,7 +618,7 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
 
 def launch_args(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: float, *, block_n: int, lse=None,
                 cu_q=None, cu_k=None, vt_cols=None, max_seqlen_q: int = 0, out_scale=None,
-                row_sum_mma: bool = False) -> tuple:
+                row_sum_mma: bool = False, head_group: int = 1) -> tuple:
     """(grid, runtime arguments in order) of :func:`attn_fwd_glws_kernel` for :func:`launch`'s operands (shared by
     :func:`launch` and the public op's replay of a recorded launch). TMA descriptors are built without
     ``from_tensor``'s checks (the caller validated the operands; the shared layouts are cached)."""
@@ -630,7 +643,7 @@ def launch_args(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale:
     fp8_out = out.dtype == torch.float8_e4m3fn
     args = (q_desc, k_desc, vt_desc, ones_desc, out, out if lse is None else lse, q_descale, k_descale, v_descale,
             out_scale if fp8_out else q_descale, softmax_scale * _LOG2E, Sq, Sk, Hq, Hkv, Hq * D, cu_q, cu_k,
-            vt_cols, m_blocks)
+            vt_cols, m_blocks, head_group)
     return (m_blocks, B * Hq), args
 
 
@@ -680,7 +693,8 @@ def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, pe
            "out": "*" + {"bf16": "bf16", "f16": "fp16", "e4m3": "fp8e4nv"}[out_type],
            "lse": "*fp32", "q_descale": "*fp32", "out_scale": "*fp32",
            "k_descale": "*fp32", "v_descale": "*fp32", "qk_scale": "fp32", "Sq": "i32", "Sk": "i32", "Hq": "i32",
-           "Hkv": "i32", "stride_out": "i32", "cu_q": "*i32", "cu_k": "*i32", "vt_cols": "*i32", "num_m_blocks": "i32"}
+           "Hkv": "i32", "stride_out": "i32", "cu_q": "*i32", "cu_k": "*i32", "vt_cols": "*i32", "num_m_blocks": "i32",
+           "head_group": "i32"}
     const = dict(BLOCK_N=block_n, HEAD_DIM=head_dim, GROUP=4, STAGES=stages, LOG2_P_SCALE=8, PERMUTE_P=permute_p,
                  OVERLAP=overlap, PINGPONG=pingpong, P_CARRY=p_carry, CAUSAL=causal, RETURN_LSE=lse,
                  DESCALE_PER_HEAD=True, VARLEN=varlen, OUT_SCALE_PER_HEAD=True,

@@ -150,6 +150,13 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     # hd256 on 128 x 128 tiles, serial, 2 stages (164 KB): 548 instructions per 64 x 128 block offline (8.6 per
     # score) against the default's 409 per 64 x 64 (12.8); the causal form spills (155 stores): dense only
     "glws256bn128": (dict(_GLWS, block_n=128, num_stages=2), (256,)),
+    # Causal launch order (AttnConfig.head_group, session 18): the defaults take the query blocks heaviest first
+    # across groups of heads (the group's K and Vᵀ ~16 MB); these variants keep the previous per-head order (each
+    # head's blocks heaviest first, head after head), whose last heads' heaviest blocks start near the end. A
+    # greedy-schedule simulation of the slots (3 CTAs per SM for hd128 / hd64, 1-2 for the Gluon tiles) puts the
+    # per-head order's tail at 5-14% of the run and the grouped order's under 2% at S >= 8192.
+    "hg1": (dict(head_group=1), (64, 128)),
+    "glws256hg1": (dict(_GLWS, block_n=64, num_stages=3, overlap=2, p_carry=1, head_group=1), (256,)),
     # 256-key blocks at hd128 (session 17): per thread and block the unmasked loop issues 686 instructions for 128
     # scores (5.4 per score) against the default's 428 for 64 (6.7): the acc rescale, the row reductions and the
     # wgmma bookkeeping are paid once per 256 keys. Offline sm_90: Triton 128 x 256 / 8 warps 225 registers, no
@@ -197,7 +204,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"or 'none' (default: {','.join(DEFAULT_VARIANTS)}; with --quick {','.join(QUICK_VARIANTS)})")
     p.add_argument("--head-dim", type=int, action="append", choices=(64, 128, 256), default=None,
                    help="time only the full set's configs of this head dim (repeatable)")
-    p.add_argument("--no-causal", action="store_true", help="time non-causal cases only")
+    masks = p.add_mutually_exclusive_group()
+    masks.add_argument("--no-causal", action="store_true", help="time non-causal cases only")
+    masks.add_argument("--causal-only", action="store_true", help="time causal cases only")
     p.add_argument("--no-varlen", action="store_true", help="skip the varlen batch")
     p.add_argument("--no-peers", action="store_true", help="time our kernels only")
 
@@ -511,7 +520,8 @@ def run(args: argparse.Namespace) -> int:
     configs = QUICK_CONFIGS if args.quick else CONFIGS
     if getattr(args, "head_dim", None):
         configs = [c for c in CONFIGS if c[4] in args.head_dim]
-    causals = (False,) if getattr(args, "no_causal", False) else (False, True)
+    causals = (False,) if getattr(args, "no_causal", False) else (True,) if getattr(args, "causal_only", False) \
+        else (False, True)
     rows, notes = [], []
     for b, hq, hkv, s, d in configs:
         for causal in causals:
