@@ -321,10 +321,11 @@ def test_attention_api_with_glws_varlen(causal, cfg):
 
 @requires_gpu
 @pytest.mark.gpu
+@pytest.mark.parametrize("stages", [2, 3])
 @pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
-def test_attention_api_with_glws_hd256_bn128(causal):
-    """hd256 on 128 x 128 tiles of the Gluon forward (serial loop, 2 stages; prepared in session 17): out and lse
-    against attention_torch with test_attention.py's rule, GQA and per-head descales."""
+def test_attention_api_with_glws_hd256_bn128(causal, stages):
+    """hd256 on 128 x 128 tiles of the Gluon forward (serial loop, 2 or 3 stages; prepared in session 17): out and
+    lse against attention_torch with test_attention.py's rule, GQA and per-head descales."""
     from test_attention import check_lse, check_out, fp8_inputs, score_bound
     from tritonfp8.attention import AttnConfig, attention, attention_torch
 
@@ -332,8 +333,8 @@ def test_attention_api_with_glws_hd256_bn128(causal):
     gen = torch.Generator().manual_seed(23 + causal)
     (q8, k8, v8), (qd, kd, vd) = fp8_inputs((b, sq, hq, d), (b, sk, hkv, d), hkv, b, True, gen, "cuda")
     kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
-    out, lse = attention(q8, k8, v8, return_lse=True, config=AttnConfig(kernel="glws", block_n=128, num_stages=2),
-                         **kw)
+    out, lse = attention(q8, k8, v8, return_lse=True,
+                         config=AttnConfig(kernel="glws", block_n=128, num_stages=stages), **kw)
     ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
     check_out(out, ref, attention_torch(q8, k8, v8, p_fp8=True, **kw))
     check_lse(lse, lse_ref, d, sk, score_bound(q8, k8, qd, kd, 1 / math.sqrt(d)))

@@ -765,9 +765,9 @@ def _check_config_for(cfg: AttnConfig, prob: _Problem, device: torch.device, out
     elif arch_of(device) != 90:
         why = f"sm_{arch_of(device)} (the kernel is sm_90 only)"
     elif next(x for x in _SUPPORTED_D if x >= prob.head_dim) == 256 and not (
-            cfg.block_n == 64 or (cfg.block_n == 128 and cfg.num_stages <= 2 and not cfg.overlap)):
+            cfg.block_n == 64 or (cfg.block_n == 128 and cfg.num_stages <= 3 and not cfg.overlap)):
         why = (f"head dim 256 with block_n={cfg.block_n}, num_stages={cfg.num_stages}, overlap={cfg.overlap} "
-               f"(shared memory / registers): use block_n=64, or block_n=128 with num_stages=2 and overlap=0")
+               f"(shared memory / registers): use block_n=64, or block_n=128 with num_stages <= 3 and overlap=0")
     elif next(x for x in _SUPPORTED_D if x >= prob.head_dim) == 128 and cfg.block_n == 256 and cfg.overlap:
         why = "head dim 128 with block_n=256 and overlap (registers: two 64 x 256 score tiles): use overlap=0"
     if why is not None:

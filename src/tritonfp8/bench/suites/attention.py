@@ -150,6 +150,8 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     # hd256 on 128 x 128 tiles, serial, 2 stages (164 KB): 548 instructions per 64 x 128 block offline (8.6 per
     # score) against the default's 409 per 64 x 64 (12.8); the causal form spills (155 stores): dense only
     "glws256bn128": (dict(_GLWS, block_n=128, num_stages=2), (256,)),
+    # ... with 3 stages: 229,648 bytes of shared memory (the sm_90 limit is 232,448), no spills dense (offline)
+    "glws256bn128s3": (dict(_GLWS, block_n=128, num_stages=3), (256,)),
     # Causal launch order (AttnConfig.head_group, session 18): the defaults take the query blocks heaviest first
     # across groups of heads (the group's K and Vᵀ ~16 MB); these variants keep the previous per-head order (each
     # head's blocks heaviest first, head after head), whose last heads' heaviest blocks start near the end. A
@@ -165,6 +167,10 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     "bm128bn256": (dict(block_m=128, num_warps=8, block_n=256, maxnreg=None), (128,)),
     "glwsbn256": (dict(_GLWS, block_n=256, num_stages=2), (128,)),
     "glwsbn256s3": (dict(_GLWS, block_n=256, num_stages=3), (128,)),
+    # hd64 on 128 x 256 tiles (offline: 786 instructions per 64 x 256 block, 74 / 107 KB at 2 / 3 stages, no spills;
+    # one program per SM, by registers)
+    "glws64bn256": (dict(_GLWS, block_n=256, num_stages=2), (64,)),
+    "glws64bn256s3": (dict(_GLWS, block_n=256, num_stages=3), (64,)),
     # with the row sums on the tensor core (each block's sum fresh, added in fp32): 703 instructions per block.
     # s17 call 3 ran a form that stored the ones from registers before the partitions started: wrong sums (errors
     # 89-104%); the ones now come by TMA with Q, as in the Triton kernel
