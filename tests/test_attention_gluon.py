@@ -475,7 +475,7 @@ def test_default_config_choice_cpu():
     from tritonfp8.attention import GLWS_DEFAULTS, _default_config_for, _INTERPRETER_CONFIG, default_config
     from tritonfp8._backend import interpreting
 
-    assert GLWS_DEFAULTS[256].kernel == "glws" and GLWS_DEFAULTS[256].block_n == 64
+    assert GLWS_DEFAULTS[256].kernel == "glws" and GLWS_DEFAULTS[256].block_n == 128
     for d in (64, 100, 128, 200, 256):
         cfg = _default_config_for(torch.device("cpu"), d)
         assert cfg.kernel == "triton"
@@ -506,6 +506,16 @@ def test_default_hd256_is_the_gluon_forward(causal):
     gen = torch.Generator().manual_seed(11 + causal)
     (q8, k8, v8), (qd, kd, vd) = fp8_inputs((b, sq, hq, d), (b, sk, hkv, d), hkv, b, True, gen, "cuda")
     kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
+    out = attention(q8, k8, v8, **kw)
+    assert torch.equal(out, attention(q8, k8, v8, config=GLWS_DEFAULTS[256], **kw))
+    check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))
+    # varlen (the default at hd256 too): an empty key sequence, a query sequence longer than its keys
+    lq, lk = [200, 3, 129], [150, 0, 300]
+    cu_q, cu_k = (torch.tensor([0, *torch.tensor(x).cumsum(0).tolist()], dtype=torch.int32, device="cuda")
+                  for x in (lq, lk))
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((sum(lq), hq, d), (sum(lk), hkv, d), hkv, len(lq), True, gen, "cuda")
+    kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
+              max_seqlen_q=max(lq), max_seqlen_k=max(lk))
     out = attention(q8, k8, v8, **kw)
     assert torch.equal(out, attention(q8, k8, v8, config=GLWS_DEFAULTS[256], **kw))
     check_out(out, attention_torch(q8, k8, v8, **kw), attention_torch(q8, k8, v8, p_fp8=True, **kw))

@@ -775,12 +775,15 @@ def _check_config_for(cfg: AttnConfig, prob: _Problem, device: torch.device, out
 
 
 # Where the warp-specialized Gluon forward measured faster than the Triton kernel it is the default on sm_90
-# (compiled runs only; the interpreter and other GPUs keep the Triton kernel). hd256: 128 x 64 tiles, the
-# overlapped loop with fp32 P carried, 3 stages. H200, B4 H8 S8192, interleaved with the Triton kernel's
-# default in the same runs: dense 929 vs 862 TFLOPS (five rounds, every one faster: 2.27-2.47 vs 2.51-2.57 ms;
-# attention-nvidia-h200-20261202-044221.json) and 904 vs 847 (042400.json); causal 839 vs 813 and 849 vs 812.
-GLWS_DEFAULTS = {256: AttnConfig(kernel="glws", block_m=128, block_n=64, num_warps=8, num_stages=3, overlap=2,
-                                 p_carry=1, permute_p=False)}
+# (compiled runs only; the interpreter and other GPUs keep the Triton kernel). hd256 (session 18): 128 x 128 tiles,
+# the serial loop, 2 stages (164 KB; offline 548 instructions per 64 x 128 block, 8.6 per score, against 409 per
+# 64 x 64 block, 12.8, for the 128 x 64 overlapped form that was the default since session 12). H200, B4 H8 S8192,
+# kernel alone, interleaved with that form in two runs: dense 1014 / 1022 vs 912 / 931 TFLOPS (1.10-1.11x),
+# causal 958 / 960 vs 858 / 865 (1.11x; the causal form spills 158 stores offline and is faster all the same);
+# cuDNN FP8 in the same runs 967 / 1028 dense, 904 / 910 causal (attention-nvidia-h200-20261203-180422.json,
+# -180845.json). 3 stages (229,648 B) ran 1038 / 961 in the second run: within the spread, not adopted.
+GLWS_DEFAULTS = {256: AttnConfig(kernel="glws", block_m=128, block_n=128, num_warps=8, num_stages=2,
+                                 permute_p=False)}
 # Dense non-causal problems only (session 17): hd128 on 128 x 256 tiles of the Gluon forward (serial loop, 2
 # stages). Per thread and 64 x 256 block its loop issues 821 instructions for 128 scores (6.4 per score) against
 # the Triton kernel's 428 for 64 (6.7). H200, kernel alone, interleaved with the Triton kernel's default in three

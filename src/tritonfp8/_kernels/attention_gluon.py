@@ -1,5 +1,5 @@
 """FP8 attention forward on Hopper in Gluon, warp-specialized. ``tritonfp8.attention`` runs it on sm_90 at hd256
-(``attention.GLWS_DEFAULTS``: 128 x 64 tiles, overlapped loop) and for dense non-causal hd128 problems
+(``attention.GLWS_DEFAULTS``: 128 x 128 tiles, serial loop, session 18) and for dense non-causal hd128 problems
 (``attention.GLWS_DENSE_DEFAULTS``: 128 x 256 tiles, serial loop, session 17); docs/attention.md has the
 measurements, benchmarks/NOTES.md each run.
 
