@@ -184,3 +184,19 @@ def test_gmma_overlap_facts_counts_groups():
              "WARPGROUP.DEPBAR.LE gsb0, 0x1", "MUFU.EX2 R3, R4", "MUFU.EX2 R5, R6",
              "WARPGROUP.DEPBAR.LE gsb0, 0x0", "MUFU.EX2 R7, R8")
     assert _gmma_overlap_facts(s) == (2, 3)
+
+
+def test_loop_spills_counts_spills_inside_predicated_back_edges_only():
+    """``codegen.loop_spills`` on hand-written SASS: a spill inside a predicated loop counts; a prologue store, an
+    epilogue load and the span of an unpredicated backward ``BRA`` (an mbarrier wait's out-of-line retry path
+    returning to the wait) do not."""
+    from tritonfp8.codegen import loop_spills
+
+    def sass(*ops):
+        return "\n".join(f"        /*{16 * i:04x}*/                   {op} ;" for i, op in enumerate(ops)) + "\n"
+
+    body = ["STL [R1], R8", "MOV R2, R3", "QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR4], R24, gsb0",
+            "@P0 BRA 0x10", "LDL R2, [R1]", "EXIT", "SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [R4], R5", "BRA 0x10"]
+    assert loop_spills(sass(*body)) == 0
+    body[1] = "LDL R9, [R1+0x4]"
+    assert loop_spills(sass(*body)) == 1

@@ -84,6 +84,7 @@ class SassReport:
     mufu_ex2: int = 0
     mufu_in_flight: int = 0
     gmma_loop: int = 0
+    loop_spills: int = 0  # STL / LDL inside a loop (:func:`loop_spills`)
     sass: str = field(default="", repr=False)
 
     def as_dict(self) -> dict:
@@ -211,6 +212,17 @@ def gmma_loop_size(sass: str) -> int:
     return best
 
 
+def loop_spills(sass: str) -> int:
+    """Spill instructions (STL / LDL) inside some loop (between a predicated backward branch's target and the
+    branch): the spills that cost every iteration, as against those in a prologue or epilogue. Unpredicated
+    backward branches are not loops: ptxas places the retry paths of mbarrier waits after the function's body and
+    returns from them with a plain ``BRA`` to the wait."""
+    rows = [(int(m.group(1), 16), m.group(2)) for m in _ADDR.finditer(sass)]
+    spans = [(int(m.group(1), 16), addr) for addr, text in rows
+             if text.startswith("@") and (m := _BACK.search(text)) and int(m.group(1), 16) < addr]
+    return sum(1 for addr, text in rows if text.startswith(("STL", "LDL")) and any(a <= addr <= b for a, b in spans))
+
+
 def sass_facts(sass: str, res_usage: str) -> dict:
     ops = [m.group(2) for m in _INSTR.finditer(sass)]
     waited, in_flight = _gmma_overlap_facts(sass)
@@ -233,6 +245,7 @@ def sass_facts(sass: str, res_usage: str) -> dict:
         "mufu_ex2": ops.count("MUFU.EX2"),
         "mufu_in_flight": in_flight,
         "gmma_loop": gmma_loop_size(sass),
+        "loop_spills": loop_spills(sass),
     }
 
 
