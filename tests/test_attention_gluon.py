@@ -43,17 +43,23 @@ def test_attn_glws_sass():
 
     expect = {"attn_glws_hd128": 32, "attn_glws_hd64": 24, "attn_glws_hd128_perm": 32, "attn_glws_hd128_ovl": 48,
               "attn_glws_hd64_ovl": 36, "attn_glws_hd128_ovlpp": 48, "attn_glws_hd128_ovlpc1": 48,
-              "attn_glws_hd128_ovlpc1_causal_lse": 48, "attn_glws_hd128_causal": 32,
+              "attn_glws_hd128_ovlpc1_causal_lse": 48,
+              # causal serial (session 18): per consumer the unmasked step and two guarded masked steps
+              # (MAX_MASKED), each S + P·V: 2 x 3 x 2 x 128 / 32
+              "attn_glws_hd128_causal": 48,
               "attn_glws_hd128_ovlpc1_varlen_causal": 48, "attn_glws_hd128_ovlpc1_varlen": 48,
               "attn_glws_hd128_ovlpc1_e4m3out": 48,
               # session 17: 128 x 256 tiles (the hd128 dense default): 2 x 2 x (128 + 256) / 32; with the row sums
               # on the tensor core + 2 x 2 x 256 / 32 (m64n16k32); serial ping-pong: per consumer S_0, then per
               # step (unmasked, masked) P·V + the next S, and the last block's P·V alone: 2 x 6 x 4
               "attn_glws_hd128_bn256": 48, "attn_glws_hd128_bn256_lse": 48, "attn_glws_hd128_bn256_rsmma": 80,
-              "attn_glws_hd128_pp": 48, "attn_glws_hd256_bn128": 48}
+              "attn_glws_hd128_pp": 48, "attn_glws_hd256_bn128": 48,
+              # causal with the masked steps unrolled (session 18; in a loop: 158-160 spill stores)
+              "attn_glws_hd256_bn128_causal": 72, "attn_glws_hd128_bn256_causal": 72}
     # wgmma chains closed by a wait (offline sm_90, session 17): one more per consumer and step for the row-sum
     # chain; 12 for the ping-pong loop (its steps issue P·V and the next S as two chains before one wait)
-    waited = {"attn_glws_hd128_bn256_rsmma": 12, "attn_glws_hd128_pp": 12}
+    waited = {"attn_glws_hd128_bn256_rsmma": 12, "attn_glws_hd128_pp": 12, "attn_glws_hd128_causal": 12,
+              "attn_glws_hd256_bn128_causal": 12, "attn_glws_hd128_bn256_causal": 12}
     # Spills outside every loop, (stores, loads): since session 18's causal launch order (the (query block, head)
     # of a program is computed by divisions, no longer a function of the block index that ptxas recomputes where
     # needed), this non-default form keeps two causal row indices of each consumer on the stack from the prologue
@@ -145,7 +151,9 @@ def test_attn_glws_matches_reference(b, sq, sk, hq, hkv, d, variant):
 
 
 _CAUSAL_VARIANTS = {"plain": {}, "ovl": dict(overlap=True), "ovlpc1": dict(overlap=True, p_carry=1),
-                    "ovlpc1pp": dict(overlap=True, p_carry=1, pingpong=True)}
+                    "ovlpc1pp": dict(overlap=True, p_carry=1, pingpong=True),
+                    # the serial loop's masked steps are unrolled (MAX_MASKED: 2 at >= 128 keys, 3 at 64)
+                    "bn256": dict(block_n=256, stages=2), "bn64": dict(block_n=64)}
 
 
 @requires_gpu
@@ -153,8 +161,10 @@ _CAUSAL_VARIANTS = {"plain": {}, "ovl": dict(overlap=True), "ovlpc1": dict(overl
 @pytest.mark.parametrize("variant", list(_CAUSAL_VARIANTS))
 @pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
 @pytest.mark.parametrize("b,sq,sk,hq,hkv", [(2, 300, 333, 8, 2), (1, 257, 100, 2, 1), (1, 384, 256, 2, 2),
-                                           (1, 128, 1, 2, 2), (1, 1, 300, 2, 1), (1, 256, 512, 4, 1)],
-                         ids=["sq_lt_sk", "sq_gt_sk", "sq_gt_sk_full", "one_key", "one_query", "aligned"])
+                                           (1, 128, 1, 2, 2), (1, 1, 300, 2, 1), (1, 256, 512, 4, 1),
+                                           (1, 700, 1001, 2, 1), (1, 1001, 700, 2, 2)],
+                         ids=["sq_lt_sk", "sq_gt_sk", "sq_gt_sk_full", "one_key", "one_query", "aligned",
+                              "long_offset", "long_negative_offset"])
 def test_attn_glws_causal_and_lse(b, sq, sk, hq, hkv, causal, variant):
     """Causal bottom-right masking and the lse output (hd128): Sq > Sk leaves early rows with no visible key (0
     and -inf), whole programs with none (Sq - Sk >= 128 rows); block-boundary and single-row cases. Tolerances as

@@ -363,6 +363,7 @@ def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, ones_smem, q_bar, read
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=4)
     row_layout: gl.constexpr = gl.SliceLayout(1, s_layout)
     o_row_layout: gl.constexpr = gl.SliceLayout(1, o_layout)
+    MAX_MASKED: gl.constexpr = 2 if BLOCK_N >= 128 else 3
 
     mbarrier.wait(q_bar, 0)
     q_half = q_smem.slice(HALF * WG_M, WG_M, dim=0)
@@ -394,10 +395,15 @@ def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, ones_smem, q_bar, read
                                   row0, off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, False,
                                   PERMUTE_P, CAUSAL, ROW_SUM_MMA)
         if CAUSAL:
-            for j in range(n_unm, n_blocks):
-                m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ones_smem, ready, empty, m_i, l_i, acc, qk_scale,
-                                      Sk, row0, off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE,
-                                      True, PERMUTE_P, CAUSAL, ROW_SUM_MMA)
+            # A group's masked blocks (those crossing its diagonal, and the tail of Sk) are straight-line guarded
+            # steps, not a loop: MAX_MASKED bounds them (the group's diagonal spans at most 128 keys, which meet
+            # at most two blocks of >= 128 keys, three of 64). In a loop the compiler kept the masked step's
+            # per-element key indices live across iterations: at 256 keys 160 spill stores (offline sm_90, hd128).
+            for t in gl.static_range(MAX_MASKED):
+                if n_unm + t < n_blocks:
+                    m_i, l_i, acc = _step(n_unm + t, q_half, k_ring, v_ring, ones_smem, ready, empty, m_i, l_i, acc,
+                                          qk_scale, Sk, row0, off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES,
+                                          LOG2_P_SCALE, True, PERMUTE_P, CAUSAL, ROW_SUM_MMA)
         elif n_blocks > n_unm:
             m_i, l_i, acc = _step(n_unm, q_half, k_ring, v_ring, ones_smem, ready, empty, m_i, l_i, acc, qk_scale,
                                   Sk, row0, off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE,
@@ -753,5 +759,11 @@ def codegen_specs() -> dict:
         # instructions per 64 x 128 block (8.6 per score) against the default's 409 per 64 x 64 (12.8)
         "attn_glws_hd256_bn128": codegen_spec(head_dim=256, block_n=128, stages=2,
                                               description="Gluon FP8 attention forward, hd256, 128 x 128 tiles, "
-                                                          "serial, 2 stages"),
+                                                          "serial, 2 stages (the hd256 default)"),
+        "attn_glws_hd256_bn128_causal": codegen_spec(head_dim=256, block_n=128, stages=2, causal=True,
+                                                     description="Gluon FP8 attention forward, hd256 causal, "
+                                                                 "128 x 128 tiles, serial, 2 stages (default)"),
+        "attn_glws_hd128_bn256_causal": codegen_spec(block_n=256, stages=2, causal=True,
+                                                     description="Gluon FP8 attention forward, hd128 causal, "
+                                                                 "128 x 256 tiles, serial, 2 stages"),
     }
