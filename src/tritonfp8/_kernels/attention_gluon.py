@@ -444,18 +444,6 @@ def _write_no_keys(out, lse_ptr, q_start, q_first, Sq, out_col, stride_out, lse_
         gl.store(lse_ptr + lse_row0 + r, gl.full([128], float("-inf"), gl.float32, rl), mask=r < Sq)
 
 
-@gluon.jit
-def _causal_order(pid_m, pid_bh, num_m_blocks, num_bh, head_group):
-    # The Triton kernel's order (``_kernels.attention._causal_order``, which documents it), in Gluon.
-    lin = pid_bh * num_m_blocks + pid_m
-    per_group = num_m_blocks * head_group
-    g = lin // per_group
-    r = lin - g * per_group
-    heads_here = gl.minimum(head_group, num_bh - g * head_group)
-    m_rev = r // heads_here
-    return num_m_blocks - 1 - m_rev, g * head_group + (r - m_rev * heads_here)
-
-
 @gluon.jit(repr=_repr_from_constexpr, do_not_specialize=["Sq", "Sk", "head_group"])
 def attn_fwd_glws_kernel(
     q_desc, k_desc, vt_desc, ones_desc, out, lse, q_descale, k_descale, v_descale, out_scale, qk_scale,
@@ -480,7 +468,7 @@ def attn_fwd_glws_kernel(
     pid_m = gl.program_id(0)
     bh = gl.program_id(1)
     if CAUSAL:  # the query blocks with the most visible keys first over a group of heads: a short tail over the SMs
-        pid_m, bh = _causal_order(pid_m, bh, num_m_blocks, gl.num_programs(1), head_group)
+        pid_m, bh = _triton_attn._causal_order(pid_m, bh, num_m_blocks, gl.num_programs(1), head_group)
     b = bh // Hq
     h = bh % Hq
     hk = h // GROUP
