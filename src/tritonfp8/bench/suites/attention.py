@@ -158,6 +158,11 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     # greedy-schedule simulation of the slots (3 CTAs per SM for hd128 / hd64, 1-2 for the Gluon tiles) puts the
     # per-head order's tail at 5-14% of the run and the grouped order's under 2% at S >= 8192.
     "hg1": (dict(head_group=1), (64, 128)),
+    # pinned group sizes (the auto rule gives 8 heads at S 8192 hd128, 4 at 16384, all at 2048); "hgall": one group
+    "hg2": (dict(head_group=2), (64, 128)),
+    "hg4": (dict(head_group=4), (64, 128)),
+    "hg16": (dict(head_group=16), (64, 128)),
+    "hgall": (dict(head_group=1 << 20), (64, 128)),
     "glws256hg1": (dict(_GLWS, block_n=64, num_stages=3, overlap=2, p_carry=1, head_group=1), (256,)),
     # 256-key blocks at hd128 (session 17): per thread and block the unmasked loop issues 686 instructions for 128
     # scores (5.4 per score) against the default's 428 for 64 (6.7): the acc rescale, the row reductions and the
