@@ -564,14 +564,21 @@ def _vt_columns(cu: tuple[int, ...]) -> list[int]:
     return cols
 
 
+# Sequence rows per program of the E4M3 Vᵀ relayout (copy + transpose, no quantization), by head dim; the
+# quantizing passes keep 64 (32 at hd256: fp32 values in registers).
+_RELAYOUT_BLOCK_S = {64: 64, 128: 64, 256: 32}
+
+
 def _quantize_heads(x: torch.Tensor, heads_kv: int, cu: torch.Tensor | None, batch: int, seqlen: int,
-                    *, quantize: bool, transpose: bool, cu_host: tuple[int, ...] = (), permute_keys: bool = False):
+                    *, quantize: bool, transpose: bool, cu_host: tuple[int, ...] = (), permute_keys: bool = False,
+                    block_s: int | None = None):
     """Launch the per-head amax + quantize (or plain copy) kernels.
 
     x: (B, S, H, D) or (total, H, D), (H, D) contiguous. y is E4M3 in x's layout, or with ``transpose`` Vᵀ,
     sequence contiguous: (B, H, D, round32(S)) dense / (H, D, Σ round32(len_b)) varlen with sequence b from column
     :func:`_vt_columns` [b]; the padding columns hold zeros (read by the kernel, times P = 0). ``permute_keys``
-    permutes the keys within each 32-key chunk as the forward kernel's ``PERMUTE_P`` expects.
+    permutes the keys within each 32-key chunk as the forward kernel's ``PERMUTE_P`` expects. ``block_s`` (a
+    multiple of 32) pins the sequence rows per program (tests, benchmarks).
     Returns (y, descale (B, Hkv) or None, varlen column starts as an int32 tensor or None).
     """
     from tritonfp8._kernels.attention import head_amax_kernel, head_quantize_kernel
@@ -594,7 +601,8 @@ def _quantize_heads(x: torch.Tensor, heads_kv: int, cu: torch.Tensor | None, bat
         y = torch.empty(x.shape, dtype=E4M3.torch_dtype, device=x.device)
         stride_y = 0
     cu_arg = cu if varlen else x.new_zeros(1, dtype=torch.int32)
-    block_s = 64 if d <= 128 else 32
+    if block_s is None:
+        block_s = _RELAYOUT_BLOCK_S.get(d, 32) if transpose and not quantize else (64 if d <= 128 else 32)
     arch = arch_of(x.device)
     in_short = short_name(x.dtype)
     grid = (triton.cdiv(seqlen, block_s), batch * h)
