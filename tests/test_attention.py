@@ -538,6 +538,35 @@ def test_key_permutation_is_the_wgmma_fragment_map():
                 assert perm[kappa].item() == c
 
 
+@pytest.mark.parametrize("block_s", [32, 64, 128])
+@pytest.mark.parametrize("d", [64, 256])
+def test_relayout_is_exact_at_any_rows_per_program(block_s, d, device):
+    """The E4M3 Vᵀ relayout (copy + transpose, the public call's pass for E4M3 inputs) at 32 / 64 / 128 sequence
+    rows per program: V's bytes transposed exactly, padding columns zero, the keys of each 32-key chunk permuted
+    where asked; dense (a ragged last block) and varlen (column starts at multiples of 32, an empty sequence)."""
+    from tritonfp8.attention import _quantize_heads, _vt_columns
+
+    gen = torch.Generator().manual_seed(43 + d)
+    v = torch.randn(2, 77, 3, d, generator=gen).to(FP8)
+    expect = torch.nn.functional.pad(v.permute(0, 2, 3, 1).view(torch.uint8), (0, 96 - 77))
+    for perm in (False, True):
+        vt, _, _ = _quantize_heads(v.to(device), 3, None, 2, 77, quantize=False, transpose=True, permute_keys=perm,
+                                   block_s=block_s)
+        assert vt.shape == (2, 3, d, 96)
+        assert torch.equal(vt.cpu().view(torch.uint8), expect[..., _key_perm(96)] if perm else expect)
+    lens = [33, 0, 70]
+    vv = torch.randn(sum(lens), 2, d, generator=gen).to(FP8)
+    cu = _cu(lens, "cpu")
+    vt, _, cols = _quantize_heads(vv.to(device), 2, cu.to(device), 3, 70, quantize=False, transpose=True,
+                                  cu_host=tuple(cu.tolist()), block_s=block_s)
+    starts = _vt_columns(tuple(cu.tolist()))
+    assert cols.tolist() == starts == [0, 64, 64, 160]
+    for b, n in enumerate(lens):
+        seg = vt[:, :, starts[b] : starts[b + 1]].cpu().view(torch.uint8)
+        ref = vv[cu[b] : cu[b + 1]].permute(1, 2, 0).view(torch.uint8)
+        assert torch.equal(seg[..., :n], ref) and (seg[..., n:] == 0).all()
+
+
 def test_quantizer_bit_exact(device):
     """The fused per-head quantize kernel equals quantize_per_head_torch bit for bit, dense and varlen,
     including a GQA query group, an all-zero head (descale 1) and values at the E4M3 limits."""

@@ -564,9 +564,11 @@ def _vt_columns(cu: tuple[int, ...]) -> list[int]:
     return cols
 
 
-# Sequence rows per program of the E4M3 Vᵀ relayout (copy + transpose, no quantization), by head dim; the
-# quantizing passes keep 64 (32 at hd256: fp32 values in registers).
-_RELAYOUT_BLOCK_S = {64: 64, 128: 64, 256: 32}
+# Sequence rows per program of the E4M3 Vᵀ relayout (copy + transpose, no quantization): 64 at every head dim.
+# H200, read + write GB/s at 32 / 64 / 128 rows (vt-relayout-20261203-184736.json, 5 interleaved rounds): hd256
+# 3071 / 3212 / 3196, hd128 2612 / 2754 / 2695, hd64 1353 / 1345 / 1375 (until session 18 hd256 took 32 rows like
+# its quantizing pass, which keeps 32 there: fp32 values in registers).
+_RELAYOUT_BLOCK_S = 64
 
 
 def _quantize_heads(x: torch.Tensor, heads_kv: int, cu: torch.Tensor | None, batch: int, seqlen: int,
@@ -602,7 +604,7 @@ def _quantize_heads(x: torch.Tensor, heads_kv: int, cu: torch.Tensor | None, bat
         stride_y = 0
     cu_arg = cu if varlen else x.new_zeros(1, dtype=torch.int32)
     if block_s is None:
-        block_s = _RELAYOUT_BLOCK_S.get(d, 32) if transpose and not quantize else (64 if d <= 128 else 32)
+        block_s = _RELAYOUT_BLOCK_S if transpose and not quantize else (64 if d <= 128 else 32)
     arch = arch_of(x.device)
     in_short = short_name(x.dtype)
     grid = (triton.cdiv(seqlen, block_s), batch * h)
