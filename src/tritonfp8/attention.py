@@ -787,11 +787,12 @@ def _check_config_for(cfg: AttnConfig, prob: _Problem, device: torch.device, out
 # Where the warp-specialized Gluon forward measured faster than the Triton kernel it is the default on sm_90
 # (compiled runs only; the interpreter and other GPUs keep the Triton kernel). hd256 (session 18): 128 x 128 tiles,
 # the serial loop, 2 stages (164 KB; offline 548 instructions per 64 x 128 block, 8.6 per score, against 409 per
-# 64 x 64 block, 12.8, for the 128 x 64 overlapped form that was the default since session 12). H200, B4 H8 S8192,
-# kernel alone, interleaved with that form in two runs: dense 1014 / 1022 vs 912 / 931 TFLOPS (1.10-1.11x),
-# causal 958 / 960 vs 858 / 865 (1.11x; the causal form spills 158 stores offline and is faster all the same);
-# cuDNN FP8 in the same runs 967 / 1028 dense, 904 / 910 causal (attention-nvidia-h200-20261203-180422.json,
-# -180845.json). 3 stages (229,648 B) ran 1038 / 961 in the second run: within the spread, not adopted.
+# 64 x 64 block, 12.8, for the 128 x 64 overlapped form, the default from session 10 to 17). H200, B4 H8 S8192,
+# kernel alone, interleaved with that form in three runs: dense 1014 / 1022 / 1004 vs 912 / 931 / 919 TFLOPS
+# (1.09-1.11x), causal 958 / 960 / 932 vs 858 / 865 / 824 (1.11-1.13x; the third run with the causal masked steps
+# unrolled, no spills; 158 spill stores offline before); cuDNN FP8 in the same runs 967 / 1028 / 1006 dense,
+# 904 / 910 / 907 causal (attention-nvidia-h200-20261203-180422.json, -180845.json, -184233.json). 3 stages
+# (229,648 B) ran 1038 / 961 in the second run: within the spread, not adopted.
 GLWS_DEFAULTS = {256: AttnConfig(kernel="glws", block_m=128, block_n=128, num_warps=8, num_stages=2,
                                  permute_p=False)}
 # Dense non-causal problems only (session 17): hd128 on 128 x 256 tiles of the Gluon forward (serial loop, 2
