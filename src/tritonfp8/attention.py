@@ -17,7 +17,6 @@ FlashAttention >= 2.1). A query row that sees no key outputs 0 and has lse = -in
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -564,11 +563,10 @@ def _vt_columns(cu: tuple[int, ...]) -> list[int]:
     return cols
 
 
-# Sequence rows per program of the E4M3 Vᵀ relayout (copy + transpose, no quantization): 64 at every head dim.
-# H200, read + write GB/s at 32 / 64 / 128 rows (vt-relayout-20261203-184736.json, 5 interleaved rounds): hd256
-# 3071 / 3212 / 3196, hd128 2612 / 2754 / 2695, hd64 1353 / 1345 / 1375 (until session 18 hd256 took 32 rows like
-# its quantizing pass, which keeps 32 there: fp32 values in registers).
-_RELAYOUT_BLOCK_S = 64
+# Sequence rows per program of the per-head passes: 64, and 32 for the quantizing pass at hd256 (its fp32 values
+# sit in registers). The E4M3 Vᵀ relayout (copy + transpose) takes 64 at every head dim since session 18: H200,
+# read + write GB/s at 32 / 64 / 128 rows (vt-relayout-20261203-184736.json, 5 interleaved rounds): hd256 3071 /
+# 3212 / 3196, hd128 2612 / 2754 / 2695, hd64 1353 / 1345 / 1375.
 
 
 def _quantize_heads(x: torch.Tensor, heads_kv: int, cu: torch.Tensor | None, batch: int, seqlen: int,
@@ -604,7 +602,7 @@ def _quantize_heads(x: torch.Tensor, heads_kv: int, cu: torch.Tensor | None, bat
         stride_y = 0
     cu_arg = cu if varlen else x.new_zeros(1, dtype=torch.int32)
     if block_s is None:
-        block_s = _RELAYOUT_BLOCK_S if transpose and not quantize else (64 if d <= 128 else 32)
+        block_s = 32 if quantize and d > 128 else 64
     arch = arch_of(x.device)
     in_short = short_name(x.dtype)
     grid = (triton.cdiv(seqlen, block_s), batch * h)
@@ -1044,13 +1042,6 @@ def _launch_kernel(fn, grid, *args, **kwargs):
     return fn[grid](*args, **kwargs)
 
 
-@functools.lru_cache(maxsize=None)
-def _ones_tile(block_n: int, device: torch.device) -> torch.Tensor:
-    """The (16, block_n) E4M3 block of ones that ``AttnConfig(row_sum_mma=True)`` multiplies P with (one per
-    device and key tile, kept for the process: 2 KB)."""
-    return torch.ones(16, block_n, device=device).to(E4M3.torch_dtype)
-
-
 def _triton_fwd_args(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_cols, dummy_cu, prob: _Problem,
                      cfg: AttnConfig, scale, d, head_group: int) -> tuple:
     """Runtime arguments of ``attn_fwd_kernel`` in order (the full path and a plan's replay share them): TMA
@@ -1071,7 +1062,9 @@ def _triton_fwd_args(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k,
         v_desc = descriptor(v8, (rows_k, hkv * d), (hkv * d, 1), [cfg.block_n, d])
     ones_desc = None
     if cfg.row_sum_mma:
-        ones_desc = descriptor(_ones_tile(cfg.block_n, v8.device), (16, cfg.block_n), (cfg.block_n, 1),
+        from tritonfp8._kernels.attention import ones_tile
+
+        ones_desc = descriptor(ones_tile(cfg.block_n, v8.device), (16, cfg.block_n), (cfg.block_n, 1),
                                [16, cfg.block_n])
     if out.dtype == E4M3.torch_dtype:
         os_arg = out_scale.contiguous() if out_scale.dim() else out_scale.reshape(1)

@@ -194,18 +194,27 @@ _ADDR = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(.*)$", re.M)
 _BACK = re.compile(r"\bBRA\s+(?:\S+,\s*)?0x([0-9a-f]+)")
 
 
+def _sass_rows(sass: str) -> list[tuple[int, str]]:
+    """(address, instruction text) of each SASS line."""
+    return [(int(m.group(1), 16), m.group(2)) for m in _ADDR.finditer(sass)]
+
+
+def _back_edges(rows: list[tuple[int, str]], predicated_only: bool = False):
+    """(index of the branch in ``rows``, target address, branch address) of each backward branch."""
+    for i, (addr, text) in enumerate(rows):
+        m = _BACK.search(text)
+        if m and int(m.group(1), 16) < addr and (text.startswith("@") or not predicated_only):
+            yield i, int(m.group(1), 16), addr
+
+
 def gmma_loop_size(sass: str) -> int:
     """Instructions in the innermost loop that issues tensor-core MMAs (the smallest span from a backward branch's
     target to the branch that contains a QGMMA or HGMMA); 0 when no loop does. The steady-state cost per K block
     beside the MMAs themselves: two kernels with the same MMAs per iteration and different loop sizes differ in
     address arithmetic, waits or uniform-register use (session 14: the grouped schedule's G_PAD)."""
-    rows = [(int(m.group(1), 16), m.group(2)) for m in _ADDR.finditer(sass)]
+    rows = _sass_rows(sass)
     best = 0
-    for i, (addr, text) in enumerate(rows):
-        m = _BACK.search(text)
-        if not m or int(m.group(1), 16) >= addr:
-            continue
-        target = int(m.group(1), 16)
+    for i, target, _ in _back_edges(rows):
         body = [t for a, t in rows[:i + 1] if a >= target]
         if any("QGMMA" in t or "HGMMA" in t for t in body) and (best == 0 or len(body) < best):
             best = len(body)
@@ -217,9 +226,8 @@ def loop_spills(sass: str) -> int:
     branch): the spills that cost every iteration, as against those in a prologue or epilogue. Unpredicated
     backward branches are not loops: ptxas places the retry paths of mbarrier waits after the function's body and
     returns from them with a plain ``BRA`` to the wait."""
-    rows = [(int(m.group(1), 16), m.group(2)) for m in _ADDR.finditer(sass)]
-    spans = [(int(m.group(1), 16), addr) for addr, text in rows
-             if text.startswith("@") and (m := _BACK.search(text)) and int(m.group(1), 16) < addr]
+    rows = _sass_rows(sass)
+    spans = [(target, addr) for _, target, addr in _back_edges(rows, predicated_only=True)]
     return sum(1 for addr, text in rows if text.startswith(("STL", "LDL")) and any(a <= addr <= b for a, b in spans))
 
 

@@ -23,6 +23,8 @@ Forward kernel (:func:`attn_fwd_kernel`), one program per (query block of BLOCK_
 
 from __future__ import annotations
 
+import functools
+
 import triton
 import triton.language as tl
 
@@ -281,6 +283,15 @@ def _kv_loop_overlap(
     # The last block's P·V (P = 0 when hi = 0).
     acc = _pv(acc, p8, v_desc, k_row0, kv_col, vt_row0, vt_col0, tl.maximum(hi - BLOCK_N, 0), V_TRANSPOSED)
     return acc, l_i, m_i
+
+
+@functools.lru_cache(maxsize=None)
+def ones_tile(block_n: int, device):
+    """The (16, block_n) E4M3 block of ones that the row sums on the tensor core multiply P with (both forward
+    kernels' ``ROW_SUM_MMA``; loaded by TMA), one per device and key tile, kept for the process (2-4 KB)."""
+    import torch
+
+    return torch.ones(16, block_n, device=device).to(torch.float8_e4m3fn)
 
 
 @triton.jit

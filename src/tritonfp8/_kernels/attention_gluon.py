@@ -633,20 +633,13 @@ def launch_args(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale:
     k_desc = _descriptor(k8.view(rows_k, Hkv * D), [block_n, D])
     vt_desc = _descriptor(vt.view(-1, vt.shape[-1]), [D, block_n])
     # the row sums' block of ones ([16, block_n] E4M3, one per device and width); unused: Vᵀ's descriptor again
-    ones_desc = _descriptor(_ones(block_n, q8.device), [16, block_n]) if row_sum_mma else vt_desc
+    ones_desc = (_descriptor(_triton_attn.ones_tile(block_n, q8.device), [16, block_n]) if row_sum_mma
+                 else vt_desc)
     fp8_out = out.dtype == torch.float8_e4m3fn
     args = (q_desc, k_desc, vt_desc, ones_desc, out, out if lse is None else lse, q_descale, k_descale, v_descale,
             out_scale if fp8_out else q_descale, softmax_scale * _LOG2E, Sq, Sk, Hq, Hkv, Hq * D, cu_q, cu_k,
             vt_cols, m_blocks, head_group)
     return (m_blocks, B * Hq), args
-
-
-@functools.lru_cache(maxsize=None)
-def _ones(block_n: int, device):
-    """The (16, block_n) E4M3 ones of the row-sum wgmma (kept for the process: 2-4 KB per device and width)."""
-    import torch
-
-    return torch.ones(16, block_n, device=device).to(torch.float8_e4m3fn)
 
 
 # ------------------------------------------------------------------------------------------------------------------
