@@ -260,13 +260,18 @@ def _stack_rows(a, b):
 
 @triton.jit
 def _perm_cols(x, G: tl.constexpr):
-    """x [R, D] with its columns permuted: column (D // G) * g + j of x becomes column G * j + g. With G = 8, the
-    mma.sync B operand's columns g + 8j (j = 0 .. D/8 - 1, the n-tiles of lane group g = lane // 4) are the D/8
-    adjacent columns (D/8) * g + j of x: one contiguous run of a row. A column permutation of V permutes the
-    columns of P.V alike and changes no product or sum."""
-    R: tl.constexpr = x.shape[0]
-    D: tl.constexpr = x.shape[1]
-    return tl.permute(x.reshape([R, G, D // G]), (0, 2, 1)).reshape([R, D])
+    """x [R, D] (or [W, R, D]: each slice alike) with its columns permuted: column (D // G) * g + j of x becomes
+    column G * j + g. With G = 8, the mma.sync B operand's columns g + 8j (j = 0 .. D/8 - 1, the n-tiles of lane
+    group g = lane // 4) are the D/8 adjacent columns (D/8) * g + j of x: one contiguous run of a row. A column
+    permutation of V permutes the columns of P.V alike and changes no product or sum."""
+    D: tl.constexpr = x.shape[-1]
+    R: tl.constexpr = x.shape[-2]
+    if len(x.shape) == 3:
+        W: tl.constexpr = x.shape[0]
+        x = tl.permute(x.reshape([W, R, G, D // G]), (0, 1, 3, 2)).reshape([W, R, D])
+    else:
+        x = tl.permute(x.reshape([R, G, D // G]), (0, 2, 1)).reshape([R, D])
+    return x
 
 
 @triton.jit
@@ -418,6 +423,104 @@ def _decode_any_step(q, acc, m_i, l_i, offs, page, d, d_ok, k_base, v_base, end,
                             PAGE, DOT_DTYPE, MASKED, V_STAGE)
 
 
+@triton.jit
+def _wsplit_pages(bt_row, n, end, stride_btn, PAGE: tl.constexpr):
+    """Page ids of the warp-split step's tokens ``n`` ([W, BW]; a [W] vector of each slice's first token when a
+    slice lies within one page), 0 past ``end`` (masked out by the step)."""
+    return tl.load(bt_row + (n // PAGE) * stride_btn, mask=n < end, other=0)
+
+
+@triton.jit
+def _wsplit_step(q3, acc, m_i, l_i, n, page, d, d_ok, k_base, v_base, end, num_blocks, score_scale, last_visible,
+                 stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32: tl.constexpr, KV_SAME_STRIDES: tl.constexpr,
+                 PAGE: tl.constexpr, DOT_DTYPE: tl.constexpr, MASKED: tl.constexpr, V_STAGE: tl.constexpr):
+    """One step of :func:`_wsplit_loop`: slice w of the [W, ...] tiles (one warp each) attends its tokens
+    ``n[w]`` ([W, BW]) with its own running max ``m_i[w]``, sum ``l_i[w]`` and accumulator ``acc[w]``.
+    ``page``: [W] (each slice within one page) or [W, BW] page ids. The products, roundings and masks of
+    :func:`_decode_step` (MASKED=False: only the page range check)."""
+    W: tl.constexpr = n.shape[0]
+    BW: tl.constexpr = n.shape[1]
+    page_ok = page.to(tl.uint32) < num_blocks.to(tl.uint32)
+    if len(page.shape) == 1:  # one page per slice: the slots follow from the slice's first token
+        page_ok = tl.broadcast_to(page_ok[:, None], [W, BW])
+        slot = n % PAGE
+        if not OFFS_I32:
+            page = page.to(tl.int64)
+        k_row = page[:, None] * stride_kb + slot * stride_ks
+        v_row = page[:, None] * stride_vb + slot * stride_vs
+    else:
+        slot = n % PAGE
+        if not OFFS_I32:
+            page = page.to(tl.int64)
+        k_row = page * stride_kb + slot * stride_ks
+        v_row = page * stride_vb + slot * stride_vs
+    if MASKED:
+        n_ok = (n < end) & page_ok
+    else:
+        n_ok = page_ok
+    kv_mask = n_ok[:, :, None] & d_ok[None, None, :]
+    k = tl.load(k_base + k_row[:, :, None] + d[None, None, :], mask=kv_mask, other=0.0)
+    s = tl.dot(q3, tl.trans(k.to(DOT_DTYPE), (0, 2, 1))) * score_scale[None, :, None]
+    if MASKED:
+        visible = n_ok[:, None, :] & (n[:, None, :] <= last_visible[None, :, None])
+    else:
+        visible = n_ok[:, None, :]
+    s = tl.where(visible, s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, axis=2))
+    m_use = tl.where(m_new == float("-inf"), 0.0, m_new)  # slices with nothing visible yet stay at 0
+    alpha = tl.exp2(m_i - m_use)
+    p = tl.exp2(s - m_use[:, :, None])
+    l_i = l_i * alpha + tl.sum(p, axis=2)
+    if KV_SAME_STRIDES:
+        v_row = k_row
+    v = tl.load(v_base + v_row[:, :, None] + d[None, None, :], mask=kv_mask, other=0.0)
+    acc = acc * alpha[:, :, None] + tl.dot(p.to(DOT_DTYPE), _stage_v(v, DOT_DTYPE, V_STAGE))
+    return acc, m_new, l_i
+
+
+@triton.jit
+def _wsplit_loop(q, start, full_end, end, bt_row, stride_btn, d, d_ok, k_base, v_base, num_blocks, score_scale,
+                 last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32: tl.constexpr,
+                 KV_SAME_STRIDES: tl.constexpr, PAGE: tl.constexpr, DOT_DTYPE: tl.constexpr, V_STAGE: tl.constexpr,
+                 W: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The split of a program's token range over its W warps (``DecodeConfig(warp_split=True)``): each step of
+    BLOCK_N tokens gives slice w (one warp: Triton places a batched product's batch dimension on the warps) the
+    BW = BLOCK_N / W tokens ``n0 + w * BW + [0, BW)``, and each slice keeps its own online softmax, so no step
+    reduces across warps. The W partial states are merged once after the loop (log-sum-exp: one shared-memory
+    exchange). Full steps in [start, full_end) carry no length or causal mask, the rest of [start, end) all masks.
+    Returns (acc, m, l) of the merged rows, like the single loop's state."""
+    BW: tl.constexpr = BLOCK_N // W
+    BLOCK_M: tl.constexpr = q.shape[0]
+    BLOCK_D: tl.constexpr = q.shape[1]
+    w_first = tl.arange(0, W) * BW
+    if BW <= PAGE:  # a slice lies within one page (starts are multiples of BW): one page id per slice
+        offs = w_first
+    else:
+        offs = w_first[:, None] + tl.arange(0, BW)[None, :]
+    n_slice = w_first[:, None] + tl.arange(0, BW)[None, :]
+    q3 = tl.broadcast_to(q[None, :, :], [W, BLOCK_M, BLOCK_D])
+    m_i = tl.full([W, BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([W, BLOCK_M], tl.float32)
+    acc = tl.zeros([W, BLOCK_M, BLOCK_D], tl.float32)
+    # Page ids one step ahead, carried in registers (as the single loop): the pipeliner issues later copies early.
+    page_next = _wsplit_pages(bt_row, start + offs, end, stride_btn, PAGE)
+    for n0 in tl.range(start, full_end, BLOCK_N):
+        page = page_next
+        page_next = _wsplit_pages(bt_row, n0 + BLOCK_N + offs, end, stride_btn, PAGE)
+        acc, m_i, l_i = _wsplit_step(q3, acc, m_i, l_i, n0 + n_slice, page, d, d_ok, k_base, v_base, end, num_blocks,
+                                     score_scale, last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32,
+                                     KV_SAME_STRIDES, PAGE, DOT_DTYPE, False, V_STAGE)
+    for n0 in tl.range(full_end, end, BLOCK_N):
+        page = page_next
+        page_next = _wsplit_pages(bt_row, n0 + BLOCK_N + offs, end, stride_btn, PAGE)
+        acc, m_i, l_i = _wsplit_step(q3, acc, m_i, l_i, n0 + n_slice, page, d, d_ok, k_base, v_base, end, num_blocks,
+                                     score_scale, last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32,
+                                     KV_SAME_STRIDES, PAGE, DOT_DTYPE, True, V_STAGE)
+    m = tl.max(m_i, axis=0)
+    a = tl.exp2(m_i - tl.where(m == float("-inf"), 0.0, m)[None, :])  # 0 for an empty slice
+    return tl.sum(acc * a[:, :, None], axis=0), m, tl.sum(l_i * a, axis=0)
+
+
 @named_jit(do_not_specialize=["num_blocks"])  # a one-page cache: num_blocks = 1 would become a constexpr (no .to)
 def _decode_kernel(
     q_ptr,
@@ -471,6 +574,9 @@ def _decode_kernel(
     KV_TMA: tl.constexpr,  # 1-3: k_cache_ptr / v_cache_ptr are TMA descriptors (_decode_step_tma); 2: O^T = V^T.P^T;
     # 3: several pages per step without stacking their boxes (_decode_step_tma_boxes)
     EXACT_ROUND: tl.constexpr,  # interpreter: round fp32 -> fp8 explicitly (its casts truncate)
+    # DecodeConfig(warp_split=True): num_warps (0: off); the warps take slices of each step, one softmax each
+    # (_wsplit_loop)
+    WARP_SPLIT: tl.constexpr,
     # DecodeConfig(pdl=True), with the combine kernel launched as a programmatic dependent launch: signal it after
     # the loop (griddepcontrol.launch_dependents) so it is scheduled while the partials are written
     PDL: tl.constexpr,
@@ -553,7 +659,12 @@ def _decode_kernel(
         full_end = start + tl.maximum(tl.minimum(end, seq_len - SQ + 1) - start, 0) // BLOCK_N * BLOCK_N
     else:
         full_end = start
-    if KV_TMA:
+    if WARP_SPLIT:
+        acc, m_i, l_i = _wsplit_loop(q, start, full_end, end, bt_row, stride_btn, d, d_ok, k_cache_ptr + kvh * stride_kh,
+                                     v_cache_ptr + kvh * stride_vh, num_blocks, score_scale, last_visible, stride_kb,
+                                     stride_ks, stride_vb, stride_vs, OFFS_I32, KV_SAME_STRIDES, PAGE, DOT_DTYPE,
+                                     V_STAGE, WARP_SPLIT, BLOCK_N)
+    elif KV_TMA:
         # One TMA box per page and K/V; the pipeliner issues the block-table loads and the copies of later steps
         # ahead (num_stages). Always the split loop: unmasked full steps, then the masked tail.
         kv_col = (kvh * HEAD_DIM).to(tl.int32)
@@ -728,13 +839,13 @@ def merge_chunk(block_m: int, block_d: int, num_warps: int = 4) -> int:
 def decode_kernel_name(
     arch: int, cache: str, q: str, out: str, block_m: int, block_n: int, head_dim: int, warps: int, stages: int,
     page: int, split: bool, per_head: bool, inline: bool = True, tail: bool = False, tokens_m: bool = False,
-    kv_tma: int = 0, v_stage: bool = False, maxnreg: int | None = None, pdl: bool = False,
+    kv_tma: int = 0, v_stage: bool = False, maxnreg: int | None = None, pdl: bool = False, warp_split: bool = False,
 ) -> KernelName:
     """Types: cache element, q element, accumulator, output. Tile: query rows x cache tokens x head dim.
     ``kv_tma``: 0 gathered K/V, 1 TMA page loads, 2 TMA page loads with O^T = V^T.P^T, 3 TMA page boxes not
     stacked (the kernel's KV_TMA). ``v_stage``: the P.V operand with permuted columns (the kernel's V_STAGE).
     ``maxnreg``: the register cap per thread, shown as ``r<N>``; ``pdl``: the combine kernel is a programmatic
-    dependent launch (``pdl``).
+    dependent launch (``pdl``); ``warp_split``: the warps take slices of each step (``wsplit``).
     Schedule: ``paged`` (one split), ``pagedsplitkv`` (partials merged in-kernel by the last split) or
     ``pagedsplitkvcombine`` (partials merged by :func:`_combine_kernel`)."""
     return KernelName(
@@ -748,7 +859,7 @@ def decode_kernel_name(
         scaling="headwise" if per_head else "tensorwise",
         extras=(f"page{page}",) + (("tailmask",) if tail else ()) + (("fp8t",) if tokens_m else ())
         + ((("tmakv", "tmakvt", "tmakvb")[kv_tma - 1],) if kv_tma else ()) + (("vstage",) if v_stage else ())
-        + ((f"r{maxnreg}",) if maxnreg else ()) + (("pdl",) if pdl else ()),
+        + ((f"r{maxnreg}",) if maxnreg else ()) + (("pdl",) if pdl else ()) + (("wsplit",) if warp_split else ()),
     )
 
 
@@ -775,7 +886,8 @@ def combine_kernel_name(arch: int, out: str, block_s: int, head_dim: int, pdl: b
 def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, page: int, split: bool,
                  q_sig: str = "bf16", cache_sig: str = "fp8e4nv", head_dim: int = 128,
                  inline: bool = True, offs_i32: bool = True, tail_mask: bool = False,
-                 tokens_m: bool = False, kv_tma: int = 0, v_stage: bool = False) -> CodegenSpec:
+                 tokens_m: bool = False, kv_tma: int = 0, v_stage: bool = False,
+                 warp_split: bool = False) -> CodegenSpec:
     block_m = max(16, min(64, triton.next_power_of_2(group * sq)))
     dot = "fp16" if cache_sig in ("fp8e4nv", "fp16") else "bf16"
     # kv_tma: the caches as TMA descriptors of the [num_blocks * page, Hkv * D] view, one box per page (or sub-box)
@@ -796,7 +908,8 @@ def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, pag
     sig["stride_btn"] = "constexpr"
     for c in ("K_DESCALE_STRIDE", "V_DESCALE_STRIDE", "OFFS_I32", "KV_SAME_STRIDES", "SQ", "GROUP", "HEAD_DIM",
               "BLOCK_D", "BLOCK_M", "BLOCK_N", "PAGE", "DOT_DTYPE", "Q_POW2_SCALE", "WRITE_PARTIAL", "INLINE_MERGE",
-              "MERGE_ROWS", "MERGE_CHUNK", "TAIL_MASK", "TOKENS_M", "KV_TMA", "EXACT_ROUND", "V_STAGE", "PDL"):
+              "MERGE_ROWS", "MERGE_CHUNK", "TAIL_MASK", "TOKENS_M", "KV_TMA", "EXACT_ROUND", "WARP_SPLIT", "V_STAGE",
+              "PDL"):
         sig[c] = "constexpr"
     constexprs = {
         "stride_btn": 1, "K_DESCALE_STRIDE": 1, "V_DESCALE_STRIDE": 1, "OFFS_I32": offs_i32,
@@ -805,13 +918,15 @@ def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, pag
         "DOT_DTYPE": tl.float16 if dot == "fp16" else tl.bfloat16,
         "Q_POW2_SCALE": q_sig == "bf16" and dot == "fp16", "WRITE_PARTIAL": split,
         "INLINE_MERGE": split and inline, "MERGE_ROWS": merge_rows(block_m, group * sq),
-        "MERGE_CHUNK": merge_chunk(merge_rows(block_m, group * sq), head_dim, warps), "TAIL_MASK": tail_mask,
-        "TOKENS_M": tokens_m, "KV_TMA": kv_tma, "EXACT_ROUND": False, "V_STAGE": 2 if v_stage else 0,
+        "MERGE_CHUNK": merge_chunk(merge_rows(block_m, group * sq), head_dim, warps), "TAIL_MASK": tail_mask or warp_split,
+        "TOKENS_M": tokens_m, "KV_TMA": kv_tma, "EXACT_ROUND": False, "WARP_SPLIT": warps if warp_split else 0,
+        "V_STAGE": 2 if v_stage else 0,
         "PDL": False,
     }
     short = {"fp8e4nv": "e4m3", "bf16": "bf16", "fp16": "f16"}
     name = decode_kernel_name(90, short[cache_sig], short[q_sig], "bf16", block_m, block_n, head_dim, warps, stages,
-                              page, split, True, inline, tail_mask, tokens_m, kv_tma, v_stage)
+                              page, split, True, inline, tail_mask or warp_split, tokens_m, kv_tma, v_stage,
+                              warp_split=warp_split)
     return CodegenSpec(
         fn=_decode_kernel, signature=sig, constexprs=constexprs, name=name, num_warps=warps, num_stages=stages,
         description=f"paged decode, {cache_sig} cache, GQA {group}, Sq {sq}, page {page}, "
@@ -886,6 +1001,22 @@ def codegen_specs() -> dict[str, CodegenSpec]:
                                                                 kv_tma=kv, v_stage=True)
         for part, (page, bn, st, kv) in one_warp_split.items()
         if part in ("page64_tma_bn64w1s4", "page16_tmab_bn32w1s4")
+    })
+    # DecodeConfig(warp_split=True): a program's warps take slices of each step, one softmax each (GQA 4 and 8, pages
+    # of 16 and 64, with and without split-KV partials). name part -> (group, page, block_n, warps, stages, split)
+    warp_split = {
+        "gqa4_page64_bn128w4s3": (4, 64, 128, 4, 3, False),
+        "gqa4_page64_bn128w4s3_splitkv": (4, 64, 128, 4, 3, True),
+        "gqa8_page64_bn128w4s3_splitkv": (8, 64, 128, 4, 3, True),
+        "gqa4_page64_bn256w4s2": (4, 64, 256, 4, 2, False),
+        "gqa4_page64_bn256w8s3_splitkv": (4, 64, 256, 8, 3, True),
+        "gqa4_page16_bn128w4s3": (4, 16, 128, 4, 3, False),
+        "gqa4_page16_bn64w4s4_splitkv": (4, 16, 64, 4, 4, True),
+    }
+    specs.update({
+        f"decode_e4m3_{part}_wsplit_vstage": _decode_spec(g, 1, bn, w, st, page, split, v_stage=True,
+                                                          warp_split=True)
+        for part, (g, page, bn, w, st, split) in warp_split.items()
     })
     specs["kvcache_write_bf16_e4m3"] = CodegenSpec(
         fn=_write_kv_kernel,

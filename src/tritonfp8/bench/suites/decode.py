@@ -60,6 +60,12 @@ def _w1(kv_load: str, block_n: int, stages: int, splits_factor: float, warps: in
             "splits_factor": splits_factor, **extra}
 
 
+def _ws(block_n: int, warps: int, stages: int, splits: int, v_stage: bool = True) -> dict[str, Any]:
+    """A VARIANTS entry of the warp-split kernel (``DecodeConfig(warp_split=True)``) with ``splits`` KV splits."""
+    return {"warp_split": True, "block_n": block_n, "num_warps": warps, "num_stages": stages, "num_splits": splits,
+            "v_stage": v_stage, "kv_load": "gather", "loop": "tail"}
+
+
 # Config variants for --variants (None fields: the heuristic's value).
 VARIANTS: dict[str, dict[str, Any]] = {
     "heuristic": {},
@@ -215,6 +221,17 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "tmat": {"kv_load": "tmat", "block_n": 128, "num_warps": 4},
     "tmatbn64": {"kv_load": "tmat", "block_n": 64, "num_warps": 4},
     "tmatbn64splitsx1.5": {"kv_load": "tmat", "block_n": 64, "num_warps": 4, "splits_factor": 1.5},
+    # Session 19: DecodeConfig(warp_split=True), the warps of a program on slices of each step, one softmax each, merged
+    # on chip (gather loads, v_stage): "ws{warps}bn{block_n}s{stages}x{splits}" with an absolute split count (B 32
+    # ctx 4096: one program per (sequence, KV head), no global merge; B 8: 2 or 4 splits).
+    **{f"ws{w}bn{bn}s{st}x{sp}": _ws(bn, w, st, sp)
+       for w, bn, st, sp in ((4, 128, 3, 1), (4, 128, 3, 2), (4, 128, 3, 4), (4, 128, 4, 1), (4, 128, 4, 4),
+                             (4, 256, 2, 1), (4, 256, 2, 4), (8, 256, 3, 1), (8, 256, 3, 2), (4, 64, 4, 1),
+                             (4, 64, 4, 4), (4, 128, 3, 8), (4, 64, 4, 8))},
+    "ws4bn128s3x1nv": _ws(128, 4, 3, 1, v_stage=False),
+    # The plain kernel name (offline: no spill stores, 5-11 under the cutlass_ name)
+    "ws4bn128s3x1plain": {**_ws(128, 4, 3, 1), "names": "plain"},
+    "ws4bn128s3x4plain": {**_ws(128, 4, 3, 4), "names": "plain"},
 }
 VARIANT_CASES = ((8, 4096, 32, 16), (1, 32768, 64, 16), (32, 4096, 32, 64), (128, 1024, 32, 16), (8, 32768, 64, 16),
                  (128, 4096, 32, 16))
@@ -572,7 +589,7 @@ def _run_variants(args, H, console) -> list[dict]:
             rows.append({
                 "case": f"B{b} ctx{ctx} {hq}/{HKV} p{page}", "variant": name, "names": mode, "block_n": c.block_n,
                 "warps": c.num_warps, "stages": c.num_stages, "splits": c.num_splits, "merge": c.merge, "loop": c.loop,
-                "dot": c.dot, "kv_load": c.kv_load, "v_stage": c.v_stage,
+                "dot": c.dot, "kv_load": c.kv_load, "v_stage": c.v_stage, "warp_split": c.warp_split,
                 "ms": s.median, "gbps": H.gbps(nbytes, s.median), "pct_of_copy": H.pct(H.gbps(nbytes, s.median),
                                                                                          copy_gbps),
                 "vs_heuristic": H.compare(tt, times["heuristic"]).ratio, "spread": s.spread,
