@@ -227,7 +227,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
     **{f"ws{w}bn{bn}s{st}x{sp}": _ws(bn, w, st, sp)
        for w, bn, st, sp in ((4, 128, 3, 1), (4, 128, 3, 2), (4, 128, 3, 4), (4, 128, 4, 1), (4, 128, 4, 4),
                              (4, 256, 2, 1), (4, 256, 2, 4), (8, 256, 3, 1), (8, 256, 3, 2), (4, 64, 4, 1),
-                             (4, 64, 4, 4), (4, 128, 3, 8), (4, 64, 4, 8))},
+                             (4, 64, 4, 4), (4, 128, 3, 8), (4, 64, 4, 8), (4, 128, 2, 1), (4, 64, 3, 1),
+                             (4, 64, 2, 1))},
+    # Session 19 call 2: fewer steps in flight at the end of a program (the tail of buffered compute): the
+    # per-box TMA kernel with one 64-token page box per step at 2 / 3 stages, 4 splits (B 32 ctx 4096)
+    "tmabw1bn64s2splitsx4vs": _w1("tmab", 64, 2, 4.0, v_stage=True),
+    "tmabw1bn64s3splitsx4vs": _w1("tmab", 64, 3, 4.0, v_stage=True),
+    "tmaw1bn32s4splitsx4vs": _w1("tma", 32, 4, 4.0, v_stage=True),
     "ws4bn128s3x1nv": _ws(128, 4, 3, 1, v_stage=False),
     # The plain kernel name (offline: no spill stores, 5-11 under the cutlass_ name)
     "ws4bn128s3x1plain": {**_ws(128, 4, 3, 1), "names": "plain"},
