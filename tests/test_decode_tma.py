@@ -33,9 +33,12 @@ TMA_CASES = [
 
 @pytest.fixture(autouse=True)
 def _fresh_plans(monkeypatch):
-    """Every decode call plans anew (an empty plan cache), so the newest plan is the one the call used."""
+    """Every decode call plans anew (an empty plan cache), so the newest plan is the one the call used. The replay
+    cache is cleared too: on the GPU a call whose metadata equals an earlier test's replays that plan without
+    planning (seen under pytest -n 4, where another order of the tests left such an entry)."""
     monkeypatch.setattr(dec, "_PLAN_CACHE_SIZE", 1)
     dec._PLANS.clear()
+    dec._REPLAYS.clear()
 
 
 def _tma_plan_used() -> bool:

@@ -55,12 +55,14 @@ def test_warp_split_runs_its_kernel(device):
     case = Case((1, 17, 339), 8, 2, page=16)
     cfg = dec.DecodeConfig(block_n=128, num_warps=4, warp_split=True)
     dec._PLANS.clear()
+    dec._REPLAYS.clear()  # on the GPU a replayed call would not plan
     _check(case, cfg, device)
     (plan,) = [p for k, p in dec._PLANS.items() if k[-3] == cfg]
     assert plan.consts["WARP_SPLIT"] == 4 and plan.consts["TAIL_MASK"]
     assert plan.consts["KERNEL_NAME"].endswith("_wsplit")
     off = dec.DecodeConfig(block_n=128, num_warps=4)
     dec._PLANS.clear()
+    dec._REPLAYS.clear()
     _check(case, off, device)
     (plan,) = dec._PLANS.values()
     assert plan.consts["WARP_SPLIT"] == 0 and "wsplit" not in plan.consts["KERNEL_NAME"]
