@@ -116,8 +116,10 @@ class DecodeConfig:
     # one per warp, each slice with its own running max, row sum and accumulator (a batched product whose batch
     # dimension Triton places on the warps: no step reduces across warps); the warps' states are merged once after
     # the loop. A program then does the work of num_warps one-warp programs without their global split-KV merge.
-    # Offline sm_90, 4 warps x 32 tokens, v_stage: 19.3 warp-instructions per token in the full-step loop (the
-    # 4-warp gather kernel: 33). Gather loads, fp16 products; always the split loop (loop="tail").
+    # Offline sm_90, 4 warps x 32 tokens, v_stage: 21.5 warp-instructions per token in the full-step loop (the
+    # 4-warp gather kernel: 33, the one-warp TMA kernel: 18.9). Gather loads, fp16 products; always the split loop
+    # (loop="tail"). H200 (session 19): 0.99x the heuristic at B 32 ctx 4096 with one program per (sequence, KV
+    # head), 0.88x at B 8: the global merge was not the bound (docs/decode.md); decode_config does not take it.
     warp_split: bool = False
 
     def __post_init__(self):
