@@ -234,6 +234,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "tmabw1bn64s2splitsx4vs": _w1("tmab", 64, 2, 4.0, v_stage=True),
     "tmabw1bn64s3splitsx4vs": _w1("tmab", 64, 3, 4.0, v_stage=True),
     "tmaw1bn32s4splitsx4vs": _w1("tma", 32, 4, 4.0, v_stage=True),
+    # More bytes in flight per SM in one wave (session 19 call 7): 2 or 3 page boxes of 64 tokens in flight per
+    # program (37 / 53 KB of shared memory: 6 / 4 programs per SM) with the splits that fill those slots
+    "tmabw1bn64s3splitsx3vs": _w1("tmab", 64, 3, 3.0, v_stage=True),
+    "tmabw1bn64s4splitsx2vs": _w1("tmab", 64, 4, 2.0, v_stage=True),
     "ws4bn128s3x1nv": _ws(128, 4, 3, 1, v_stage=False),
     # The plain kernel name (offline: no spill stores, 5-11 under the cutlass_ name)
     "ws4bn128s3x1plain": {**_ws(128, 4, 3, 1), "names": "plain"},
