@@ -373,6 +373,17 @@ def test_int64_offsets_and_distinct_kv_strides(device):
 # Out-of-range safety
 
 
+def assert_close_over_kept_tokens(out, q, kc, vc, bt, sl, ks, vs, keep):
+    """``out`` (fp32, one new token per sequence) is attention over sequence b's tokens ``keep[b]`` only (the
+    tolerance rule against the reference on those tokens): what skipped pages must give."""
+    for b, kept in enumerate(keep):
+        kb = dec.gather_kv_torch(kc, bt, b, int(sl[b]), ks)[kept]
+        vb = dec.gather_kv_torch(vc, bt, b, int(sl[b]), vs)[kept]
+        ref = attention_torch(q[b : b + 1].float(), kb[None], vb[None])[0]
+        pt = dec._attention_rounded_p(q[b].float(), kb, vb, q.shape[-1] ** -0.5, torch.float16)
+        assert_decode_close(out[b], ref, pt, int(sl[b]), torch.float32)
+
+
 def test_bad_block_table_entry_is_skipped_or_raises(device):
     case = Case((40, 20), 4, 2)
     q, kc, vc, bt, sl, ks, vs = _make(case, device, seed=9)
@@ -381,14 +392,8 @@ def test_bad_block_table_entry_is_skipped_or_raises(device):
     bad[1, 0] = -7
     kw = dict(k_descale=ks, v_descale=vs, out_dtype=torch.float32)
     out = dec.decode_attention(q, kc, vc, bad, sl, **kw)  # default: those pages are skipped, nothing read
-    # Expected: attention over the remaining tokens only, i.e. with the bad tokens' scores masked to -inf.
-    keep = [torch.cat([torch.arange(0, 16), torch.arange(32, 40)]), torch.arange(16, 20)]
-    for b in range(2):
-        kb = dec.gather_kv_torch(kc, bt, b, int(sl[b]), ks)[keep[b]]
-        vb = dec.gather_kv_torch(vc, bt, b, int(sl[b]), vs)[keep[b]]
-        ref = attention_torch(q[b : b + 1].float(), kb[None], vb[None])[0]
-        pt = dec._attention_rounded_p(q[b].float(), kb, vb, 64**-0.5, torch.float16)
-        assert_decode_close(out[b], ref, pt, 40, torch.float32)
+    assert_close_over_kept_tokens(out, q, kc, vc, bt, sl, ks, vs,
+                                  [torch.cat([torch.arange(0, 16), torch.arange(32, 40)]), torch.arange(16, 20)])
     with pytest.raises(ValueError, match=r"block_table\[0, 1\] = 1000000"):
         dec.decode_attention(q, kc, vc, bad, sl, check=True, **kw)
 

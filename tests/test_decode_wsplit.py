@@ -15,9 +15,8 @@ import pytest
 import torch
 
 from conftest import requires_gpu
-from test_decode import Case, _make, assert_decode_close
+from test_decode import Case, _make, assert_close_over_kept_tokens, assert_decode_close
 from tritonfp8 import decode as dec
-from tritonfp8.attention import attention_torch
 
 # (case, block_n, warps, splits, v_stage)
 WS_CASES = [
@@ -77,13 +76,8 @@ def test_warp_split_skips_bad_pages(device):
     bad[1, 0] = -7  # tokens 0..15 of sequence 1: its masked tail
     cfg = dec.DecodeConfig(block_n=128, num_warps=4, warp_split=True)
     out = dec.decode_attention(q, kc, vc, bad, sl, k_descale=ks, v_descale=vs, config=cfg, out_dtype=torch.float32)
-    keep = [torch.cat([torch.arange(0, 32), torch.arange(48, 339)]), torch.arange(16, 20)]
-    for b in range(2):
-        kb = dec.gather_kv_torch(kc, bt, b, int(sl[b]), ks)[keep[b]]
-        vb = dec.gather_kv_torch(vc, bt, b, int(sl[b]), vs)[keep[b]]
-        ref = attention_torch(q[b : b + 1].float(), kb[None], vb[None])[0]
-        pt = dec._attention_rounded_p(q[b].float(), kb, vb, 64**-0.5, torch.float16)
-        assert_decode_close(out[b], ref, pt, 339, torch.float32)
+    assert_close_over_kept_tokens(out, q, kc, vc, bt, sl, ks, vs,
+                                  [torch.cat([torch.arange(0, 32), torch.arange(48, 339)]), torch.arange(16, 20)])
 
 
 def test_warp_split_fp16_cache(device):

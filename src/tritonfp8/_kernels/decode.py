@@ -504,18 +504,19 @@ def _wsplit_loop(q, start, full_end, end, bt_row, stride_btn, d, d_ok, k_base, v
     acc = tl.zeros([W, BLOCK_M, BLOCK_D], tl.float32)
     # Page ids one step ahead, carried in registers (as the single loop): the pipeliner issues later copies early.
     page_next = _wsplit_pages(bt_row, start + offs, end, stride_btn, PAGE)
-    for n0 in tl.range(start, full_end, BLOCK_N):
-        page = page_next
-        page_next = _wsplit_pages(bt_row, n0 + BLOCK_N + offs, end, stride_btn, PAGE)
-        acc, m_i, l_i = _wsplit_step(q3, acc, m_i, l_i, n0 + n_slice, page, d, d_ok, k_base, v_base, end, num_blocks,
-                                     score_scale, last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32,
-                                     KV_SAME_STRIDES, PAGE, DOT_DTYPE, False, V_STAGE)
-    for n0 in tl.range(full_end, end, BLOCK_N):
-        page = page_next
-        page_next = _wsplit_pages(bt_row, n0 + BLOCK_N + offs, end, stride_btn, PAGE)
-        acc, m_i, l_i = _wsplit_step(q3, acc, m_i, l_i, n0 + n_slice, page, d, d_ok, k_base, v_base, end, num_blocks,
-                                     score_scale, last_visible, stride_kb, stride_ks, stride_vb, stride_vs, OFFS_I32,
-                                     KV_SAME_STRIDES, PAGE, DOT_DTYPE, True, V_STAGE)
+    for MASKED in tl.static_range(2):  # the full steps' loop, then the masked tail's
+        if MASKED:
+            lo = full_end
+            hi = end
+        else:
+            lo = start
+            hi = full_end
+        for n0 in tl.range(lo, hi, BLOCK_N):
+            page = page_next
+            page_next = _wsplit_pages(bt_row, n0 + BLOCK_N + offs, end, stride_btn, PAGE)
+            acc, m_i, l_i = _wsplit_step(q3, acc, m_i, l_i, n0 + n_slice, page, d, d_ok, k_base, v_base, end,
+                                         num_blocks, score_scale, last_visible, stride_kb, stride_ks, stride_vb,
+                                         stride_vs, OFFS_I32, KV_SAME_STRIDES, PAGE, DOT_DTYPE, MASKED, V_STAGE)
     m = tl.max(m_i, axis=0)
     a = tl.exp2(m_i - tl.where(m == float("-inf"), 0.0, m)[None, :])  # 0 for an empty slice
     return tl.sum(acc * a[:, :, None], axis=0), m, tl.sum(l_i * a, axis=0)
