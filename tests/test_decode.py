@@ -342,9 +342,12 @@ def test_fewer_warps_and_plan_cache(device):
     assert len(dec._PLANS) == 2
 
 
-def test_int64_offsets_and_distinct_kv_strides(device):
+@pytest.mark.parametrize("cfg", [None, dec.DecodeConfig(block_n=64, num_warps=4, warp_split=True, v_stage=True)],
+                         ids=["default", "warp_split"])
+def test_int64_offsets_and_distinct_kv_strides(device, cfg):
     """The 64-bit page arithmetic (caches of 2 GiB or more) and separate V strides, forced on a small cache: V is
-    a strided view (every other head of a cache with twice the heads), K a dense copy, so their strides differ."""
+    a strided view (every other head of a cache with twice the heads), K a dense copy, so their strides differ.
+    Also through the warp-split loop (its own address arithmetic)."""
     case = Case((70, 33), 4, 2, page=16)
     q, kc, vc, bt, sl, ks, vs = _make(case, device, seed=12)
     wide = torch.zeros(vc.shape[0], vc.shape[1], 2 * vc.shape[2], vc.shape[3], dtype=vc.dtype, device=device)
@@ -353,15 +356,20 @@ def test_int64_offsets_and_distinct_kv_strides(device):
     assert v_strided.stride() != kc.stride()
     ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
     pt = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, p_dtype=torch.float16)
-    out = dec.decode_attention(q, kc, v_strided, bt, sl, k_descale=ks, v_descale=vs, out_dtype=torch.float32)
+    dec._REPLAYS.clear()  # on the GPU a replayed call would not plan
+    out = dec.decode_attention(q, kc, v_strided, bt, sl, k_descale=ks, v_descale=vs, out_dtype=torch.float32,
+                               config=cfg)
     assert_decode_close(out, ref, pt, 70, torch.float32)
     plan = next(p for k, p in dec._PLANS.items() if k[13] == v_strided.stride())
+    assert plan.consts["WARP_SPLIT"] == (4 if cfg else 0)
     assert plan.consts["KV_SAME_STRIDES"] is False and plan.consts["OFFS_I32"] is True
     old = dec._max_offset
     try:  # pretend the cache is huge: the plan must pick 64-bit offsets, and the result must not change
         dec._max_offset = lambda shape, strides: 2**31
         dec._PLANS.clear()
-        out64 = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, out_dtype=torch.float32)
+        dec._REPLAYS.clear()
+        out64 = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, out_dtype=torch.float32,
+                                     config=cfg)
         assert next(iter(dec._PLANS.values())).consts["OFFS_I32"] is False
     finally:
         dec._max_offset = old

@@ -441,19 +441,13 @@ def _wsplit_step(q3, acc, m_i, l_i, n, page, d, d_ok, k_base, v_base, end, num_b
     W: tl.constexpr = n.shape[0]
     BW: tl.constexpr = n.shape[1]
     page_ok = page.to(tl.uint32) < num_blocks.to(tl.uint32)
-    if len(page.shape) == 1:  # one page per slice: the slots follow from the slice's first token
+    if not OFFS_I32:
+        page = page.to(tl.int64)
+    if len(page.shape) == 1:  # one page per slice: broadcast over the slice's tokens
         page_ok = tl.broadcast_to(page_ok[:, None], [W, BW])
-        slot = n % PAGE
-        if not OFFS_I32:
-            page = page.to(tl.int64)
-        k_row = page[:, None] * stride_kb + slot * stride_ks
-        v_row = page[:, None] * stride_vb + slot * stride_vs
-    else:
-        slot = n % PAGE
-        if not OFFS_I32:
-            page = page.to(tl.int64)
-        k_row = page * stride_kb + slot * stride_ks
-        v_row = page * stride_vb + slot * stride_vs
+        page = page[:, None]
+    slot = n % PAGE
+    k_row = page * stride_kb + slot * stride_ks
     if MASKED:
         n_ok = (n < end) & page_ok
     else:
@@ -473,6 +467,8 @@ def _wsplit_step(q3, acc, m_i, l_i, n, page, d, d_ok, k_base, v_base, end, num_b
     l_i = l_i * alpha + tl.sum(p, axis=2)
     if KV_SAME_STRIDES:
         v_row = k_row
+    else:
+        v_row = page * stride_vb + slot * stride_vs
     v = tl.load(v_base + v_row[:, :, None] + d[None, None, :], mask=kv_mask, other=0.0)
     acc = acc * alpha[:, :, None] + tl.dot(p.to(DOT_DTYPE), _stage_v(v, DOT_DTYPE, V_STAGE))
     return acc, m_new, l_i
