@@ -5,8 +5,9 @@ softmax, merged once after the loop: the same products and roundings as the gath
 rounded to fp16), another fp32 summation order. Every comparison uses tests/test_decode.py's tolerance rule (stated
 there once) against the reference. Cases: shuffled pages of 16 / 32 / 64, one page per slice and several, seq lens
 1, 17, 339, GQA 1 / 4 / 8, Sq 3 (causal tail), splits starting mid-page, more splits than steps, 2 / 4 / 8 warps,
-v_stage on and off, D 80 (padded columns), fp16 q, a bad page id in a full step (skipped), an fp16 cache; on the
-GPU the benchmark's sizes and a CUDA-graph capture.
+v_stage on and off, D 80 (padded columns), fp16 q, bad page ids in a full and a masked step (skipped), an fp16
+cache, int64 offsets and distinct K/V strides (in tests/test_decode.py); on the GPU the benchmark's sizes and a
+CUDA-graph capture.
 """
 
 from __future__ import annotations
