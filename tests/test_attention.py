@@ -716,9 +716,33 @@ def test_bench_suite_bookkeeping(monkeypatch, tmp_path, device):
     data = json.loads((tmp_path / js[0]).read_text())
     rows = data["rows"]
     assert len(rows) == 5  # 2 configs x (full, causal) + varlen
-    for r in rows[:4]:
-        for name in ("ours", "ours_kernel", "ours_vonchip", "ours_e2e"):
+    for r in rows:
+        names = ("ours", "ours_kernel", "ours_e2e") + (("ours_vonchip",) if "varlen" not in r["case"] else ())
+        for name in names:
             assert r[f"{name}_ms"] == 1.0 and r[f"{name}_tflops"] > 0
-        assert 0 < r["ours_err"] < E4M3.eps and 0 < r["ours_e2e_err"] < E2E_REL_TOL
+        assert 0 < r["ours_err"] < E4M3.eps and 0 < r["ours_kernel_err"] < E4M3.eps
+        assert 0 < r["ours_e2e_err"] < E2E_REL_TOL
+        assert r["pct_peak"] == pytest.approx(100 * r["ours_tflops"] / suite.PEAK_FP8)
+    assert rows[-1]["lengths"] and rows[-1]["peers_padded"]
     if device == "cpu":
         assert any("cuDNN FP8 skipped" in n for n in data["notes"])
+        assert not any(k in r for r in rows for k in ("vs_cudnn_fp8", "cudnn_fp8_ms", "cudnn_bf16_ms"))
+    for r in rows:  # a peer that ran (flash SDPA has a CPU kernel): ratios of the equal stand-in times
+        for peer in ("cudnn_fp8", "cudnn_bf16", "flash_bf16"):
+            if f"{peer}_ms" in r:
+                assert r[f"vs_{peer}"] == r[f"kernel_vs_{peer}"] == 1.0 and r[f"{peer}_err"] is not None
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_bench_reference_slices_are_the_reference(causal):
+    """The bench's error reference (attention_torch on query-row chunks, causal chunks with their keys cut
+    bottom-right) equals attention_torch on the whole problem for the same batch and heads, GQA and Sq < Sk."""
+    from tritonfp8.bench.suites.attention import _ref_slice
+
+    gen = torch.Generator().manual_seed(3)
+    q = torch.randn(2, 37, 6, 16, generator=gen)
+    k, v = (torch.randn(2, 45, 2, 16, generator=gen) for _ in range(2))
+    got = _ref_slice(q, k, v, causal, 0.3, [0, 5], batch=1, chunk=8)
+    full = attention_torch(q, k, v, causal=causal, softmax_scale=0.3)[1][:, [0, 5]]
+    assert got.shape == full.shape and torch.isfinite(got).all()
+    assert (got - full).abs().max().item() <= 64 * FP32_U * full.abs().max().item()
