@@ -1,4 +1,5 @@
-"""transformers integration: attn_implementation="tritonfp8", convert_model on a tiny Llama, generation, compile.
+"""transformers integration: attn_implementation="tritonfp8", convert_model on a tiny Llama, generation, compile,
+and the attention calibration against attention_torch.
 
 The tiny Llama (2 layers, hidden 128, 2 query heads / 1 KV head of dim 64, vocabulary 128) is built from a
 ``LlamaConfig`` with random weights: no download. Agreement with the BF16 model is measured as the cosine similarity
@@ -15,6 +16,7 @@ from conftest import requires_gpu  # noqa: E402
 import tritonfp8  # noqa: E402
 import tritonfp8.integrations.transformers as tfp8  # noqa: E402
 from tritonfp8 import guard, ops  # noqa: E402
+from tritonfp8.attention import attention_torch  # noqa: E402
 from tritonfp8.nn import FP8Linear  # noqa: E402
 
 MIN_COSINE = 0.99
@@ -175,6 +177,156 @@ def test_fp8_llama_compiles_fullgraph(device):
         compiled = torch.compile(model, fullgraph=True, backend=cnt)(ids).logits
     assert cnt.frame_count == 1
     assert torch.equal(eager, compiled)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# attention calibration
+
+LAYERS = ["model.layers.0.self_attn", "model.layers.1.self_attn"]
+DEFAULT_THRESHOLD = 0.125  # 2 · eps of E4M3
+
+
+def _padded(ids):
+    mask = torch.ones_like(ids)
+    mask[1, :4] = 0  # left padding: sequence 1 has len - 4 real tokens
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def _kept(model):
+    return [n for n in LAYERS if getattr(model.get_submodule(n), tfp8.KEEP_SDPA, False)]
+
+
+def test_calibrate_attention_decides_by_error(models, device, attention_calls):
+    ref, fp8 = models
+    batches = [torch.randint(0, 128, (2, 12), device=device)]
+    report = tfp8.calibrate_attention(fp8, batches)
+    assert report.threshold == DEFAULT_THRESHOLD
+    assert list(report.errors) == LAYERS and report.fp8 == LAYERS and report.kept_sdpa == []
+    # q, k, v and P rounded to E4M3: a few percent, well inside 2 · eps (and not zero: the FP8 path was measured)
+    assert all(0.005 < e < DEFAULT_THRESHOLD for e in report.errors.values()), report.errors
+    assert _kept(fp8) == [] and not set(LAYERS) & set(tritonfp8.stats().kept_bf16)
+    # A threshold between the two layers' errors (same data: same errors) keeps exactly the worse layer.
+    lo, hi = sorted(report.errors.values())
+    assert lo < hi
+    again = tfp8.calibrate_attention(fp8, batches, threshold=(lo + hi) / 2)
+    assert again.errors == report.errors
+    worse = max(LAYERS, key=report.errors.get)
+    assert again.kept_sdpa == [worse] and _kept(fp8) == [worse]
+    attention_calls.clear()
+    with torch.no_grad():
+        fp8(batches[0])
+    assert attention_calls == [(2, 12, 2, 64)]  # the other layer still runs the FP8 kernel
+
+
+def test_calibrate_attention_keeps_layers_on_sdpa(models, device, attention_calls):
+    ref, fp8 = models
+    ids = torch.randint(0, 128, (2, 12), device=device)
+    report = tfp8.calibrate_attention(fp8, [ids], threshold=1e-6)
+    assert report.kept_sdpa == LAYERS and report.fp8 == [] and _kept(fp8) == LAYERS
+    kept = tritonfp8.stats().kept_bf16
+    for name in LAYERS:
+        assert kept[name] == (f"calibration: FP8 attention relative error {report.errors[name]:.4f} > "
+                              "threshold 1e-06")
+    attention_calls.clear()
+    with torch.no_grad():
+        a, b = fp8(ids).logits, ref(ids).logits
+        ap, bp = fp8(**_padded(ids)).logits, ref(**_padded(ids)).logits
+    assert attention_calls == []  # no FP8 attention call left
+    assert torch.equal(a, b) and torch.equal(ap[0], bp[0]) and torch.equal(ap[1, 4:], bp[1, 4:])
+    assert tritonfp8.stats().total_fallbacks == 0  # a calibration decision, not per-call fallbacks
+    # Calibrating again with the default threshold clears the marks and the stats() entries.
+    tfp8.calibrate_attention(fp8, [ids])
+    assert _kept(fp8) == [] and not set(LAYERS) & set(tritonfp8.stats().kept_bf16)
+    attention_calls.clear()
+    with torch.no_grad():
+        fp8(ids)
+    assert len(attention_calls) == 2
+
+
+def test_calibrate_attention_nan_counts_as_inf(models, device):
+    ref, fp8 = models
+    with torch.no_grad():
+        fp8.model.layers[1].self_attn.k_proj.weight[0, 0] = float("nan")
+    report = tfp8.calibrate_attention(fp8, [torch.randint(0, 128, (1, 8), device=device)], threshold=float("inf"))
+    assert report.errors[LAYERS[1]] == float("inf") and report.kept_sdpa == [LAYERS[1]]
+    assert report.errors[LAYERS[0]] < DEFAULT_THRESHOLD and report.fp8 == [LAYERS[0]]
+
+
+def test_calibrate_attention_padding_runs_varlen_reference(models, device, monkeypatch):
+    ref, fp8 = models
+    seen = []
+    real = tfp8.attention_torch
+
+    def spy(q, k, v, **kw):
+        seen.append((tuple(q.shape), tuple(k.shape)))
+        return real(q, k, v, **kw)
+
+    monkeypatch.setattr(tfp8, "attention_torch", spy)
+    ids = torch.randint(0, 128, (2, 12), device=device)
+    report = tfp8.calibrate_attention(fp8, [_padded(ids)])
+    # per layer, one reference per sequence on its real tokens only (12 and 8)
+    assert seen == [((1, 12, 2, 64), (1, 12, 1, 64)), ((1, 8, 2, 64), (1, 8, 1, 64))] * 2
+    assert all(0 < e < DEFAULT_THRESHOLD for e in report.errors.values())
+
+
+def test_calibrate_attention_error_matches_independent_computation(models, device, monkeypatch):
+    """The reported error equals ||o - ref|| / ||ref|| summed over a dense and a padded batch, with o the FP8
+    kernel's output on each call's captured q/k/v and ref attention_torch (its own varlen path for the padded one)."""
+    ref, fp8 = models
+    calls = []
+    real = ops.attention
+
+    def spy(q, k, v, **kw):
+        o = real(q, k, v, **kw)
+        calls.append((q.clone(), k.clone(), v.clone(), kw, o.clone()))
+        return o
+
+    monkeypatch.setattr(ops, "attention", spy)
+    ids = torch.randint(0, 128, (2, 12), device=device)
+    report = tfp8.calibrate_attention(fp8, [ids[:, :10], _padded(ids)])
+    assert len(calls) == 4  # 2 batches x 2 layers, layer 0 first
+    scaling = fp8.model.layers[0].self_attn.scaling
+    for i, name in enumerate(LAYERS):
+        err2 = ref2 = 0.0
+        for q, k, v, kw, o in calls[i::2]:
+            assert kw["causal"] and kw["softmax_scale"] == scaling
+            varlen = {key: kw[key] for key in ("cu_seqlens_q", "cu_seqlens_k") if kw.get(key) is not None}
+            r = attention_torch(q, k, v, causal=True, softmax_scale=scaling, **varlen).double()
+            err2 += float((o.double() - r).square().sum())
+            ref2 += float(r.square().sum())
+        assert report.errors[name] == pytest.approx((err2 / ref2) ** 0.5, rel=1e-6)
+    assert "cu_seqlens_q" in calls[2][3] and calls[2][0].shape == (20, 2, 64)  # the padded batch ran varlen
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_reference_in_row_chunks_matches_attention_torch(monkeypatch, causal):
+    """The calibration reference runs attention_torch 3 query rows at a time here: the same output as one call,
+    bottom-right causal alignment kept (Sq < Sk), dense and varlen."""
+    monkeypatch.setattr(tfp8, "_REF_ROWS", 3)
+    q = torch.randn(2, 7, 4, 16, dtype=torch.bfloat16)
+    k, v = torch.randn(2, 2, 11, 16, dtype=torch.bfloat16).unbind(0)
+    k, v = k[None].expand(2, -1, -1, -1).transpose(1, 2), v[None].expand(2, -1, -1, -1).transpose(1, 2)
+    torch.testing.assert_close(tfp8._reference(q, k, v, causal, 0.3),
+                               attention_torch(q, k, v, causal=causal, softmax_scale=0.3))
+    cu_q = torch.tensor([0, 7, 12], dtype=torch.int32)
+    cu_k = torch.tensor([0, 11, 19], dtype=torch.int32)
+    qv, kv, vv = q.reshape(14, 4, 16)[:12], k.reshape(22, 2, 16)[:19], v.reshape(22, 2, 16)[:19]
+    torch.testing.assert_close(tfp8._reference(qv, kv, vv, causal, 0.3, cu_q, cu_k),
+                               attention_torch(qv, kv, vv, causal=causal, softmax_scale=0.3, cu_seqlens_q=cu_q,
+                                               cu_seqlens_k=cu_k))
+
+
+def test_calibrate_measures_attention_too(models, device):
+    ref, fp8 = models
+    batches = [torch.randint(0, 128, (1, 8), device=device)]
+    report = tritonfp8.calibrate(fp8, batches, threshold=1e-6)
+    assert report.attention is not None and report.attention.kept_sdpa == LAYERS  # the threshold applies to both
+    assert "attention calibration (threshold 1e-06)" in str(report)
+    report = tritonfp8.calibrate(fp8, batches, attention=False)
+    assert report.attention is None and _kept(fp8) == LAYERS  # untouched
+    assert tritonfp8.calibrate(ref, batches).attention is None  # SDPA model: nothing to calibrate
+    with pytest.raises(ValueError, match="no attention call reached the FP8 attention"):
+        tritonfp8.calibrate(ref, batches, attention=True)
 
 
 @requires_gpu

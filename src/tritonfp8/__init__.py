@@ -1,7 +1,8 @@
 """tritonfp8: FP8 tensor-core kernels (GEMM, attention, quantization) for NVIDIA Hopper, written in Triton.
 
 Scales everywhere are fp32 *dequantization* factors, as in ``torch._scaled_mm``: ``x ≈ x_fp8.float() * scale``.
-Every op has a plain-PyTorch reference beside it (``*_torch``), used by the tests and the fallbacks.
+Every op has a plain-PyTorch reference beside it (``*_torch``), used by the tests, the benchmarks' error columns,
+the quantize / gemm fallbacks and (``attention_torch``) the attention calibration.
 """
 
 from tritonfp8._formats import E4M3, E5M2, FP8Format

@@ -31,8 +31,10 @@ with ``strict=True``); :meth:`FP8Linear.from_linear` raises ValueError.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
+import sys
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
@@ -404,19 +406,23 @@ def convert_model(model: nn.Module, recipe: str | Recipe = "row", skip=("lm_head
 
 @dataclass
 class CalibrationReport:
-    """Per layer: relative error of the FP8 output vs the BF16 layer on the calibration data, and the decision."""
+    """Per layer: relative error of the FP8 output vs the BF16 layer on the calibration data, and the decision;
+    ``attention``: the attention layers' report when they were calibrated too."""
 
     threshold: float
     errors: dict  # name -> relative Frobenius error (float)
     converted: list  # names now FP8Linear
     kept_bf16: list  # names kept as nn.Linear because their error exceeded the threshold
     input_amax: dict  # name -> activation amax seen (static recipes use it for input_scale)
+    attention: object = None  # tritonfp8.integrations.transformers.AttentionCalibrationReport, or None
 
     def __str__(self) -> str:
         lines = [f"calibration (threshold {self.threshold:.3g}): {len(self.converted)} FP8, "
                  f"{len(self.kept_bf16)} kept in BF16"]
         for name, e in self.errors.items():
             lines.append(f"  {'bf16' if name in self.kept_bf16 else 'fp8 ':4s} {name}: rel. error {e:.4f}")
+        if self.attention is not None:
+            lines.append(str(self.attention))
         return "\n".join(lines)
 
 
@@ -435,6 +441,7 @@ def calibrate(
     threshold: float | None = None,
     skip=("lm_head",),
     strict: bool = False,
+    attention: bool | None = None,
 ) -> CalibrationReport:
     """Measure each Linear's FP8 error against BF16 on real data, convert the good ones, keep the rest in BF16.
 
@@ -448,8 +455,15 @@ def calibrate(
     ``threshold`` defaults to ``2 · eps`` of the activation format (E4M3: 2 · 2^-4 = 0.125): a well-scaled FP8 GEMM
     stays near ``eps`` (both operands rounded, errors averaging over K), so twice that flags layers whose
     activations have outliers per-tensor/row scaling cannot serve.
+
+    ``attention``: also calibrate the FP8 attention layers in the same pass
+    (:func:`tritonfp8.integrations.transformers.calibrate_attention`: error vs ``attention_torch``, layers above
+    the threshold kept on SDPA; report in ``report.attention``). None (default): when ``model`` uses the
+    ``"tritonfp8"`` attention implementation; True: required (ValueError if no call reached it); False: never.
+    ``threshold``, when given, applies to both; the attention default is the same rule for E4M3.
     """
     r = _resolve_recipe(recipe)
+    attention_threshold = threshold
     if threshold is None:
         threshold = 2 * fp8_format(r.activation_dtype).eps
     cands = _eligible_linears(model, skip, strict)
@@ -474,8 +488,9 @@ def calibrate(
         fp8[qual] = FP8Linear.from_linear(lin, r, name=qual)
         acc[qual] = [torch.zeros((), dtype=torch.float64, device=lin.weight.device) for _ in range(3)]
         hooks.append(lin.register_forward_hook(make_hook(qual)))
+    probe = _attention_probe(model, attention)
     try:
-        with torch.no_grad():
+        with torch.no_grad(), probe or contextlib.nullcontext():
             for batch in batches:
                 _call(model, batch)
     finally:
@@ -483,6 +498,8 @@ def calibrate(
             h.remove()
 
     report = CalibrationReport(threshold=threshold, errors={}, converted=[], kept_bf16=[], input_amax={})
+    if probe is not None:
+        report.attention = probe.decide(attention_threshold, require=bool(attention))
     for qual, parent, attr, lin in cands:
         err2, ref2, amax = (float(t) for t in acc[qual])
         rel = (err2 / ref2) ** 0.5 if ref2 > 0 else (0.0 if err2 == 0 else float("inf"))
@@ -501,6 +518,19 @@ def calibrate(
         guard.forget_kept_bf16(qual)
         report.converted.append(qual)
     return report
+
+
+def _attention_probe(model: nn.Module, attention: bool | None):
+    """The transformers integration's attention calibration for :func:`calibrate`, or None. Without the integration
+    imported no model can use its attention (importing it registers it), so ``attention=None`` imports nothing."""
+    if attention is False:
+        return None
+    tfp8 = sys.modules.get("tritonfp8.integrations.transformers")
+    if attention is None and (tfp8 is None or not tfp8.uses_fp8_attention(model)):
+        return None
+    if tfp8 is None:
+        import tritonfp8.integrations.transformers as tfp8
+    return tfp8._AttentionProbe(model)
 
 
 def _static_probe(cand: FP8Linear, x: torch.Tensor) -> torch.Tensor:
