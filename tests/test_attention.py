@@ -125,23 +125,34 @@ class Case:
         return f"B{self.batch}_Sq{self.sq}_Sk{self.sk}_D{self.d}_H{self.hq}/{self.hkv}_{c}_{s}"
 
 
-# The issue's (Sq, Sk) pairs, each causal and not; D cycles through 64/128/256 and Hq/Hkv through 1/2/6, so every
-# pair, D, ratio and descale kind appears (a full product would take the interpreter too long).
+# The issue's (Sq, Sk) pairs, each with the full product D in {64, 128, 256} x Hq/Hkv in {1, 2, 6} x causal on/off
+# (18 cases a pair). Variety on top, by the case's position, so that every D and ratio sees each: descales per
+# tensor or per (batch, KV head) alternate; ratios 1 and 2 alternate between one and two KV heads (1/1 or 2/2, 2/1 or
+# 4/2; ratio 6 is 6/1 only, 12/2 would double the costliest cases); a third of the cases below 256 x 512 run a batch
+# of 2. Cost, serial, on a 2-core machine like CI's: about 3 minutes for the 144 cases, 1023 x 1024 about 2 minutes
+# of it (its D256 Hq6 cases about 17 s and 11 s); marked slow with 256 x 512 and 384 x 256 (still run by default).
 _PAIRS = [(1, 1), (64, 128), (113, 203), (128, 217), (239, 1), (256, 512), (384, 256), (1023, 1024)]
 _DS = (64, 128, 256)
-_RATIOS = ((1, 1), (2, 1), (6, 1), (4, 2), (6, 3))
-CASES = []
-for i, (sq, sk) in enumerate(_PAIRS):
-    for j, causal in enumerate((False, True)):
-        n = 2 * i + j
-        hq, hkv = _RATIOS[n % len(_RATIOS)]
-        d = _DS[n % 3]
-        big = sq * sk >= 256 * 512
-        if big:  # interpreter time grows with Sq*Sk*heads: one head pair for the largest problems
-            hq, hkv = (2, 1) if j else (1, 1)
-        CASES.append(Case(sq, sk, d, hq, hkv, causal, per_head=bool(n % 2 == 0), batch=2 if n % 4 == 1 else 1))
+_RATIOS = (1, 2, 6)
 
-_SLOW = {(1023, 1024), (256, 512)}
+
+def _product_cases():
+    cases = []
+    for i, (sq, sk) in enumerate(_PAIRS):
+        small = sq * sk < 256 * 512
+        for a, d in enumerate(_DS):
+            for b, r in enumerate(_RATIOS):
+                for j, causal in enumerate((False, True)):
+                    hkv = 2 if r != 6 and (a + b + j + i) % 2 else 1
+                    batch = 2 if small and (2 * a + b + j + i) % 3 == 0 else 1
+                    cases.append(Case(sq, sk, d, r * hkv, hkv, causal, per_head=bool((a + b + j + i) % 2 == 0),
+                                      batch=batch))
+    return cases
+
+
+CASES = _product_cases()
+
+_SLOW = {(1023, 1024), (256, 512), (384, 256)}
 
 
 def _param(c):
@@ -520,6 +531,169 @@ def test_zero_size(device):
     z = torch.zeros(1, dtype=torch.int32, device=device)
     out = attention(e(0, 2), e(0, 2), e(0, 2), cu_seqlens_q=z, cu_seqlens_k=z)
     assert out.shape == (0, 2, d)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The BF16 SDPA fallback (CUDA GPUs without sm_90), forced on the test device by patching ``_uses_fallback``.
+#
+# What it computes: q, k, v dequantized in fp32 (the reference's own product ``x.float() * descale``), each rounded
+# to bf16 once; SDPA; the output rounded to bf16 once (then to fp16 exactly: bf16's 8 significant bits fit in
+# fp16's 11, only fp16 subnormals lose up to 2^-25), or divided by out_scale and rounded to E4M3. The fallback's
+# per-sequence 3-D SDPA calls take PyTorch's math backend, which upcasts bf16 to fp32; a fused backend would also
+# round P to bf16 before P·V. With u = 2^-8 (bf16), two output checks:
+#
+# - Against attention_torch on the fallback's own bf16 inputs (``ref_b``; ``pv = attention_torch(q_b, k_b, |v_b|)``
+#   is P·|v|), element by element and worst case: ``|out - ref_b| <= u·(|ref_b| + pv)`` (the output's rounding;
+#   P's, were it rounded: sum(P) = 1) ``+ 8·2^-24·(D + Sk)·pv`` (fp32 sums in another order, as the lse bound)
+#   ``+ 2^-25`` (fp16 subnormals); E4M3 outputs add ``E4M3.eps·(1 + u)·(|ref_b| + pv) + 2^-10·out_scale`` (the
+#   relative rounding of the bf16 value, half the subnormal step). A wrong mask, head or descale fails it anywhere.
+# - Against attention_torch on the unrounded inputs (what the fallback approximates): relative Frobenius error
+#   ``<= 4u`` (``+ E4M3.eps / sqrt(3)`` for E4M3 outputs, that rounding's relative RMS). A worst-case bound is of no
+#   use here (averages cancel: |o| is far below P·|v|), but the roundings are independent, zero-mean, of relative
+#   RMS <= u / sqrt(3) each. To first order, v's rounding gives the output a relative RMS error of u / sqrt(3), the
+#   output's own (and P's, were it rounded) u / sqrt(3) each; q's and k's move each score by RMS
+#   sqrt(2/3)·u·qd·kd (D products of N(0, qd^2) and N(0, kd^2) values, scale 1/sqrt(D)), which moves the output
+#   by at most that relative RMS (E|sum_j P_j δs_j (v_j - o)|^2 <= σ_s^2·E|o|^2 for v independent of P, since
+#   sum P^3 >= (sum P^2)^2). Descales <= 2: u·sqrt(3·1/3 + 2/3·16) = 3.4u; 4u. Measured <= 1.2u over 30 draws.
+# - lse (fp32 logsumexp of the bf16 inputs' scores): ``check_lse`` against ``ref_b``'s lse (only fp32 arithmetic
+#   differs), and the -inf rows (no visible key) those of attention_torch on the unrounded inputs.
+
+
+@pytest.fixture
+def fallback(monkeypatch):
+    """Every ``attention`` call takes the fallback (on CPU tensors too); returns the list of its calls. The
+    one-time warning counts as given (tests stay quiet; ``test_fallback_warns_once`` resets it); no launch plan
+    of an earlier GPU test can be replayed past the dispatch."""
+    import importlib
+
+    from tritonfp8 import _backend
+
+    A = importlib.import_module("tritonfp8.attention")  # the package attribute is the function, not the module
+    calls = []
+    real = A._fallback_sdpa
+
+    def spy(*args, **kwargs):
+        calls.append(args[3])  # the _Problem
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(A, "_uses_fallback", lambda device: True)
+    monkeypatch.setattr(A, "_fallback_sdpa", spy)
+    monkeypatch.setattr(A, "_PLANS", {})
+    monkeypatch.setattr(_backend, "_warned", {"attention-fallback"})
+    return calls
+
+
+def _bf16_dequantized(x8, ds, hkv, cu=None):
+    """``x8.float() * descale`` rounded to bf16, on the CPU: the fallback's SDPA inputs (descale () or (B, Hkv), a
+    KV head's value on its group of heads; varlen rows take their sequence's)."""
+    xf, ds = x8.float().cpu(), ds.cpu()
+    if ds.dim() == 0:
+        return (xf * ds).bfloat16()
+    per = ds.repeat_interleave(x8.shape[-2] // hkv, dim=1)  # (B, H)
+    if cu is None:
+        return (xf * per[:, None, :, None]).bfloat16()
+    return (xf * per.repeat_interleave(cu.cpu().diff().long(), dim=0)[:, :, None]).bfloat16()
+
+
+def _check_fallback(out, lse, q8, k8, v8, kw, out_dtype, out_scale_rows=None):
+    """The fallback's output and lse against the reference (the bounds above). ``kw``: the call's keywords without
+    ``return_lse``/``out_dtype``/``out_scale``; ``out_scale_rows``: E4M3 outputs' out_scale, broadcastable to
+    ``out``."""
+    u, hkv, d, sk = U_OUT[torch.bfloat16], k8.shape[-2], q8.shape[-1], k8.shape[-3]
+    qd, kd, vd = kw["q_descale"], kw["k_descale"], kw["v_descale"]
+    kw_b = {n: (x.cpu() if isinstance(x, torch.Tensor) else x) for n, x in kw.items() if not n.endswith("descale")}
+    qb = _bf16_dequantized(q8, qd, hkv, kw.get("cu_seqlens_q"))
+    kb, vb = (_bf16_dequantized(x, ds, hkv, kw.get("cu_seqlens_k")) for x, ds in ((k8, kd), (v8, vd)))
+    ref_b, lse_b = attention_torch(qb, kb, vb, return_lse=True, **kw_b)
+    pv = attention_torch(qb, kb, vb.abs(), **kw_b)
+    ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
+    ref, lse_ref = ref.cpu(), lse_ref.cpu()
+    o = out.float().cpu()
+    assert o.shape == ref.shape and torch.isfinite(o).all(), "NaN/inf in the output"
+    a = ref_b.abs() + pv
+    bound = u * a + 8 * FP32_U * (d + sk) * pv + 2.0**-25
+    tol = 4 * u
+    if out_dtype == FP8:
+        o = o * out_scale_rows.cpu()
+        bound = bound + E4M3.eps * (1 + u) * a + 2.0**-10 * out_scale_rows.cpu()
+        tol += E4M3.eps / math.sqrt(3)
+    excess = ((o - ref_b).abs() - bound).max().item() if o.numel() else 0.0
+    assert excess <= 0, f"|out - ref_b| exceeds its bound by {excess:.3g}"
+    err = rel_error(o, ref)
+    assert err <= tol, f"relative error {err:.3g} > {tol:.3g}"
+    assert torch.equal(torch.isneginf(lse.cpu()), torch.isneginf(lse_ref)), "rows with no visible key must give -inf"
+    check_lse(lse, lse_b, d, sk, score_bound(q8, k8, qd, kd, 1 / math.sqrt(d)))
+
+
+def _fallback_out_scale(v8, vd, batch, hq, gen, device):
+    """Per-head E4M3 out_scale (B, Hq) >= max|v| / 448 (no saturation: |out| <= max|v|), a different one each."""
+    base = v8.float().abs().amax().item() * vd.abs().max().item() / 448
+    return (base * (1 + torch.rand(batch, hq, generator=gen))).to(device)
+
+
+_OUT_DTYPES = pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, FP8], ids=["bf16", "fp16", "e4m3"])
+
+
+@_OUT_DTYPES
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_fallback_dense(fallback, out_dtype, causal, device):
+    """Dense: Sq > Sk (causal: the first Sq - Sk queries see no key, bottom-right) and Sq < Sk, GQA 3:1 over two KV
+    heads, per-head descales, the lse; E4M3 out with a per-head out_scale."""
+    gen = torch.Generator().manual_seed(59)
+    for sq, sk, d in ((150, 97, 64), (70, 203, 128)):
+        (q8, k8, v8), (qd, kd, vd) = fp8_inputs((2, sq, 6, d), (2, sk, 2, d), 2, 2, True, gen, device)
+        kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
+        os_ = _fallback_out_scale(v8, vd, 2, 6, gen, device) if out_dtype == FP8 else None
+        out, lse = attention(q8, k8, v8, return_lse=True, out_dtype=out_dtype, out_scale=os_, **kw)
+        assert out.dtype == out_dtype and out.shape == (2, sq, 6, d) and lse.shape == (2, 6, sq)
+        _check_fallback(out, lse, q8, k8, v8, kw, out_dtype, None if os_ is None else os_[:, None, :, None])
+        if causal and sq > sk:
+            assert (out[:, : sq - sk].float() == 0).all() and torch.isneginf(lse[..., : sq - sk]).all()
+    assert len(fallback) == 2 and not fallback[0].varlen
+
+
+@_OUT_DTYPES
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_fallback_varlen(fallback, out_dtype, causal, device):
+    """Varlen: a zero-length key sequence (its queries: 0, lse -inf), a zero-length query sequence, Sq > Sk and
+    Sq < Sk, GQA 3:1, per-head descales; E4M3 out with a per-head out_scale (each row its sequence's)."""
+    gen = torch.Generator().manual_seed(61)
+    lq, lk = [33, 70, 0, 5, 64], [90, 0, 7, 3, 64]
+    hq, hkv, d = 3, 1, 64
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((sum(lq), hq, d), (sum(lk), hkv, d), hkv, len(lq), True, gen, device)
+    cu_q = _cu(lq, device)
+    kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd, cu_seqlens_q=cu_q,
+              cu_seqlens_k=_cu(lk, device), max_seqlen_q=max(lq), max_seqlen_k=max(lk))
+    os_ = _fallback_out_scale(v8, vd, len(lq), hq, gen, device) if out_dtype == FP8 else None
+    out, lse = attention(q8, k8, v8, return_lse=True, out_dtype=out_dtype, out_scale=os_, **kw)
+    assert out.dtype == out_dtype and out.shape == (sum(lq), hq, d) and lse.shape == (hq, sum(lq))
+    rows = None if os_ is None else os_.repeat_interleave(cu_q.diff().long(), dim=0)[:, :, None]
+    _check_fallback(out, lse, q8, k8, v8, kw, out_dtype, rows)
+    assert (out[33:103].float() == 0).all() and torch.isneginf(lse[:, 33:103]).all()
+    assert len(fallback) == 1 and fallback[0].varlen
+
+
+def test_fallback_warns_once(fallback, monkeypatch, device):
+    """The first fallback call warns (RuntimeWarning naming the device and the fallback), later ones do not; the
+    real dispatch never sends CPU tensors there (they run the kernels in the interpreter)."""
+    import importlib
+    import warnings
+
+    from tritonfp8 import _backend
+
+    monkeypatch.setattr(_backend, "_warned", set())
+    gen = torch.Generator().manual_seed(67)
+    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((1, 20, 2, 64), (1, 30, 1, 64), 1, 1, False, gen, device)
+    kw = dict(causal=True, q_descale=qd, k_descale=kd, v_descale=vd)
+    with pytest.warns(RuntimeWarning, match="not Hopper .* fallback") as rec:
+        attention(q8, k8, v8, **kw)
+    assert len(rec) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the second call warns no more
+        attention(q8, k8, v8, **kw)
+    assert len(fallback) == 2
+    monkeypatch.undo()
+    assert not importlib.import_module("tritonfp8.attention")._uses_fallback(torch.device("cpu"))
 
 
 def _key_perm(n: int) -> torch.Tensor:

@@ -749,7 +749,7 @@ def attention(
     if prob.batch == 0 or q.shape[0] == 0 or prob.seqlen_q == 0 or k.shape[0] == 0 or prob.seqlen_k == 0:
         return _empty_result(prob, q, out_dtype, return_lse, d)
 
-    if device.type == "cuda" and not is_hopper(device):
+    if _uses_fallback(device):
         return _fallback_sdpa(q, k, v, prob, causal, scale, q_descale, k_descale, v_descale, cu_seqlens_q,
                               cu_seqlens_k, out_dtype, out_scale, return_lse)
 
@@ -1134,11 +1134,18 @@ def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_c
 # Fallback for CUDA GPUs other than Hopper: dequantize to BF16 and run PyTorch SDPA.
 
 
+def _uses_fallback(device: torch.device) -> bool:
+    """Whether :func:`attention` takes the BF16 SDPA fallback: a CUDA GPU without sm_90. CPU tensors run the
+    kernels in the interpreter; tests monkeypatch this to run the fallback there."""
+    return device.type == "cuda" and not is_hopper(device)
+
+
 def _fallback_sdpa(q, k, v, prob: _Problem, causal, scale, q_descale, k_descale, v_descale, cu_q, cu_k, out_dtype,
                    out_scale, return_lse):
+    name = torch.cuda.get_device_name(q.device) if q.device.type == "cuda" else str(q.device)
     warn_once(
         "attention-fallback",
-        f"tritonfp8.attention: {torch.cuda.get_device_name(q.device)} is not Hopper (sm_90); using a BF16 "
+        f"tritonfp8.attention: {name} is not Hopper (sm_90); using a BF16 "
         "scaled_dot_product_attention fallback (correct, not FP8-fast)",
     )
     import torch.nn.functional as F
