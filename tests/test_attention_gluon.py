@@ -1,6 +1,5 @@
 """The Gluon FP8 attention forward (``tritonfp8/_kernels/attention_gluon.py``: loader warp + two consumer warp
-groups; on sm_90 ``tritonfp8.attention``'s default at hd256 and for dense non-causal hd128 problems), and its
-persistent form (session 20).
+groups; on sm_90 ``tritonfp8.attention``'s default at hd256 and for dense non-causal hd128 problems).
 
 Offline sm_90 compile (CI): QGMMA in both consumers, no spills, each wgmma chain waited once. GPU (skipped without
 one): against ``attention_torch`` with the rule of ``test_attention.py`` (imported: stated once there): element
@@ -56,15 +55,11 @@ def test_attn_glws_sass():
               "attn_glws_hd128_bn256": 48, "attn_glws_hd128_bn256_lse": 48, "attn_glws_hd128_bn256_rsmma": 80,
               "attn_glws_hd128_pp": 48, "attn_glws_hd256_bn128": 48,
               # causal with the masked steps unrolled (session 18; in a loop: 158-160 spill stores)
-              "attn_glws_hd256_bn128_causal": 72, "attn_glws_hd128_bn256_causal": 72,
-              # the persistent form (session 20): the same steps inside the tile loop
-              "attn_glws_hd128_bn256_persist": 48, "attn_glws_hd128_bn256_causal_persist": 72,
-              "attn_glws_hd128_bn256_causal_lse_persist": 72}
+              "attn_glws_hd256_bn128_causal": 72, "attn_glws_hd128_bn256_causal": 72}
     # wgmma chains closed by a wait (offline sm_90, session 17): one more per consumer and step for the row-sum
     # chain; 12 for the ping-pong loop (its steps issue P·V and the next S as two chains before one wait)
     waited = {"attn_glws_hd128_bn256_rsmma": 12, "attn_glws_hd128_pp": 12, "attn_glws_hd128_causal": 12,
-              "attn_glws_hd256_bn128_causal": 12, "attn_glws_hd128_bn256_causal": 12,
-              "attn_glws_hd128_bn256_causal_persist": 12, "attn_glws_hd128_bn256_causal_lse_persist": 12}
+              "attn_glws_hd256_bn128_causal": 12, "attn_glws_hd128_bn256_causal": 12}
     # Spills outside every loop, (stores, loads): since session 18's causal launch order (the (query block, head)
     # of a program is computed by divisions, no longer a function of the block index that ptxas recomputes where
     # needed), this non-default form keeps two causal row indices of each consumer on the stack from the prologue
@@ -158,12 +153,7 @@ def test_attn_glws_matches_reference(b, sq, sk, hq, hkv, d, variant):
 _CAUSAL_VARIANTS = {"plain": {}, "ovl": dict(overlap=True), "ovlpc1": dict(overlap=True, p_carry=1),
                     "ovlpc1pp": dict(overlap=True, p_carry=1, pingpong=True),
                     # the serial loop's masked steps are unrolled (MAX_MASKED: 2 at >= 128 keys, 3 at 64)
-                    "bn256": dict(block_n=256, stages=2), "bn64": dict(block_n=64),
-                    # persistent (session 20), few programs so that each runs many tiles: Q's two buffers and the
-                    # ring's phases carried across tiles, zig-zag rounds, tiles with no visible key inside the loop
-                    "bn256p": dict(block_n=256, stages=2, persistent=True, num_programs=3),
-                    "bn128p": dict(block_n=128, stages=2, persistent=True, num_programs=5),
-                    "bn64p": dict(block_n=64, stages=3, persistent=True, num_programs=2)}
+                    "bn256": dict(block_n=256, stages=2), "bn64": dict(block_n=64)}
 
 
 @requires_gpu
@@ -218,10 +208,6 @@ def test_glws_config_validation():
         (dict(kernel="glws", p_carry=1), "applies to kernel='glws' with overlap"),
         (dict(kernel="glws", overlap=2, num_stages=3, p_carry=2), "p_carry must be 0 or 1"),
         (dict(pingpong=True), "options of kernel='glws'"),
-        (dict(persistent=True), "persistent is an option of kernel='glws'"),
-        (dict(kernel="glws", persistent=True, overlap=2, num_stages=3), "persistent runs the plain serial loop"),
-        (dict(kernel="glws", persistent=True, row_sum_mma=True), "persistent runs the plain serial loop"),
-        (dict(kernel="glws", persistent=True, pingpong=True), "persistent runs the plain serial loop"),
     ]
     for kw, match in cases:
         with pytest.raises(ValueError, match=match):
@@ -258,8 +244,7 @@ _API_CONFIGS = {"serial": dict(kernel="glws"), "ovlpc1": dict(kernel="glws", ove
                 "bn256pp": dict(kernel="glws", block_n=256, pingpong=True, row_sum_mma=True),
                 "ppfadd": dict(kernel="glws", num_stages=3, pingpong=True),
                 "bn256fadd": dict(kernel="glws", block_n=256),  # GLWS_DENSE_DEFAULTS[128]
-                "bn256perm": dict(kernel="glws", block_n=256, permute_p=True),
-                "bn256p": dict(kernel="glws", block_n=256, persistent=True)}  # one program per SM
+                "bn256perm": dict(kernel="glws", block_n=256, permute_p=True)}
 
 
 @requires_gpu
@@ -577,65 +562,3 @@ def test_glws_causal_head_groups_give_the_same_output(cfg, group):
     ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
     check_out(out, ref, attention_torch(q8, k8, v8, p_fp8=True, **kw))
     check_lse(lse, lse_ref, d, sk, score_bound(q8, k8, qd, kd, 1 / math.sqrt(d)))
-
-
-@requires_gpu
-@pytest.mark.gpu
-@pytest.mark.parametrize("programs", [1, 4, 7, None], ids=["one", "four", "seven", "per_sm"])
-@pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
-@pytest.mark.parametrize("d,block_n,out_dtype", [(128, 256, torch.bfloat16), (64, 128, torch.float16),
-                                                 (256, 128, torch.float8_e4m3fn)],
-                         ids=["hd128_bn256_bf16", "hd64_bn128_f16", "hd256_bn128_e4m3"])
-def test_glws_persistent_equals_one_tile_per_program(d, block_n, out_dtype, causal, programs):
-    """The persistent kernel moves tiles between programs, not arithmetic: out and lse equal the one-tile-per-program
-    kernel's bit for bit (same config otherwise), with 1 to 7 programs (every program runs many tiles: Q's two
-    buffers and the ring's phases across tiles, zig-zag rounds) and one per SM; GQA 3:1, Sq > Sk (causal tiles
-    with no visible key), per-head descales, bf16 / fp16 / E4M3 (per-head out_scale) outputs; and the rule
-    against the reference."""
-    from test_attention import check_lse, check_out, fp8_inputs, score_bound
-    from tritonfp8._kernels.attention_gluon import launch, vt_layout
-    from tritonfp8.attention import attention_torch
-
-    b, sq, sk, hq, hkv = 2, 777, 521, 6, 2
-    gen = torch.Generator().manual_seed(d + causal)
-    (q8, k8, v8), (qd, kd, vd) = fp8_inputs((b, sq, hq, d), (b, sk, hkv, d), hkv, b, True, gen, "cuda")
-    vt = vt_layout(v8)
-    out_scale = None
-    if out_dtype == torch.float8_e4m3fn:  # per (batch, query head), the amax of v's head over 448 (never saturates)
-        amax = (v8.float() * vd[:, None, :, None]).abs().amax(dim=(1, 3)).repeat_interleave(hq // hkv, 1)
-        out_scale = (amax / 448).float().cuda()
-    results = []
-    for persistent in (False, True):
-        out = torch.full((b, sq, hq, d), float("nan"), device="cuda").to(out_dtype)
-        lse = torch.full((b, hq, sq), float("nan"), device="cuda")
-        launch(q8, k8, vt, out, qd.contiguous(), kd.contiguous(), vd.contiguous(), 1 / math.sqrt(d),
-               block_n=block_n, stages=2, causal=causal, lse=lse, out_scale=out_scale, head_group=2,
-               persistent=persistent, num_programs=programs if persistent else None)
-        torch.cuda.synchronize()
-        results.append((out, lse))
-    (out0, lse0), (out1, lse1) = results
-    assert torch.equal(out0.view(torch.uint8), out1.view(torch.uint8)) and torch.equal(lse0, lse1)
-    kw = dict(causal=causal, q_descale=qd, k_descale=kd, v_descale=vd)
-    ref, lse_ref = attention_torch(q8, k8, v8, return_lse=True, **kw)
-    ref_pt = attention_torch(q8, k8, v8, p_fp8=True, **kw)
-    if out_dtype == torch.float8_e4m3fn:
-        check_out(out1.float() * out_scale[:, None, :, None], ref, ref_pt, out_dtype, float(out_scale.max()))
-    else:
-        check_out(out1, ref, ref_pt, out_dtype)
-    check_lse(lse1, lse_ref, d, sk, score_bound(q8, k8, qd, kd, 1 / math.sqrt(d)))
-
-
-@requires_gpu
-@pytest.mark.gpu
-def test_glws_persistent_refuses_varlen():
-    """The persistent tiles are dense (query block, batch·head) pairs: a varlen call with persistent=True is a
-    ValueError naming it, not a silent switch."""
-    from tritonfp8.attention import AttnConfig, attention
-
-    if torch.cuda.get_device_capability()[0] != 9:
-        pytest.skip("kernel='glws' is sm_90 only")
-    qv = torch.randn(8, 2, 128, dtype=torch.bfloat16, device="cuda")
-    cu = torch.tensor([0, 3, 8], dtype=torch.int32, device="cuda")
-    with pytest.raises(ValueError, match="varlen inputs with persistent=True"):
-        attention(qv, qv, qv, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=5, max_seqlen_k=5,
-                  config=AttnConfig(kernel="glws", block_n=256, persistent=True))

@@ -190,8 +190,6 @@ class AttnConfig:
     P_{j-1}·V; >= 3 stages), ``p_carry`` (0, 1) how P enters the next step there (1: fp32, no byte repacking),
     ``pingpong`` orders the two groups' wgmma issue (with overlap=0: the serial ping-pong loop, P·V and the next
     block's S issued together in the group's turn); ``permute_p`` as above; ``row_sum_mma`` with the serial loop.
-    ``persistent`` (serial loop, dense only): one program per SM takes tile after tile (causal: the heaviest-first
-    order below, zig-zag over the programs), the next tile's Q and first key blocks loading under the current one.
     It is the default on sm_90 at hd256 (:data:`GLWS_DEFAULTS`) and for dense non-causal hd128 problems
     (:data:`GLWS_DENSE_DEFAULTS`); benchmarks/NOTES.md has its measurements.
 
@@ -220,7 +218,6 @@ class AttnConfig:
     pingpong: bool = False
     row_sum_mma: bool = False
     head_group: int = 0
-    persistent: bool = False
 
     def __post_init__(self):
         if self.head_group < 0:
@@ -255,12 +252,6 @@ class AttnConfig:
                                  f"slots while it waits for a third), got {self.num_stages}")
             if self.p_carry and not self.overlap:
                 raise ValueError("AttnConfig: p_carry applies to kernel='glws' with overlap")
-            if self.persistent and (self.overlap or self.pingpong or self.row_sum_mma):
-                raise ValueError("AttnConfig: persistent runs the plain serial loop: overlap=0, pingpong=False, "
-                                 f"row_sum_mma=False, got overlap={self.overlap}, pingpong={self.pingpong}, "
-                                 f"row_sum_mma={self.row_sum_mma}")
-        elif self.persistent:
-            raise ValueError("AttnConfig: persistent is an option of kernel='glws'")
 
     def evolve(self, **kw) -> "AttnConfig":
         return replace(self, **kw)
@@ -787,8 +778,6 @@ def _check_config_for(cfg: AttnConfig, prob: _Problem, device: torch.device, out
                f"(shared memory / registers): use block_n=64, or block_n=128 with num_stages <= 3 and overlap=0")
     elif next(x for x in _SUPPORTED_D if x >= prob.head_dim) == 128 and cfg.block_n == 256 and cfg.overlap:
         why = "head dim 128 with block_n=256 and overlap (registers: two 64 x 256 score tiles): use overlap=0"
-    elif cfg.persistent and prob.varlen:
-        why = "varlen inputs with persistent=True (its tiles are dense (query block, batch·head) pairs)"
     if why is not None:
         raise ValueError(f"config: kernel='glws' does not support {why}; use the default kernel='triton'")
 
@@ -1036,8 +1025,7 @@ def _replay(plan: _Plan, q, k, v, q_descale, k_descale, v_descale, out_dtype, ou
         _, args = attention_gluon.launch_args(q, k, vt, out, qds, kds, vds, plan.scale, block_n=cfg.block_n,
                                               lse=lse if return_lse else None, row_sum_mma=cfg.row_sum_mma,
                                               out_scale=None if out_scale is None else
-                                              out_scale.reshape(-1).contiguous(), head_group=plan.head_group,
-                                              persistent=cfg.persistent)
+                                              out_scale.reshape(-1).contiguous(), head_group=plan.head_group)
     else:
         args = _triton_fwd_args(q, k, vt, out, lse, qds, kds, vds, out_scale, None, None, None, plan.dummy_i, prob,
                                 cfg, plan.scale, d, plan.head_group)
@@ -1101,7 +1089,7 @@ def _launch_fwd(q8, k8, v8, out, lse, qds, kds, vds, out_scale, cu_q, cu_k, vt_c
                                vt_cols=vt_cols, max_seqlen_q=prob.seqlen_q,
                                out_scale=None if out_scale is None else out_scale.reshape(-1).contiguous(),
                                fast_launch=_FAST_FWD.on, row_sum_mma=cfg.row_sum_mma,
-                               head_group=_head_group_arg(cfg, prob, causal), persistent=cfg.persistent)
+                               head_group=_head_group_arg(cfg, prob, causal))
         return
 
     from tritonfp8._kernels.attention import attn_fwd_kernel

@@ -56,10 +56,6 @@ from tritonfp8.naming import _repr_from_constexpr
 BLOCK_M = 128  # query rows per program: two consumer warp groups of 64
 CONSUMER_REGS = 232
 LOADER_REGS = 40
-# The persistent kernel's consumers carry their tile loop's state besides the 64 x 256 scores: at 232 registers two
-# spill stores in the causal masked steps (offline sm_90); its loader needs no more than 24.
-PERSISTENT_CONSUMER_REGS = 240
-PERSISTENT_LOADER_REGS = 24
 
 # The Triton kernel's key permutation within 32-key chunks (same source, compiled as Gluon): applied to P in
 # registers and to Vᵀ in memory (vt_layout(permute_keys=True)) it leaves P·V unchanged and makes the accumulator ->
@@ -142,19 +138,16 @@ def _scores(j, q_half, k_ring, ready, s_layout: gl.constexpr, BLOCK_N: gl.conste
 def _step(j, q_half, k_ring, v_ring, ones_smem, ready, empty, m_i, l_i, acc, qk_scale, Sk, row0, off,
           s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr,
           BLOCK_N: gl.constexpr, STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, MASK: gl.constexpr,
-          PERMUTE_P: gl.constexpr, CAUSAL: gl.constexpr, ROW_SUM_MMA: gl.constexpr, base=0):
+          PERMUTE_P: gl.constexpr, CAUSAL: gl.constexpr, ROW_SUM_MMA: gl.constexpr):
     """One key block, serial: S_j, its softmax, then P_j·V_j (the other warp group's work is the only overlap).
-    The block sits in ring slot ``(base + j) % STAGES`` (``base``: the blocks of the persistent kernel's earlier
-    tiles).
 
     ROW_SUM_MMA: ``l_i`` is [64, 16] (every column the same row sum): this block's sums come from a wgmma of the
     E4M3 P with ``ones_smem`` (16 x BLOCK_N E4M3 ones) issued beside P·V, from a fresh accumulator, and are added
     to l in fp32 (the FP8 wgmma keeps ~14 bits of a running sum: summed across blocks on the tensor core the
     output error grew with the key length, session 15). Per thread and 64 x 256 block that replaces 128 FADD by
     8 FFMA; l is then the sum of exactly the rounded P that P·V weights (as the Triton kernel's row_sum_mma)."""
-    s = (base + j) % STAGES
-    sc = warpgroup_mma_wait(num_outstanding=0,
-                            deps=(_scores(base + j, q_half, k_ring, ready, s_layout, BLOCK_N, STAGES),))
+    s = j % STAGES
+    sc = warpgroup_mma_wait(num_outstanding=0, deps=(_scores(j, q_half, k_ring, ready, s_layout, BLOCK_N, STAGES),))
     m_new, l_i, alpha, p = _softmax(sc, m_i, l_i, j * BLOCK_N, qk_scale, Sk, row0, off, s_layout, p_layout,
                                     BLOCK_N, LOG2_P_SCALE, MASK, PERMUTE_P, CAUSAL, not ROW_SUM_MMA)
     acc = acc * gl.convert_layout(alpha, o_row_layout)[:, None]
@@ -353,62 +346,6 @@ def _overlapped(q_half, k_ring, v_ring, ready, empty, turn, m_i, l_i, acc, qk_sc
 
 
 @gluon.jit
-def _serial(q_half, k_ring, v_ring, ones_smem, ready, empty, m_i, l_i, acc, qk_scale, Sk, row0, off, n_unm, n_blocks,
-            base, s_layout: gl.constexpr, p_layout: gl.constexpr, o_row_layout: gl.constexpr, BLOCK_N: gl.constexpr,
-            STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, CAUSAL: gl.constexpr,
-            ROW_SUM_MMA: gl.constexpr):
-    """The serial loop over a group's ``n_blocks`` key blocks (ring slots from ``base``): the ``n_unm`` whole ones,
-    then the masked ones."""
-    for j in range(0, n_unm):
-        m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ones_smem, ready, empty, m_i, l_i, acc, qk_scale, Sk,
-                              row0, off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, False,
-                              PERMUTE_P, CAUSAL, ROW_SUM_MMA, base)
-    if CAUSAL:
-        # A group's masked blocks (those crossing its diagonal, and the tail of Sk) are straight-line guarded
-        # steps, not a loop: MAX_MASKED bounds them (the group's diagonal spans at most 128 keys, which meet
-        # at most two blocks of >= 128 keys, three of 64). In a loop the compiler kept the masked step's
-        # per-element key indices live across iterations: at 256 keys 160 spill stores (offline sm_90, hd128).
-        MAX_MASKED: gl.constexpr = 2 if BLOCK_N >= 128 else 3
-        for t in gl.static_range(MAX_MASKED):
-            if n_unm + t < n_blocks:
-                m_i, l_i, acc = _step(n_unm + t, q_half, k_ring, v_ring, ones_smem, ready, empty, m_i, l_i, acc,
-                                      qk_scale, Sk, row0, off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES,
-                                      LOG2_P_SCALE, True, PERMUTE_P, CAUSAL, ROW_SUM_MMA, base)
-    elif n_blocks > n_unm:
-        m_i, l_i, acc = _step(n_unm, q_half, k_ring, v_ring, ones_smem, ready, empty, m_i, l_i, acc, qk_scale,
-                              Sk, row0, off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE,
-                              True, PERMUTE_P, CAUSAL, ROW_SUM_MMA, base)
-    return m_i, l_i, acc
-
-
-@gluon.jit
-def _finish(acc, m_i, l_i, o_scale, out, lse_ptr, row0, Sq, out_row0, out_col, stride_out, lse_row0,
-            row_layout: gl.constexpr, o_layout: gl.constexpr, HEAD_DIM: gl.constexpr, LOG2_P_SCALE: gl.constexpr,
-            RETURN_LSE: gl.constexpr, ROW_SUM_MMA: gl.constexpr):
-    """A group's epilogue: its 64 rows of O (and the lse) stored by pointers, rows >= Sq masked."""
-    WG_M: gl.constexpr = 64
-    o_row_layout: gl.constexpr = gl.SliceLayout(1, o_layout)
-    # O = acc / l (P_SCALE cancels) * v_descale; a row that saw no key has l = 0 and writes 0.
-    if ROW_SUM_MMA:
-        l_i = gl.convert_layout(gl.max(l_i, 1), row_layout)
-    l_o = gl.convert_layout(l_i, o_row_layout)
-    inv = gl.where(l_o > 0, o_scale / l_o, 0.0)
-    o = acc * inv[:, None]
-    if out.dtype.element_ty == gl.float8e4nv:  # E4M3 output: o_scale holds 1 / out_scale too; saturate at 448
-        o = gl.minimum(gl.maximum(o, -448.0), 448.0)
-    o = o.to(out.dtype.element_ty)
-    rows = row0 + gl.arange(0, WG_M, layout=o_row_layout)
-    cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, o_layout))
-    ptrs = out + (out_row0 + rows).to(gl.int64)[:, None] * stride_out + out_col + cols[None, :]
-    gl.store(ptrs, o, mask=(rows < Sq)[:, None])
-    if RETURN_LSE:
-        # natural-log lse of the scaled scores: m (log2 units, with the descales) + log2(l) - LOG2_P_SCALE
-        r = row0 + gl.arange(0, WG_M, layout=row_layout)
-        lse = gl.where(l_i > 0, (m_i + gl.log2(l_i) - LOG2_P_SCALE) * 0.6931471805599453, float("-inf"))
-        gl.store(lse_ptr + lse_row0 + r, lse, mask=r < Sq)
-
-
-@gluon.jit
 def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, ones_smem, q_bar, ready, empty, turn, out, lse_ptr,
               qk_scale, o_scale,
               q_first, Sq, Sk, out_row0, out_col, stride_out, lse_row0, n_blocks, BLOCK_N: gl.constexpr,
@@ -426,6 +363,7 @@ def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, ones_smem, q_bar, read
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=4)
     row_layout: gl.constexpr = gl.SliceLayout(1, s_layout)
     o_row_layout: gl.constexpr = gl.SliceLayout(1, o_layout)
+    MAX_MASKED: gl.constexpr = 2 if BLOCK_N >= 128 else 3
 
     mbarrier.wait(q_bar, 0)
     q_half = q_smem.slice(HALF * WG_M, WG_M, dim=0)
@@ -452,11 +390,43 @@ def _consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, ones_smem, q_bar, read
                                     row0, off, n_unm, n_blocks, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES,
                                     LOG2_P_SCALE, PERMUTE_P, HALF, PINGPONG, P_CARRY, CAUSAL)
     else:
-        m_i, l_i, acc = _serial(q_half, k_ring, v_ring, ones_smem, ready, empty, m_i, l_i, acc, qk_scale, Sk, row0,
-                                off, n_unm, n_blocks, 0, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES,
-                                LOG2_P_SCALE, PERMUTE_P, CAUSAL, ROW_SUM_MMA)
-    _finish(acc, m_i, l_i, o_scale, out, lse_ptr, row0, Sq, out_row0, out_col, stride_out, lse_row0, row_layout,
-            o_layout, HEAD_DIM, LOG2_P_SCALE, RETURN_LSE, ROW_SUM_MMA)
+        for j in range(0, n_unm):
+            m_i, l_i, acc = _step(j, q_half, k_ring, v_ring, ones_smem, ready, empty, m_i, l_i, acc, qk_scale, Sk,
+                                  row0, off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE, False,
+                                  PERMUTE_P, CAUSAL, ROW_SUM_MMA)
+        if CAUSAL:
+            # A group's masked blocks (those crossing its diagonal, and the tail of Sk) are straight-line guarded
+            # steps, not a loop: MAX_MASKED bounds them (the group's diagonal spans at most 128 keys, which meet
+            # at most two blocks of >= 128 keys, three of 64). In a loop the compiler kept the masked step's
+            # per-element key indices live across iterations: at 256 keys 160 spill stores (offline sm_90, hd128).
+            for t in gl.static_range(MAX_MASKED):
+                if n_unm + t < n_blocks:
+                    m_i, l_i, acc = _step(n_unm + t, q_half, k_ring, v_ring, ones_smem, ready, empty, m_i, l_i, acc,
+                                          qk_scale, Sk, row0, off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES,
+                                          LOG2_P_SCALE, True, PERMUTE_P, CAUSAL, ROW_SUM_MMA)
+        elif n_blocks > n_unm:
+            m_i, l_i, acc = _step(n_unm, q_half, k_ring, v_ring, ones_smem, ready, empty, m_i, l_i, acc, qk_scale,
+                                  Sk, row0, off, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES, LOG2_P_SCALE,
+                                  True, PERMUTE_P, CAUSAL, ROW_SUM_MMA)
+
+    # O = acc / l (P_SCALE cancels) * v_descale; a row that saw no key has l = 0 and writes 0.
+    if ROW_SUM_MMA:
+        l_i = gl.convert_layout(gl.max(l_i, 1), row_layout)
+    l_o = gl.convert_layout(l_i, o_row_layout)
+    inv = gl.where(l_o > 0, o_scale / l_o, 0.0)
+    o = acc * inv[:, None]
+    if out.dtype.element_ty == gl.float8e4nv:  # E4M3 output: o_scale holds 1 / out_scale too; saturate at 448
+        o = gl.minimum(gl.maximum(o, -448.0), 448.0)
+    o = o.to(out.dtype.element_ty)
+    rows = row0 + gl.arange(0, WG_M, layout=o_row_layout)
+    cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, o_layout))
+    ptrs = out + (out_row0 + rows).to(gl.int64)[:, None] * stride_out + out_col + cols[None, :]
+    gl.store(ptrs, o, mask=(rows < Sq)[:, None])
+    if RETURN_LSE:
+        # natural-log lse of the scaled scores: m (log2 units, with the descales) + log2(l) - LOG2_P_SCALE
+        r = row0 + gl.arange(0, WG_M, layout=row_layout)
+        lse = gl.where(l_i > 0, (m_i + gl.log2(l_i) - LOG2_P_SCALE) * 0.6931471805599453, float("-inf"))
+        gl.store(lse_ptr + lse_row0 + r, lse, mask=r < Sq)
 
 
 @gluon.jit
@@ -574,157 +544,6 @@ def attn_fwd_glws_kernel(
     ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
 
 
-@gluon.jit
-def _tile_of(r, nprog, pid, num_m_blocks, num_bh, head_group, Sq, Sk, Hq, GROUP: gl.constexpr,
-             BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
-    """The persistent kernel's tile of program ``pid`` in round ``r``: launch position r·nprog + pid in even
-    rounds, r·nprog + nprog-1-pid in odd ones (a zig-zag, so that with causal tiles sorted heaviest first every
-    program's sum of work stays level), mapped to (query block, batch·head) as the one-tile-per-program grid maps
-    its launch positions. Returns (valid, q_first, b, h, hk, n_blocks)."""
-    lin = r * nprog + gl.where(r % 2 == 0, pid, nprog - 1 - pid)
-    valid = lin < num_m_blocks * num_bh
-    pid_m = lin % num_m_blocks
-    bh = lin // num_m_blocks
-    if CAUSAL:
-        pid_m, bh = _triton_attn._causal_order(pid_m, bh, num_m_blocks, num_bh, head_group)
-    q_first = pid_m * 128
-    n_blocks = gl.cdiv(Sk, BLOCK_N)
-    if CAUSAL:  # bottom-right: the block's last row q_first + 127 sees keys <= q_first + 127 + Sk - Sq
-        n_blocks = gl.minimum(n_blocks, gl.cdiv(gl.maximum(q_first + 128 + Sk - Sq, 0), BLOCK_N))
-    h = bh % Hq
-    return valid, q_first, bh // Hq, h, h // GROUP, n_blocks
-
-
-@gluon.jit
-def _p_loader(q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_ready, q_empty, ready, empty, num_m_blocks, num_bh,
-              head_group, Sq, Sk, Hq, Hkv, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, GROUP: gl.constexpr,
-              STAGES: gl.constexpr, CAUSAL: gl.constexpr):
-    """Producer of the persistent kernel (one warp): per tile, Q into its buffer (two, alternating: the next
-    tile's Q lands while the consumers finish this one) and the tile's K and Vᵀ blocks into the ring, whose slots
-    and phases run on across tiles."""
-    pid = gl.program_id(0)
-    nprog = gl.num_programs(0)
-    nbytes: gl.constexpr = k_desc.block_type.nbytes + vt_desc.block_type.nbytes
-    it = 0  # key blocks loaded by this program so far (ring position)
-    t = 0  # tiles taken so far (Q buffer and phase)
-    for r in range(gl.cdiv(num_m_blocks * num_bh, nprog)):
-        valid, q_first, b, h, hk, n_blocks = _tile_of(r, nprog, pid, num_m_blocks, num_bh, head_group, Sq, Sk, Hq,
-                                                      GROUP, BLOCK_N, CAUSAL)
-        if valid:
-            qb = t % 2
-            mbarrier.wait(q_empty.index(qb), ((t // 2) & 1) ^ 1)
-            mbarrier.expect(q_ready.index(qb), q_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(q_desc, [b * Sq + q_first, h * HEAD_DIM], q_ready.index(qb),
-                                            q_smem.index(qb))
-            for j in range(n_blocks):
-                g = it + j
-                s = g % STAGES
-                mbarrier.wait(empty.index(s), ((g // STAGES) & 1) ^ 1)
-                bar = ready.index(s)
-                mbarrier.expect(bar, nbytes)
-                tma.async_copy_global_to_shared(k_desc, [b * Sk + j * BLOCK_N, hk * HEAD_DIM], bar, k_ring.index(s))
-                tma.async_copy_global_to_shared(vt_desc, [(b * Hkv + hk) * HEAD_DIM, j * BLOCK_N], bar,
-                                                v_ring.index(s))
-            it += n_blocks
-            t += 1
-
-
-@gluon.jit
-def _p_consumer(HALF: gl.constexpr, q_smem, k_ring, v_ring, q_ready, q_empty, ready, empty, out, lse_ptr, q_descale,
-                k_descale, v_descale, out_scale, qk_scale, num_m_blocks, num_bh, head_group, Sq, Sk, Hq, Hkv,
-                stride_out, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, GROUP: gl.constexpr,
-                STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, CAUSAL: gl.constexpr,
-                RETURN_LSE: gl.constexpr, DESCALE_PER_HEAD: gl.constexpr, OUT_SCALE_PER_HEAD: gl.constexpr):
-    """Consumer of the persistent kernel (one warp group, query rows HALF*64 .. +63 of each tile): the serial loop
-    of :func:`_consumer` per tile. Q's buffer is released after the tile's last S (every S wgmma is waited for in
-    the serial step), before the epilogue, so the loader's next Q load overlaps the stores."""
-    WG_M: gl.constexpr = 64
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, BLOCK_N, 32])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                       instr_shape=[16, HEAD_DIM, 32])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=4)
-    row_layout: gl.constexpr = gl.SliceLayout(1, s_layout)
-    o_row_layout: gl.constexpr = gl.SliceLayout(1, o_layout)
-    pid = gl.program_id(0)
-    nprog = gl.num_programs(0)
-    off = Sk - Sq
-    it = 0
-    t = 0
-    for r in range(gl.cdiv(num_m_blocks * num_bh, nprog)):
-        valid, q_first, b, h, hk, n_blocks = _tile_of(r, nprog, pid, num_m_blocks, num_bh, head_group, Sq, Sk, Hq,
-                                                      GROUP, BLOCK_N, CAUSAL)
-        if valid:
-            ds_idx = b * Hkv + hk if DESCALE_PER_HEAD else 0
-            scale = qk_scale * gl.load(q_descale + ds_idx) * gl.load(k_descale + ds_idx)
-            o_scale = gl.load(v_descale + ds_idx)
-            if out.dtype.element_ty == gl.float8e4nv:  # out ≈ out_fp8 * out_scale, () or (B, Hq)
-                o_scale = o_scale / gl.load(out_scale + (b * Hq + h if OUT_SCALE_PER_HEAD else 0))
-            row0 = q_first + HALF * WG_M
-            n_unm = Sk // BLOCK_N
-            if CAUSAL:
-                n_unm = gl.minimum(n_unm, gl.maximum(row0 + off + 1, 0) // BLOCK_N)
-            qb = t % 2
-            mbarrier.wait(q_ready.index(qb), (t // 2) & 1)
-            q_half = q_smem.index(qb).slice(HALF * WG_M, WG_M, dim=0)
-            m_i = gl.full([WG_M], float("-inf"), gl.float32, row_layout)
-            l_i = gl.zeros([WG_M], gl.float32, row_layout)
-            acc = gl.zeros([WG_M, HEAD_DIM], gl.float32, o_layout)
-            # a causal tile with no visible key (Sq - Sk >= 128 rows above the keys) runs no step: l = 0, O = 0
-            m_i, l_i, acc = _serial(q_half, k_ring, v_ring, q_half, ready, empty, m_i, l_i, acc, scale, Sk, row0,
-                                    off, n_unm, n_blocks, it, s_layout, p_layout, o_row_layout, BLOCK_N, STAGES,
-                                    LOG2_P_SCALE, PERMUTE_P, CAUSAL, False)
-            mbarrier.arrive(q_empty.index(qb), count=1)
-            _finish(acc, m_i, l_i, o_scale, out, lse_ptr, row0, Sq, b * Sq, h * HEAD_DIM, stride_out,
-                    (b * Hq + h) * Sq, row_layout, o_layout, HEAD_DIM, LOG2_P_SCALE, RETURN_LSE, False)
-            it += n_blocks
-            t += 1
-
-
-@gluon.jit(repr=_repr_from_constexpr, do_not_specialize=["Sq", "Sk", "head_group"])
-def attn_fwd_glws_persistent_kernel(
-    q_desc, k_desc, vt_desc, out, lse, q_descale, k_descale, v_descale, out_scale, qk_scale,
-    Sq, Sk, Hq, Hkv, stride_out, num_m_blocks, num_bh, head_group,
-    KERNEL_NAME: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, GROUP: gl.constexpr,
-    STAGES: gl.constexpr, LOG2_P_SCALE: gl.constexpr, PERMUTE_P: gl.constexpr, CAUSAL: gl.constexpr,
-    RETURN_LSE: gl.constexpr, DESCALE_PER_HEAD: gl.constexpr, OUT_SCALE_PER_HEAD: gl.constexpr,
-    CONSUMER_REGS: gl.constexpr, LOADER_REGS: gl.constexpr, num_warps: gl.constexpr,
-):
-    """The serial Gluon forward as a persistent kernel (dense only): grid (programs,) with programs <= the SM
-    count; program p takes the tiles (128 query rows of one batch·head) of :func:`_tile_of` in turn, the causal
-    ones in :func:`attn_fwd_glws_kernel`'s heaviest-first order. Operands, descales, outputs and ``qk_scale`` as
-    there; ``num_bh`` = B·Hq. What it removes: a one-tile program's start (Q and the first K / Vᵀ blocks in flight
-    with no work beside them) and its drain (the last P·V and the stores) on an SM that runs one program at a time.
-    Launch with num_warps=4."""
-    gl.static_assert(num_warps == 4, "the default partition is one consumer warp group")
-    q_smem = gl.allocate_shared_memory(q_desc.dtype, [2, 128, HEAD_DIM], q_desc.layout)
-    k_ring = gl.allocate_shared_memory(k_desc.dtype, [STAGES, BLOCK_N, HEAD_DIM], k_desc.layout)
-    v_ring = gl.allocate_shared_memory(vt_desc.dtype, [STAGES, HEAD_DIM, BLOCK_N], vt_desc.layout)
-    q_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    q_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(2):
-        mbarrier.init(q_ready.index(i), count=1)
-        mbarrier.init(q_empty.index(i), count=2)  # both consumer groups read each Q buffer
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ready.index(i), count=1)
-        mbarrier.init(empty.index(i), count=2)
-    fence_async_shared()
-    gl.warp_specialize([
-        (_p_consumer, (0, q_smem, k_ring, v_ring, q_ready, q_empty, ready, empty, out, lse, q_descale, k_descale,
-                       v_descale, out_scale, qk_scale, num_m_blocks, num_bh, head_group, Sq, Sk, Hq, Hkv, stride_out,
-                       BLOCK_N, HEAD_DIM, GROUP, STAGES, LOG2_P_SCALE, PERMUTE_P, CAUSAL, RETURN_LSE,
-                       DESCALE_PER_HEAD, OUT_SCALE_PER_HEAD)),
-        (_p_consumer, (1, q_smem, k_ring, v_ring, q_ready, q_empty, ready, empty, out, lse, q_descale, k_descale,
-                       v_descale, out_scale, qk_scale, num_m_blocks, num_bh, head_group, Sq, Sk, Hq, Hkv, stride_out,
-                       BLOCK_N, HEAD_DIM, GROUP, STAGES, LOG2_P_SCALE, PERMUTE_P, CAUSAL, RETURN_LSE,
-                       DESCALE_PER_HEAD, OUT_SCALE_PER_HEAD)),
-        (_p_loader, (q_desc, k_desc, vt_desc, q_smem, k_ring, v_ring, q_ready, q_empty, ready, empty, num_m_blocks,
-                     num_bh, head_group, Sq, Sk, Hq, Hkv, BLOCK_N, HEAD_DIM, GROUP, STAGES, CAUSAL)),
-    ], [4, 1], [CONSUMER_REGS, LOADER_REGS])
-
-
 # ------------------------------------------------------------------------------------------------------------------
 # Host side (prepared: used by tests/test_attention_gluon.py only)
 
@@ -751,8 +570,7 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
            stages: int = 3, permute_p: bool = False, overlap: bool = False, pingpong: bool = False,
            p_carry: int = 0, causal: bool = False, lse=None, cu_q=None, cu_k=None,
            vt_cols=None, max_seqlen_q: int = 0, out_scale=None, warmup: bool = False, fast_launch: bool = False,
-           row_sum_mma: bool = False, head_group: int = 1, persistent: bool = False,
-           num_programs: int | None = None):
+           row_sum_mma: bool = False, head_group: int = 1):
     """out (B, Sq, Hq, D) bf16 = attention of E4M3 q8 (B, Sq, Hq, D), k8 (B, Sk, Hkv, D) and ``vt`` from
     :func:`vt_layout` (``permute_keys=permute_p``); descales fp32, (B, Hkv) contiguous or one element each (per
     tensor); dense; causal bottom-right;
@@ -761,60 +579,40 @@ def launch(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: floa
     D), k8 (total_k, Hkv, D), ``vt`` (Hkv, D, cols) with sequence b's columns from ``vt_cols[b]`` (the relayout
     pass's layout), out (total_q, Hq, D), lse (Hq, total_q), ``max_seqlen_q`` for the grid. An E4M3 ``out``
     needs ``out_scale`` (fp32, one element or (B, Hq) contiguous). ``row_sum_mma``: the softmax row sums on the
-    tensor core (serial loop, no lse: see :func:`_step`). ``persistent``: :func:`attn_fwd_glws_persistent_kernel`
-    (dense, serial loop, no row sums), one program per SM (or ``num_programs``: tests run many tiles per program)."""
+    tensor core (serial loop, no lse: see :func:`_step`)."""
     import torch
 
     # The overlapped loop holds blocks j-1 and j and waits for j+1 before releasing j-1: 2 stages deadlock.
     assert stages >= 3 or not overlap, "launch: the overlapped form needs stages >= 3"
     grid, args = launch_args(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale, block_n=block_n,
                              lse=lse, cu_q=cu_q, cu_k=cu_k, vt_cols=vt_cols, max_seqlen_q=max_seqlen_q,
-                             out_scale=out_scale, row_sum_mma=row_sum_mma, head_group=head_group,
-                             persistent=persistent, num_programs=num_programs)
+                             out_scale=out_scale, row_sum_mma=row_sum_mma, head_group=head_group)
     varlen = cu_q is not None
     D, Hq, Hkv = q8.shape[-1], q8.shape[-2], k8.shape[-2]
     assert not (row_sum_mma and (overlap or lse is not None)), "launch: row_sum_mma runs the serial loop, no lse"
     name = _name(D, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse is not None, varlen,
                  {torch.bfloat16: "bf16", torch.float16: "f16", torch.float8_e4m3fn: "e4m3"}[out.dtype],
-                 row_sum_mma, persistent).build()
+                 row_sum_mma).build()
     fp8_out = out.dtype == torch.float8_e4m3fn
     assert out_scale is not None or not fp8_out, "launch: an E4M3 output needs out_scale"
-    fn = attn_fwd_glws_kernel
-    if persistent:
-        assert not (overlap or pingpong or row_sum_mma), "launch: the persistent kernel runs the plain serial loop"
-        fn = attn_fwd_glws_persistent_kernel
-        kw = dict(KERNEL_NAME=name, BLOCK_N=block_n, HEAD_DIM=D, GROUP=Hq // Hkv, STAGES=stages, LOG2_P_SCALE=8,
-                  PERMUTE_P=permute_p, CAUSAL=causal, RETURN_LSE=lse is not None,
-                  DESCALE_PER_HEAD=q_descale.numel() > 1, OUT_SCALE_PER_HEAD=fp8_out and out_scale.numel() > 1,
-                  CONSUMER_REGS=PERSISTENT_CONSUMER_REGS, LOADER_REGS=PERSISTENT_LOADER_REGS, num_warps=4)
-    else:
-        kw = dict(KERNEL_NAME=name, BLOCK_N=block_n, HEAD_DIM=D, GROUP=Hq // Hkv, STAGES=stages, LOG2_P_SCALE=8,
+    kw = dict(KERNEL_NAME=name, BLOCK_N=block_n, HEAD_DIM=D, GROUP=Hq // Hkv, STAGES=stages, LOG2_P_SCALE=8,
               PERMUTE_P=permute_p, OVERLAP=overlap, PINGPONG=pingpong, P_CARRY=p_carry,
               CAUSAL=causal, RETURN_LSE=lse is not None, DESCALE_PER_HEAD=q_descale.numel() > 1,
               VARLEN=varlen, OUT_SCALE_PER_HEAD=fp8_out and out_scale.numel() > 1,
               CONSUMER_REGS=CONSUMER_REGS, LOADER_REGS=LOADER_REGS,
-                  num_warps=4, ROW_SUM_MMA=row_sum_mma)
+              num_warps=4, ROW_SUM_MMA=row_sum_mma)
     if warmup:
-        return fn.warmup(*args, grid=grid, **kw)
+        return attn_fwd_glws_kernel.warmup(*args, grid=grid, **kw)
     if fast_launch:  # attention._FAST_FWD (on by default): Triton's dispatch skipped on repeat calls
         from tritonfp8 import _launch
 
-        return _launch.launch(fn, grid, *args, **kw)
-    return fn[grid](*args, **kw)
-
-
-@functools.lru_cache(maxsize=16)
-def _sm_count(device) -> int:
-    """The persistent kernel's program count: one per SM (its 128 x 256 tiles take one SM's shared memory)."""
-    import torch
-
-    return torch.cuda.get_device_properties(device).multi_processor_count
+        return _launch.launch(attn_fwd_glws_kernel, grid, *args, **kw)
+    return attn_fwd_glws_kernel[grid](*args, **kw)
 
 
 def launch_args(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale: float, *, block_n: int, lse=None,
                 cu_q=None, cu_k=None, vt_cols=None, max_seqlen_q: int = 0, out_scale=None,
-                row_sum_mma: bool = False, head_group: int = 1, persistent: bool = False,
-                num_programs: int | None = None) -> tuple:
+                row_sum_mma: bool = False, head_group: int = 1) -> tuple:
     """(grid, runtime arguments in order) of :func:`attn_fwd_glws_kernel` for :func:`launch`'s operands (shared by
     :func:`launch` and the public op's replay of a recorded launch). TMA descriptors are built without
     ``from_tensor``'s checks (the caller validated the operands; the shared layouts are cached)."""
@@ -838,11 +636,6 @@ def launch_args(q8, k8, vt, out, q_descale, k_descale, v_descale, softmax_scale:
     ones_desc = (_descriptor(_triton_attn.ones_tile(block_n, q8.device), [16, block_n]) if row_sum_mma
                  else vt_desc)
     fp8_out = out.dtype == torch.float8_e4m3fn
-    if persistent:  # dense only (asserted by the caller's config check)
-        args = (q_desc, k_desc, vt_desc, out, out if lse is None else lse, q_descale, k_descale, v_descale,
-                out_scale if fp8_out else q_descale, softmax_scale * _LOG2E, Sq, Sk, Hq, Hkv, Hq * D, m_blocks,
-                B * Hq, head_group)
-        return (min(m_blocks * B * Hq, num_programs or _sm_count(q8.device)),), args
     args = (q_desc, k_desc, vt_desc, ones_desc, out, out if lse is None else lse, q_descale, k_descale, v_descale,
             out_scale if fp8_out else q_descale, softmax_scale * _LOG2E, Sq, Sk, Hq, Hkv, Hq * D, cu_q, cu_k,
             vt_cols, m_blocks, head_group)
@@ -860,7 +653,7 @@ def _desc_sig(block: tuple[int, int]) -> str:
 
 @functools.lru_cache(maxsize=256)
 def _name(head_dim, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse, varlen, out_type,
-          row_sum_mma=False, persistent=False):
+          row_sum_mma=False):
     """The KernelName of one configuration (cached: :func:`launch` asks for it on every call; ``.build()`` then
     applies the naming mode in force)."""
     from tritonfp8.naming import KernelName
@@ -870,33 +663,17 @@ def _name(head_dim, block_n, stages, permute_p, overlap, pingpong, p_carry, caus
                       extras=(("permp",) if permute_p else ()) + (("ovl",) if overlap else ())
                       + (("pp",) if pingpong else ()) + ((f"pc{p_carry}",) if p_carry else ())
                       + (("causal",) if causal else ()) + (("lse",) if lse else ())
-                      + (("varlen",) if varlen else ()) + (("rsmma",) if row_sum_mma else ())
-                      + (("persist",) if persistent else ()))
+                      + (("varlen",) if varlen else ()) + (("rsmma",) if row_sum_mma else ()))
 
 
 def codegen_spec(*, head_dim: int = 128, block_n: int = 128, stages: int = 3, permute_p: bool = False,
                  overlap: bool = False, pingpong: bool = False, p_carry: int = 0, causal: bool = False,
                  lse: bool = False, out_type: str = "bf16", varlen: bool = False,
-                 description: str = "", row_sum_mma: bool = False, persistent: bool = False):
+                 description: str = "", row_sum_mma: bool = False):
     from tritonfp8.codegen import CodegenSpec
 
     name = _name(head_dim, block_n, stages, permute_p, overlap, pingpong, p_carry, causal, lse, varlen,
-                 out_type, row_sum_mma, persistent)
-    if persistent:
-        sig = {"q_desc": _desc_sig((BLOCK_M, head_dim)), "k_desc": _desc_sig((block_n, head_dim)),
-               "vt_desc": _desc_sig((head_dim, block_n)),
-               "out": "*" + {"bf16": "bf16", "f16": "fp16", "e4m3": "fp8e4nv"}[out_type],
-               "lse": "*fp32", "q_descale": "*fp32", "k_descale": "*fp32", "v_descale": "*fp32",
-               "out_scale": "*fp32", "qk_scale": "fp32", "Sq": "i32", "Sk": "i32", "Hq": "i32", "Hkv": "i32",
-               "stride_out": "i32", "num_m_blocks": "i32", "num_bh": "i32", "head_group": "i32"}
-        const = dict(BLOCK_N=block_n, HEAD_DIM=head_dim, GROUP=4, STAGES=stages, LOG2_P_SCALE=8,
-                     PERMUTE_P=permute_p, CAUSAL=causal, RETURN_LSE=lse, DESCALE_PER_HEAD=True,
-                     OUT_SCALE_PER_HEAD=True, CONSUMER_REGS=PERSISTENT_CONSUMER_REGS,
-                     LOADER_REGS=PERSISTENT_LOADER_REGS, num_warps=4)
-        sig.update({k: "constexpr" for k in const})
-        return CodegenSpec(fn=attn_fwd_glws_persistent_kernel, signature=sig, constexprs=const, name=name,
-                           num_warps=4, num_stages=stages, min_arch=90, description=description,
-                           divisible=("out", "lse", "q_descale", "k_descale", "v_descale", "out_scale"))
+                 out_type, row_sum_mma)
     sig = {"q_desc": _desc_sig((BLOCK_M, head_dim)), "k_desc": _desc_sig((block_n, head_dim)),
            "vt_desc": _desc_sig((head_dim, block_n)),
            "ones_desc": _desc_sig((16, block_n) if row_sum_mma else (head_dim, block_n)),
@@ -967,16 +744,6 @@ def codegen_specs() -> dict:
         "attn_glws_hd256_bn128_causal": codegen_spec(head_dim=256, block_n=128, stages=2, causal=True,
                                                      description="Gluon FP8 attention forward, hd256 causal, "
                                                                  "128 x 128 tiles, serial, 2 stages (default)"),
-        # session 20: the persistent form (one program per SM, zig-zag over the heaviest-first causal tiles)
-        "attn_glws_hd128_bn256_persist": codegen_spec(block_n=256, stages=2, persistent=True,
-                                                      description="Gluon FP8 attention forward, hd128, 128 x 256 "
-                                                                  "tiles, persistent"),
-        "attn_glws_hd128_bn256_causal_persist": codegen_spec(block_n=256, stages=2, causal=True, persistent=True,
-                                                             description="Gluon FP8 attention forward, hd128 "
-                                                                         "causal, 128 x 256 tiles, persistent"),
-        "attn_glws_hd128_bn256_causal_lse_persist": codegen_spec(block_n=256, stages=2, causal=True, lse=True,
-                                                                 persistent=True, description="the persistent "
-                                                                 "causal form returning the lse"),
         "attn_glws_hd128_bn256_causal": codegen_spec(block_n=256, stages=2, causal=True,
                                                      description="Gluon FP8 attention forward, hd128 causal, "
                                                                  "128 x 256 tiles, serial, 2 stages"),

@@ -195,10 +195,6 @@ VARIANTS: dict[str, tuple[dict[str, Any], tuple[int, ...] | None]] = {
     # without shuffles: 724 instructions per 64 x 256 block instead of 821 (SHFL 40 -> 8, SEL 32 and PRMT 32 -> 0)
     "glwsbn256perm": (dict(_GLWS, block_n=256, num_stages=2, permute_p=True), (128,)),
     "glwsbn256perms3": (dict(_GLWS, block_n=256, num_stages=3, permute_p=True), (128,)),
-    # session 20: the persistent Gluon forward (one program per SM, tile after tile; causal tiles heaviest first,
-    # zig-zag over the programs), at hd128 on the dense default's 128 x 256 tiles and at hd256 on its 128 x 128
-    "glwsbn256p": (dict(_GLWS, block_n=256, num_stages=2, persistent=True), (128,)),
-    "glws256bn128p": (dict(_GLWS, block_n=128, num_stages=2, persistent=True), (256,)),
 }
 DEFAULT_VARIANTS = ("vonchip", "prev128", "prev64", "prev256", "s3")
 QUICK_VARIANTS = ("vonchip", "noperm")
