@@ -908,6 +908,28 @@ def test_bench_suite_bookkeeping(monkeypatch, tmp_path, device):
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_reference_in_query_chunks(causal):
+    """attention_torch(query_chunk=3) (the bench's and the calibration's memory bound) gives one call's output and
+    lse: dense with Sq < Sk and Sq > Sk (rows without keys), varlen with an empty key sequence, E4M3-rounded P,
+    GQA; a chunk size below 1 is refused."""
+    gen = torch.Generator().manual_seed(11)
+    for sq, sk in ((7, 11), (11, 7)):
+        q = torch.randn(2, sq, 4, 16, generator=gen)
+        k, v = (torch.randn(2, sk, 2, 16, generator=gen) for _ in range(2))
+        for p_fp8 in (False, True):
+            kw = dict(causal=causal, softmax_scale=0.3, return_lse=True, p_fp8=p_fp8)
+            torch.testing.assert_close(attention_torch(q, k, v, query_chunk=3, **kw), attention_torch(q, k, v, **kw))
+    cu_q = torch.tensor([0, 7, 12, 15], dtype=torch.int32)
+    cu_k = torch.tensor([0, 11, 19, 19], dtype=torch.int32)
+    qv = torch.randn(15, 4, 16, generator=gen)
+    kv, vv = (torch.randn(19, 2, 16, generator=gen) for _ in range(2))
+    kw = dict(causal=causal, return_lse=True, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k)
+    torch.testing.assert_close(attention_torch(qv, kv, vv, query_chunk=3, **kw), attention_torch(qv, kv, vv, **kw))
+    with pytest.raises(ValueError, match="query_chunk"):
+        attention_torch(qv, kv, vv, query_chunk=0, **kw)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_bench_reference_slices_are_the_reference(causal):
     """The bench's error reference (attention_torch on query-row chunks, causal chunks with their keys cut
     bottom-right) equals attention_torch on the whole problem for the same batch and heads, GQA and Sq < Sk."""

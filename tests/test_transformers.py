@@ -258,14 +258,15 @@ def test_calibrate_attention_padding_runs_varlen_reference(models, device, monke
     real = tfp8.attention_torch
 
     def spy(q, k, v, **kw):
-        seen.append((tuple(q.shape), tuple(k.shape)))
+        cu = [kw[n].tolist() if kw.get(n) is not None else None for n in ("cu_seqlens_q", "cu_seqlens_k")]
+        seen.append((tuple(q.shape), tuple(k.shape), *cu))
         return real(q, k, v, **kw)
 
     monkeypatch.setattr(tfp8, "attention_torch", spy)
     ids = torch.randint(0, 128, (2, 12), device=device)
     report = tfp8.calibrate_attention(fp8, [_padded(ids)])
-    # per layer, one reference per sequence on its real tokens only (12 and 8)
-    assert seen == [((1, 12, 2, 64), (1, 12, 1, 64)), ((1, 8, 2, 64), (1, 8, 1, 64))] * 2
+    # per layer, one varlen reference on the real tokens only (sequences of 12 and 8)
+    assert seen == [((20, 2, 64), (20, 1, 64), [0, 12, 20], [0, 12, 20])] * 2
     assert all(0 < e < DEFAULT_THRESHOLD for e in report.errors.values())
 
 
@@ -296,24 +297,6 @@ def test_calibrate_attention_error_matches_independent_computation(models, devic
             ref2 += float(r.square().sum())
         assert report.errors[name] == pytest.approx((err2 / ref2) ** 0.5, rel=1e-6)
     assert "cu_seqlens_q" in calls[2][3] and calls[2][0].shape == (20, 2, 64)  # the padded batch ran varlen
-
-
-@pytest.mark.parametrize("causal", [True, False])
-def test_reference_in_row_chunks_matches_attention_torch(monkeypatch, causal):
-    """The calibration reference runs attention_torch 3 query rows at a time here: the same output as one call,
-    bottom-right causal alignment kept (Sq < Sk), dense and varlen."""
-    monkeypatch.setattr(tfp8, "_REF_ROWS", 3)
-    q = torch.randn(2, 7, 4, 16, dtype=torch.bfloat16)
-    k, v = torch.randn(2, 2, 11, 16, dtype=torch.bfloat16).unbind(0)
-    k, v = k[None].expand(2, -1, -1, -1).transpose(1, 2), v[None].expand(2, -1, -1, -1).transpose(1, 2)
-    torch.testing.assert_close(tfp8._reference(q, k, v, causal, 0.3),
-                               attention_torch(q, k, v, causal=causal, softmax_scale=0.3))
-    cu_q = torch.tensor([0, 7, 12], dtype=torch.int32)
-    cu_k = torch.tensor([0, 11, 19], dtype=torch.int32)
-    qv, kv, vv = q.reshape(14, 4, 16)[:12], k.reshape(22, 2, 16)[:19], v.reshape(22, 2, 16)[:19]
-    torch.testing.assert_close(tfp8._reference(qv, kv, vv, causal, 0.3, cu_q, cu_k),
-                               attention_torch(qv, kv, vv, causal=causal, softmax_scale=0.3, cu_seqlens_q=cu_q,
-                                               cu_seqlens_k=cu_k))
 
 
 def test_calibrate_measures_attention_too(models, device):

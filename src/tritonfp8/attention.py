@@ -49,6 +49,23 @@ def _expand_heads(x: torch.Tensor, hq: int) -> torch.Tensor:
     return x.repeat_interleave(hq // hkv, dim=1) if hkv != hq else x
 
 
+def _attention_rows(q, k, v, causal, scale, p_fp8, rows: int | None):
+    """:func:`_attention_one` over query rows ``rows`` at a time (None: all at once). A causal chunk of rows
+    [i0, i1) sees keys < i1 + Sk - Sq: cutting the keys there keeps every row's bottom-right alignment, and each row
+    keeps all its visible keys (its max, sum and E4M3 rounding of P are those of the whole row)."""
+    sq, sk = q.shape[0], k.shape[0]
+    if rows is None or sq <= rows:
+        return _attention_one(q, k, v, causal, scale, p_fp8)
+    outs, lses = [], []
+    for i0 in range(0, sq, rows):
+        i1 = min(i0 + rows, sq)
+        kend = min(sk, max(0, i1 + sk - sq)) if causal else sk
+        o, lse = _attention_one(q[i0:i1], k[:kend], v[:kend], causal, scale, p_fp8)
+        outs.append(o)
+        lses.append(lse)
+    return torch.cat(outs, 0), torch.cat(lses, 1)
+
+
 def _attention_one(q, k, v, causal, scale, p_fp8):
     """One sequence: q (Sq, Hq, D), k/v (Sk, Hq, D) fp32 -> out (Sq, Hq, D) fp32, lse (Hq, Sq) fp32 (natural log)."""
     sq, sk = q.shape[0], k.shape[0]
@@ -88,6 +105,7 @@ def attention_torch(
     max_seqlen_k: int | None = None,
     return_lse: bool = False,
     p_fp8: bool = False,
+    query_chunk: int | None = None,
 ):
     """Reference attention in fp32: ``softmax(scale · q kᵀ + mask) v``, inputs dequantized with their descales.
 
@@ -101,7 +119,11 @@ def attention_torch(
     Returns the fp32 output (same shape as q, sized by v's head dim), and with ``return_lse`` also the fp32
     natural-log log-sum-exp: (B, Hq, Sq) dense, (Hq, total_q) varlen.
     ``max_seqlen_*`` are accepted for signature parity with :func:`attention` and not needed here.
+    ``query_chunk``: compute each sequence ``query_chunk`` query rows at a time (the fp32 scores of one step are
+    Hq · query_chunk · Sk instead of Hq · Sq · Sk: gigabytes for one long sequence); the result is the same.
     """
+    if query_chunk is not None and query_chunk < 1:
+        raise ValueError(f"query_chunk: expected a positive int or None, got {query_chunk}")
     varlen = cu_seqlens_q is not None
     if varlen != (cu_seqlens_k is not None):
         raise ValueError("cu_seqlens_q and cu_seqlens_k: give both (varlen) or neither (dense)")
@@ -127,7 +149,7 @@ def attention_torch(
         qf = qf * _per_head(q_descale, b, hkv, group, qf.device)
         kf = kf * _per_head(k_descale, b, hkv, 1, kf.device)
         vf = vf * _per_head(v_descale, b, hkv, 1, vf.device)
-        o, lse = _attention_one(qf, _expand_heads(kf, hq), _expand_heads(vf, hq), causal, scale, p_fp8)
+        o, lse = _attention_rows(qf, _expand_heads(kf, hq), _expand_heads(vf, hq), causal, scale, p_fp8, query_chunk)
         outs.append(o)
         lses.append(lse)
 

@@ -130,30 +130,8 @@ def _fp8_varlen(q, k, v, mask, causal, scaling, out_dtype, **descales):
     return _unrows(o, lay.qi, b, sq)
 
 
-# Query rows per attention_torch call in the calibration reference.
+# Query rows per step of the calibration's attention_torch (its fp32 scores: Hq x rows x Sk per step).
 _REF_ROWS = 512
-
-
-def _reference(q, k, v, causal, scaling, cu_q=None, cu_k=None):
-    """fp32 :func:`tritonfp8.attention_torch` of dense (B, S, H, D) or varlen (total, H, D) q/k/v (with ``cu_q``,
-    ``cu_k``), one sequence and :data:`_REF_ROWS` query rows at a time: the fp32 scores of one call are
-    Hq · rows · Sk, not B · Hq · Sq · Sk (gigabytes for one 8k-token batch). A causal chunk of rows [i0, i1) sees
-    keys < i1 + Sk - Sq, so cutting the keys there keeps the bottom-right alignment."""
-    if cu_q is None:
-        seqs = [(q[i], k[i], v[i]) for i in range(q.shape[0])]
-    else:
-        cq, ck = cu_q.tolist(), cu_k.tolist()
-        seqs = [(q[cq[i]:cq[i + 1]], k[ck[i]:ck[i + 1]], v[ck[i]:ck[i + 1]]) for i in range(len(cq) - 1)]
-    outs = []
-    for qs, ks, vs in seqs:
-        sq, sk = qs.shape[0], ks.shape[0]
-        for i0 in range(0, sq, _REF_ROWS):
-            i1 = min(i0 + _REF_ROWS, sq)
-            kend = min(sk, max(0, i1 + sk - sq)) if causal else sk
-            outs.append(attention_torch(qs[None, i0:i1], ks[None, :kend], vs[None, :kend], causal=causal,
-                                        softmax_scale=scaling)[0])
-    out = torch.cat(outs) if outs else q.new_zeros((0, *q.shape[-2:-1], v.shape[-1]), dtype=torch.float32)
-    return out if cu_q is not None else out.reshape(*q.shape[:-1], v.shape[-1])
 
 
 def attention_forward(
@@ -263,12 +241,13 @@ class _AttentionProbe:
         with guard.policy("ignore"):  # measure FP8 itself; a non-finite input shows as a NaN error
             o = fp8(q, k, v)
         if mask is None:
-            ref = _reference(q, k, v, causal, scaling)
+            ref = attention_torch(q, k, v, causal=causal, softmax_scale=scaling, query_chunk=_REF_ROWS)
         else:  # per sequence on the real tokens; only the real query rows are compared
             b, sq = q.shape[:2]
             lay = _varlen_layout(mask, sq, k.shape[1])
-            ref = _reference(_rows(q, lay.qi), _rows(k, lay.ki), _rows(v, lay.ki), causal, scaling, lay.cu_q,
-                             lay.cu_k)
+            ref = attention_torch(_rows(q, lay.qi), _rows(k, lay.ki), _rows(v, lay.ki), causal=causal,
+                                  softmax_scale=scaling, cu_seqlens_q=lay.cu_q, cu_seqlens_k=lay.cu_k,
+                                  query_chunk=_REF_ROWS)
             o = _rows(o, lay.qi)
         e = self.acc.setdefault(module, [torch.zeros((), dtype=torch.float64, device=q.device) for _ in range(2)])
         r = ref.double()

@@ -262,22 +262,14 @@ def _make_inputs(b, hq, hkv, s, d, device, seed=0):
 
 def _ref_slice(q, k, v, causal, scale, heads, batch=0, chunk=2048):
     """fp32 reference (Sq, len(heads), D) of ``batch`` and query ``heads`` by :func:`tritonfp8.attention_torch`
-    (the library's reference: same masking rules), query rows in chunks of ``chunk`` to bound its (heads, rows,
-    keys) score matrix; q (B, Sq, Hq, D), k / v (B, Sk, Hkv, D). A causal chunk of rows i0 .. i1-1 takes keys
-    0 .. i1-1+Sk-Sq: bottom-right aligned, each row then sees exactly its keys of the whole problem."""
+    (the library's reference, same masking rules), ``chunk`` query rows at a time; q (B, Sq, Hq, D), k / v (B, Sk,
+    Hkv, D)."""
     from tritonfp8.attention import attention_torch
 
-    sq, sk = q.shape[1], k.shape[1]
     kv_heads = [h // (q.shape[2] // k.shape[2]) for h in heads]
-    qh = q[batch : batch + 1, :, heads]
-    kh, vh = k[batch : batch + 1, :, kv_heads], v[batch : batch + 1, :, kv_heads]
-    rows = []
-    for i0 in range(0, sq, chunk):
-        i1 = min(i0 + chunk, sq)
-        kend = max(i1 + sk - sq, 0) if causal else sk
-        rows.append(attention_torch(qh[:, i0:i1], kh[:, :kend], vh[:, :kend], causal=causal,
-                                    softmax_scale=scale)[0])
-    return torch.cat(rows, 0)
+    return attention_torch(q[batch : batch + 1, :, heads], k[batch : batch + 1, :, kv_heads],
+                           v[batch : batch + 1, :, kv_heads], causal=causal, softmax_scale=scale,
+                           query_chunk=chunk)[0]
 
 
 def _rel(out, ref) -> float:
