@@ -502,9 +502,7 @@ def calibrate(
         report.attention = probe.decide(attention_threshold, require=bool(attention))
     for qual, parent, attr, lin in cands:
         err2, ref2, amax = (float(t) for t in acc[qual])
-        rel = (err2 / ref2) ** 0.5 if ref2 > 0 else (0.0 if err2 == 0 else float("inf"))
-        if rel != rel:  # NaN: a non-finite output; never convert on that evidence
-            rel = float("inf")
+        rel = _rel_from_sums(err2, ref2)
         report.errors[qual] = rel
         report.input_amax[qual] = amax
         if rel > threshold:
@@ -518,6 +516,13 @@ def calibrate(
         guard.forget_kept_bf16(qual)
         report.converted.append(qual)
     return report
+
+
+def _rel_from_sums(err2: float, ref2: float) -> float:
+    """Relative Frobenius error ``sqrt(err2 / ref2)`` from the accumulated squared sums of a calibration; inf for a
+    non-finite one (a NaN output never passes a threshold: nothing is converted on that evidence)."""
+    rel = (err2 / ref2) ** 0.5 if ref2 > 0 else (0.0 if err2 == 0 else float("inf"))
+    return float("inf") if rel != rel else rel
 
 
 def _attention_probe(model: nn.Module, attention: bool | None):

@@ -42,7 +42,7 @@ import torch.nn.functional as F
 from tritonfp8 import guard, ops
 from tritonfp8._formats import E4M3
 from tritonfp8.attention import attention_torch
-from tritonfp8.nn import _call, convert_model
+from tritonfp8.nn import _call, _rel_from_sums, convert_model
 
 NAME = "tritonfp8"
 UNSUPPORTED_MASK = "unsupported-mask"
@@ -266,10 +266,7 @@ class _AttentionProbe:
         report = AttentionCalibrationReport(threshold=threshold, errors={}, fp8=[], kept_sdpa=[])
         for module, (err2, ref2) in self.acc.items():
             name = self.names[module]
-            err2, ref2 = float(err2), float(ref2)
-            rel = (err2 / ref2) ** 0.5 if ref2 > 0 else (0.0 if err2 == 0 else float("inf"))
-            if rel != rel:  # NaN: a non-finite output
-                rel = float("inf")
+            rel = _rel_from_sums(float(err2), float(ref2))
             report.errors[name] = rel
             keep = rel > threshold or rel == float("inf")  # never FP8 on non-finite evidence, whatever the threshold
             setattr(module, KEEP_SDPA, keep)

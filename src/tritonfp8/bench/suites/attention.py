@@ -252,12 +252,24 @@ def _make_inputs(b, hq, hkv, s, d, device, seed=0):
     k = torch.randn(b, s, hkv, d, device=device, generator=g, dtype=torch.bfloat16)
     v = torch.randn(b, s, hkv, d, device=device, generator=g, dtype=torch.bfloat16)
 
-    def quant(x):
-        ds = (x.float().abs().amax() / 448.0).reshape(())
-        return (x.float() / ds).clamp(-448, 448).to(torch.float8_e4m3fn), ds
-
-    (q8, qd), (k8, kd), (v8, vd) = quant(q), quant(k), quant(v)
+    (q8, qd), (k8, kd), (v8, vd) = _quant(q), _quant(k), _quant(v)
     return (q, k, v), (q8, k8, v8), (qd, kd, vd)
+
+
+def _quant(x):
+    """Per-tensor E4M3 quantization (descale amax / 448): (x8, descale ())."""
+    ds = (x.float().abs().amax() / 448.0).reshape(())
+    return (x.float() / ds).clamp(-448, 448).to(torch.float8_e4m3fn), ds
+
+
+def _add_peer(name, made, fns, outs, notes) -> None:
+    """Record a peer from ``_cudnn_fp8_fn`` / ``_sdpa_fn``'s ``(fn, out)`` under ``name``, or its skip note once."""
+    fn, o = made
+    if fn is None:
+        if o not in notes:
+            notes.append(o)
+    else:
+        fns[name], outs[name] = fn, o
 
 
 def _ref_slice(q, k, v, causal, scale, heads, batch=0, chunk=2048):
@@ -408,20 +420,11 @@ def _case(args, b, hq, hkv, s, d, causal, variants, notes) -> dict:
     qf, kf, vf = q8.float() * qd, k8.float() * kd, v8.float() * vd
     out_scale = float(vf.abs().amax()) / 448.0  # |O| <= max|V|: never saturates
     if not args.no_peers:
-        fn, o = _cudnn_fp8_fn(q8, k8, v8, float(qd), float(kd), float(vd), out_scale, causal, scale)
-        if fn is None:
-            if o not in notes:
-                notes.append(o)
-        else:
-            fns["cudnn_fp8"], outs["cudnn_fp8"] = fn, o
+        _add_peer("cudnn_fp8", _cudnn_fp8_fn(q8, k8, v8, float(qd), float(kd), float(vd), out_scale, causal, scale),
+                  fns, outs, notes)
         qh, kh, vh = qf.bfloat16(), kf.bfloat16(), vf.bfloat16()
         for name in ("cudnn", "flash"):
-            fn, o = _sdpa_fn(qh, kh, vh, causal, scale, name)
-            if fn is None:
-                if o not in notes:
-                    notes.append(o)
-            else:
-                fns[f"{name}_bf16"], outs[f"{name}_bf16"] = fn, o
+            _add_peer(f"{name}_bf16", _sdpa_fn(qh, kh, vh, causal, scale, name), fns, outs, notes)
 
     heads = [0, hq - 1]
     ref = _ref_slice(qf, kf, vf, causal, scale, heads)
@@ -486,8 +489,7 @@ def _varlen_case(args, notes) -> dict:
     cu = torch.tensor([0] + torch.tensor(lens).cumsum(0).tolist(), dtype=torch.int32, device=_DEVICE)
     gd = torch.Generator(device=_DEVICE).manual_seed(1234)
     qb, kb, vb = (torch.randn(total, h, d, device=_DEVICE, generator=gd, dtype=torch.bfloat16) for _ in range(3))
-    ds = [(x.float().abs().amax() / 448.0).reshape(()) for x in (qb, kb, vb)]
-    q8, k8, v8 = ((x.float() / s_).clamp(-448, 448).to(torch.float8_e4m3fn) for x, s_ in zip((qb, kb, vb), ds))
+    (q8, k8, v8), ds = zip(*(_quant(x) for x in (qb, kb, vb)))
     kw = dict(causal=True, q_descale=ds[0], k_descale=ds[1], v_descale=ds[2], cu_seqlens_q=cu, cu_seqlens_k=cu,
               max_seqlen_q=smax, max_seqlen_k=smax)
     fns = {"ours": lambda: attention(q8, k8, v8, **kw), "ours_kernel": kernel_only_fn(q8, k8, v8, **kw),
@@ -503,25 +505,17 @@ def _varlen_case(args, notes) -> dict:
                 pad[i, :n] = x[cu[i] : cu[i] + n]
             return pad
 
-        fn, o = _cudnn_fp8_fn(*(padded(x) for x in (q8, k8, v8)), *(float(x) for x in ds), out_scale, True, scale)
-        if fn is None:
-            if o not in notes:
-                notes.append(o)
-        else:
-            fns["cudnn_fp8_padded"], outs["cudnn_fp8_padded"] = fn, o[0]
+        _add_peer("cudnn_fp8_padded", _cudnn_fp8_fn(*(padded(x) for x in (q8, k8, v8)), *(float(x) for x in ds),
+                                                   out_scale, True, scale), fns, outs, notes)
         qh, kh, vh = (padded(x.bfloat16()) for x in deq)
         for name in ("cudnn", "flash"):
-            fn, o = _sdpa_fn(qh, kh, vh, True, scale, name)
-            if fn is None:
-                if o not in notes:
-                    notes.append(o)
-            else:
-                fns[f"{name}_bf16_padded"], outs[f"{name}_bf16_padded"] = fn, o[0]
+            _add_peer(f"{name}_bf16_padded", _sdpa_fn(qh, kh, vh, True, scale, name), fns, outs, notes)
     n0, heads = lens[0], [0, h - 1]
     ref = _ref_slice(*(x[None, :n0] for x in deq), True, scale, heads)
     ref_in = _ref_slice(*(x[None, :n0].float() for x in (qb, kb, vb)), True, scale, heads)
     errs = {}
     for name, o in outs.items():
+        o = o[0] if name.endswith("_padded") else o  # padded peers: (N, smax, H, D), sequence 0 first
         of = o[:n0, heads].float() * (out_scale if name == "cudnn_fp8_padded" else 1.0)
         errs[name.removesuffix("_padded")] = _rel(of, ref_in if name == "ours_e2e" else ref)
     del outs
