@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.conftest import codegen_cli
+from tests.conftest import codegen_cli, codegen_env
 from tritonfp8 import naming
 from tritonfp8._kernels.decode import codegen_specs
 
@@ -103,3 +103,53 @@ def test_warp_split_form_compiles_without_loop_spills():
     assert r["hmma"] > 0 and r["qgmma"] == r["hgmma"] == 0, r
     assert r["loop_spills"] == 0, r
     assert naming.parse_kernel_name(r["name"])["rest"][-1] == "wsplit", r["name"]
+
+
+_PTX_COUNTS = """
+import json, re, sys
+from tritonfp8 import codegen
+out = {}
+for name in sys.argv[1:]:
+    k = codegen.compile_spec(codegen.registry()[name], 90)
+    ptx = k.asm["ptx"]
+    sass, _ = codegen.disassemble(k.asm["cubin"])
+    out[name] = {
+        "hinted": len(re.findall(r"cp\\.async\\.[^\\s]*L2::cache_hint", ptx)),
+        "copies": len(re.findall(r"cp\\.async\\.bulk\\.tensor|cp\\.async\\.c[ag]\\.shared\\.global[^;]*, (?:0x10|0x8),", ptx)),
+        "policies": ptx.count("createpolicy.fractional.L2::evict_first"),
+        "utmaldg": [line.strip() for line in sass.splitlines() if "UTMALDG" in line],
+    }
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("part", ["page64_tma_bn64w1s4_splitkv_vstage", "page16_tmab_bn32w1s4_splitkv_vstage"])
+def test_l2_evict_first_hints_reach_the_tma_loads(part):
+    """DecodeConfig(l2_evict_first=True) on the heuristic's TMA kernels: every K/V tile load in the PTX carries the
+    evict-first policy (one createpolicy), ptxas accepts it and every UTMALDG in the SASS takes a memory descriptor
+    (the policy); the untagged twin has neither."""
+    import sys
+
+    tagged, plain = f"decode_e4m3_gqa4_{part}_l2ef", f"decode_e4m3_gqa4_{part}"
+    proc = subprocess.run([sys.executable, "-c", _PTX_COUNTS, tagged, plain], env=codegen_env(),
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads(proc.stdout)
+    t, p = r[tagged], r[plain]
+    assert t["copies"] > 0 and t["hinted"] == t["copies"], t
+    assert t["policies"] == 1, t
+    assert t["utmaldg"] and all("desc[" in x for x in t["utmaldg"]), t["utmaldg"]
+    assert p["hinted"] == p["policies"] == 0, p
+    assert p["utmaldg"] and not any("desc[" in x for x in p["utmaldg"]), p["utmaldg"]
+
+
+def test_l2_evict_first_hints_reach_the_gathered_copies():
+    """The 4-warp gather kernel with the hints: every 8- and 16-byte cp.async (the K/V rows) is hinted."""
+    import sys
+
+    name = "decode_e4m3_gqa4_page16_bn128_splitkv_l2ef"
+    proc = subprocess.run([sys.executable, "-c", _PTX_COUNTS, name], env=codegen_env(), capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads(proc.stdout)[name]
+    assert r["copies"] > 0 and r["hinted"] == r["copies"] and r["policies"] == 1, r

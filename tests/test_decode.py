@@ -156,6 +156,19 @@ def test_split_and_unsplit_agree(merge, device):
     assert not torch.equal(one, four)  # the split path really ran (partials + merge round differently)
 
 
+def test_l2_evict_first_changes_no_bits(device):
+    """DecodeConfig(l2_evict_first=True) adds cache hints to the compiled copies only (a PTX pass; nothing in the
+    interpreter): the same bits as without, split or not."""
+    case = Case((339, 100, 3), 4, 2, sq=3)
+    q, kc, vc, bt, sl, ks, vs = _make(case, device, seed=2)
+    kw = dict(k_descale=ks, v_descale=vs, out_dtype=torch.float32)
+    for splits in (1, 4):
+        plain = dec.decode_attention(q, kc, vc, bt, sl, config=dec.DecodeConfig(num_splits=splits), **kw)
+        hinted = dec.decode_attention(q, kc, vc, bt, sl, **kw,
+                                      config=dec.DecodeConfig(num_splits=splits, l2_evict_first=True))
+        assert torch.equal(plain, hinted)
+
+
 def test_pdl_combine_equals_combine(device):
     """DecodeConfig(merge="kernel", pdl=True): the combine kernel as a programmatic dependent launch on sm_90+
     (elsewhere, and in the interpreter, a plain launch): the same partials and merge, so the same bits."""

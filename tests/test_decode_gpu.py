@@ -187,3 +187,27 @@ def test_full_path_after_a_replay_respects_alignment():
     q_off = buf[1:].view(q.shape).copy_(q)
     assert q_off.data_ptr() % 16 != 0
     assert torch.equal(dec.decode_attention(q_off, kc, vc, bt, sl, **kw), ref)
+
+
+@pytest.mark.parametrize("lens,page", [
+    ([4096] * 8, 64),  # the one-warp TMA kernel, 16 splits
+    ([4096] * 32, 16),  # the per-box TMA kernel
+    ([4096] * 8, 16),  # the 4-warp gather kernel
+    ([300, 17, 4096, 1], 64),
+])
+def test_l2_evict_first_gives_the_same_bits(lens, page):
+    """DecodeConfig(l2_evict_first=True) only adds cache hints to the K/V copies: the same bits as the heuristic's
+    config without them, and the compiled kernel's PTX carries the hints (l2hint's pass ran)."""
+    q, kc, vc, bt, sl, ks, vs = _setup(lens, 32, 8, page=page)
+    import dataclasses
+
+    heur = dec.decode_config(len(lens), 8, 4, bt.shape[1] * page, dec.num_sms(q.device), tma_page=page)
+    kw = dict(k_descale=ks, v_descale=vs)
+    base = dec.decode_attention(q, kc, vc, bt, sl, config=heur, **kw)
+    hinted_cfg = dataclasses.replace(heur, l2_evict_first=True)
+    for _ in range(2):  # the full path, then the replay
+        hinted = dec.decode_attention(q, kc, vc, bt, sl, config=hinted_cfg, **kw)
+        assert torch.equal(hinted, base)
+    rkey = dec._replay_key(q, kc, vc, bt, sl, ks, vs, None, None, torch.bfloat16, None, hinted_cfg)
+    kernel = dec._REPLAYS[rkey][0].fast[0][0]
+    assert "_l2ef" in kernel.metadata.name and "L2::cache_hint" in kernel.asm["ptx"]

@@ -121,6 +121,11 @@ class DecodeConfig:
     # (loop="tail"). H200 (session 19): 0.99x the heuristic at B 32 ctx 4096 with one program per (sequence, KV
     # head), 0.88x at B 8: the global merge was not the bound (docs/decode.md); decode_config does not take it.
     warp_split: bool = False
+    # L2 evict-first hints on the K/V copies (TMA tile loads and 16-byte cp.async; a PTX pass, _kernels/l2hint.py):
+    # the stream's lines become the first candidates for eviction, so it stops displacing (and writing back) the
+    # dirty lines other kernels left in L2. Compiled CUDA only (the interpreter ignores it); the kernel name gains
+    # "l2ef".
+    l2_evict_first: bool = False
 
     def __post_init__(self):
         if self.merge not in ("inline", "kernel"):
@@ -155,6 +160,8 @@ class DecodeConfig:
             )
         if not isinstance(self.warp_split, bool):
             raise TypeError(f"warp_split: expected a bool, got {type(self.warp_split).__name__}")
+        if not isinstance(self.l2_evict_first, bool):
+            raise TypeError(f"l2_evict_first: expected a bool, got {type(self.l2_evict_first).__name__}")
         if self.warp_split and (self.kv_load != "gather" or self.dot != "fp16"
                                 or self.block_n < 16 * self.num_warps):
             raise ValueError(
@@ -741,6 +748,9 @@ class _Plan:
             if comb_args is not None:
                 _launch.launch(self.combine, self.combine_grid, *comb_args, **self.combine_consts)
         if record and len(rec) == (1 if comb_args is None else 2) and all(r is not None for r in rec):
+            from tritonfp8._kernels import l2hint
+
+            l2hint.check(rec[0][0])  # an "l2ef" kernel compiled without its hints raises
             self.fast = tuple(rec)
 
 
@@ -776,10 +786,11 @@ def _plan(key) -> _Plan:
     per_head = k_head or v_head
     # Programmatic dependent launch of the combine kernel: compiled GPU launches on sm_90+ only.
     pdl = cfg.pdl and splits > 1 and not inline and not _backend.interpreting() and arch >= 90
+    l2ef = cfg.l2_evict_first and not _backend.interpreting()  # a PTX pass: compiled CUDA only
     name = kern.decode_kernel_name(
         arch, short_name(c_dtype), short_name(q_dtype), short_name(out_dtype), block_m, cfg.block_n, d,
         cfg.num_warps, cfg.num_stages, page, splits > 1, per_head, inline, tail, fp8t, kv_tma, cfg.v_stage, cfg.maxnreg,
-        pdl, cfg.warp_split,
+        pdl, cfg.warp_split, l2ef,
     ).build(mode)
     p = _Plan()
     # The K/V descriptors' (shape, strides, block) over the [rows, cols] view (None: the gather path).
@@ -806,6 +817,7 @@ def _plan(key) -> _Plan:
         WARP_SPLIT=cfg.num_warps if cfg.warp_split else 0,
         # DecodeConfig rejects v_stage with "tmat" and "fp8t", the two forms whose P.V takes V^T.
         V_STAGE=(1 if _backend.interpreting() else 2) if cfg.v_stage else 0, PDL=pdl,
+        L2_HINT=kern.l2hint.VERSION if l2ef else 0,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}),
     )
     p.combine = p.combine_grid = p.combine_consts = p.ws = p.fast = None

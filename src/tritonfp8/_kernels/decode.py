@@ -40,9 +40,13 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
+from tritonfp8._kernels import l2hint
 from tritonfp8._kernels.fp8cast import cast_to_fp8, round_to_fp8_grid
 from tritonfp8.codegen import CodegenSpec
 from tritonfp8.naming import KernelName, named_jit
+
+
+l2hint.install()  # DecodeConfig(l2_evict_first=True): the "l2ef" kernels' PTX pass
 
 
 @triton.jit
@@ -577,6 +581,9 @@ def _decode_kernel(
     # DecodeConfig(pdl=True), with the combine kernel launched as a programmatic dependent launch: signal it after
     # the loop (griddepcontrol.launch_dependents) so it is scheduled while the partials are written
     PDL: tl.constexpr,
+    # DecodeConfig(l2_evict_first=True): l2hint.VERSION, else 0. Not read by the body: the PTX pass keyed on the
+    # name's "l2ef" field adds the hints; the value puts the pass's version into Triton's cache key.
+    L2_HINT: tl.constexpr,
     KERNEL_NAME: tl.constexpr,
 ):
     """Attention of SQ new tokens x GROUP query heads over the paged cache of one KV head and one split.
@@ -837,12 +844,14 @@ def decode_kernel_name(
     arch: int, cache: str, q: str, out: str, block_m: int, block_n: int, head_dim: int, warps: int, stages: int,
     page: int, split: bool, per_head: bool, inline: bool = True, tail: bool = False, tokens_m: bool = False,
     kv_tma: int = 0, v_stage: bool = False, maxnreg: int | None = None, pdl: bool = False, warp_split: bool = False,
+    l2ef: bool = False,
 ) -> KernelName:
     """Types: cache element, q element, accumulator, output. Tile: query rows x cache tokens x head dim.
     ``kv_tma``: 0 gathered K/V, 1 TMA page loads, 2 TMA page loads with O^T = V^T.P^T, 3 TMA page boxes not
     stacked (the kernel's KV_TMA). ``v_stage``: the P.V operand with permuted columns (the kernel's V_STAGE).
     ``maxnreg``: the register cap per thread, shown as ``r<N>``; ``pdl``: the combine kernel is a programmatic
-    dependent launch (``pdl``); ``warp_split``: the warps take slices of each step (``wsplit``).
+    dependent launch (``pdl``); ``warp_split``: the warps take slices of each step (``wsplit``); ``l2ef``: the K/V
+    copies carry L2 evict-first hints (``l2ef``, added to the PTX by :mod:`tritonfp8._kernels.l2hint`).
     Schedule: ``paged`` (one split), ``pagedsplitkv`` (partials merged in-kernel by the last split) or
     ``pagedsplitkvcombine`` (partials merged by :func:`_combine_kernel`)."""
     return KernelName(
@@ -856,7 +865,8 @@ def decode_kernel_name(
         scaling="headwise" if per_head else "tensorwise",
         extras=(f"page{page}",) + (("tailmask",) if tail else ()) + (("fp8t",) if tokens_m else ())
         + ((("tmakv", "tmakvt", "tmakvb")[kv_tma - 1],) if kv_tma else ()) + (("vstage",) if v_stage else ())
-        + ((f"r{maxnreg}",) if maxnreg else ()) + (("pdl",) if pdl else ()) + (("wsplit",) if warp_split else ()),
+        + ((f"r{maxnreg}",) if maxnreg else ()) + (("pdl",) if pdl else ()) + (("wsplit",) if warp_split else ())
+        + ((l2hint.TAG,) if l2ef else ()),
     )
 
 
@@ -884,7 +894,7 @@ def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, pag
                  q_sig: str = "bf16", cache_sig: str = "fp8e4nv", head_dim: int = 128,
                  inline: bool = True, offs_i32: bool = True, tail_mask: bool = False,
                  tokens_m: bool = False, kv_tma: int = 0, v_stage: bool = False,
-                 warp_split: bool = False) -> CodegenSpec:
+                 warp_split: bool = False, l2ef: bool = False) -> CodegenSpec:
     block_m = max(16, min(64, triton.next_power_of_2(group * sq)))
     dot = "fp16" if cache_sig in ("fp8e4nv", "fp16") else "bf16"
     # kv_tma: the caches as TMA descriptors of the [num_blocks * page, Hkv * D] view, one box per page (or sub-box)
@@ -906,7 +916,7 @@ def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, pag
     for c in ("K_DESCALE_STRIDE", "V_DESCALE_STRIDE", "OFFS_I32", "KV_SAME_STRIDES", "SQ", "GROUP", "HEAD_DIM",
               "BLOCK_D", "BLOCK_M", "BLOCK_N", "PAGE", "DOT_DTYPE", "Q_POW2_SCALE", "WRITE_PARTIAL", "INLINE_MERGE",
               "MERGE_ROWS", "MERGE_CHUNK", "TAIL_MASK", "TOKENS_M", "KV_TMA", "EXACT_ROUND", "WARP_SPLIT", "V_STAGE",
-              "PDL"):
+              "PDL", "L2_HINT"):
         sig[c] = "constexpr"
     constexprs = {
         "stride_btn": 1, "K_DESCALE_STRIDE": 1, "V_DESCALE_STRIDE": 1, "OFFS_I32": offs_i32,
@@ -918,12 +928,12 @@ def _decode_spec(group: int, sq: int, block_n: int, warps: int, stages: int, pag
         "MERGE_CHUNK": merge_chunk(merge_rows(block_m, group * sq), head_dim, warps), "TAIL_MASK": tail_mask or warp_split,
         "TOKENS_M": tokens_m, "KV_TMA": kv_tma, "EXACT_ROUND": False, "WARP_SPLIT": warps if warp_split else 0,
         "V_STAGE": 2 if v_stage else 0,
-        "PDL": False,
+        "PDL": False, "L2_HINT": l2hint.VERSION if l2ef else 0,
     }
     short = {"fp8e4nv": "e4m3", "bf16": "bf16", "fp16": "f16"}
     name = decode_kernel_name(90, short[cache_sig], short[q_sig], "bf16", block_m, block_n, head_dim, warps, stages,
                               page, split, True, inline, tail_mask or warp_split, tokens_m, kv_tma, v_stage,
-                              warp_split=warp_split)
+                              warp_split=warp_split, l2ef=l2ef)
     return CodegenSpec(
         fn=_decode_kernel, signature=sig, constexprs=constexprs, name=name, num_warps=warps, num_stages=stages,
         description=f"paged decode, {cache_sig} cache, GQA {group}, Sq {sq}, page {page}, "
@@ -999,6 +1009,15 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         for part, (page, bn, st, kv) in one_warp_split.items()
         if part in ("page64_tma_bn64w1s4", "page16_tmab_bn32w1s4")
     })
+    # DecodeConfig(l2_evict_first=True) on the two picks and the 4-warp gather kernel: the K/V copies (UTMALDG /
+    # LDGSTS) with an L2 evict-first policy (l2hint's PTX pass; tests/test_codegen_decode.py checks the SASS)
+    specs.update({
+        f"decode_e4m3_gqa4_{part}_splitkv_vstage_l2ef": _decode_spec(4, 1, bn, 1, st, page, True, tail_mask=True,
+                                                                     kv_tma=kv, v_stage=True, l2ef=True)
+        for part, (page, bn, st, kv) in one_warp_split.items()
+        if part in ("page64_tma_bn64w1s4", "page16_tmab_bn32w1s4")
+    })
+    specs["decode_e4m3_gqa4_page16_bn128_splitkv_l2ef"] = _decode_spec(4, 1, 128, 4, 3, 16, True, l2ef=True)
     # DecodeConfig(warp_split=True): a program's warps take slices of each step, one softmax each (GQA 4 and 8, pages
     # of 16 and 64, with and without split-KV partials). name part -> (group, page, block_n, warps, stages, split)
     warp_split = {

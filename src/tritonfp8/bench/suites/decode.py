@@ -242,6 +242,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # The plain kernel name (offline: no spill stores, 5-11 under the cutlass_ name)
     "ws4bn128s3x1plain": {**_ws(128, 4, 3, 1), "names": "plain"},
     "ws4bn128s3x4plain": {**_ws(128, 4, 3, 4), "names": "plain"},
+    # Session 22: the heuristic's own config with L2 evict-first hints on its K/V copies (_kernels/l2hint.py):
+    # after do_bench's write flush the stream no longer displaces (and writes back) the flush's dirty lines.
+    "l2ef": {"on_heuristic": True, "l2_evict_first": True},
 }
 VARIANT_CASES = ((8, 4096, 32, 16), (1, 32768, 64, 16), (32, 4096, 32, 64), (128, 1024, 32, 16), (8, 32768, 64, 16),
                  (128, 4096, 32, 16))
@@ -569,7 +572,8 @@ def _run_variants(args, H, console) -> list[dict]:
             factor = over.pop("splits_factor", None)
             if factor is not None:
                 over["num_splits"] = max(1, min(dec.MAX_SPLITS, round(base.num_splits * factor)))
-            cfg = heur if name == "heuristic" else dataclasses.replace(base, **over)
+            on_heur = over.pop("on_heuristic", False)  # overrides of the heuristic's config, not the gather base
+            cfg = heur if name == "heuristic" else dataclasses.replace(heur if on_heur else base, **over)
             same = dataclasses.replace(cfg, merge=heur.merge) if cfg.num_splits == 1 else cfg  # merge moot
             if name != "heuristic" and same == heur and names == "cutlass":
                 continue
@@ -600,6 +604,7 @@ def _run_variants(args, H, console) -> list[dict]:
                 "case": f"B{b} ctx{ctx} {hq}/{HKV} p{page}", "variant": name, "names": mode, "block_n": c.block_n,
                 "warps": c.num_warps, "stages": c.num_stages, "splits": c.num_splits, "merge": c.merge, "loop": c.loop,
                 "dot": c.dot, "kv_load": c.kv_load, "v_stage": c.v_stage, "warp_split": c.warp_split,
+                "l2_evict_first": c.l2_evict_first,
                 "ms": s.median, "gbps": H.gbps(nbytes, s.median), "pct_of_copy": H.pct(H.gbps(nbytes, s.median),
                                                                                          copy_gbps),
                 "vs_heuristic": H.compare(tt, times["heuristic"]).ratio, "spread": s.spread,
