@@ -115,7 +115,7 @@ for name in sys.argv[1:]:
     sass, _ = codegen.disassemble(k.asm["cubin"])
     out[name] = {
         "hinted": len(re.findall(r"cp\\.async\\.[^\\s]*L2::cache_hint", ptx)),
-        "copies": len(re.findall(r"cp\\.async\\.bulk\\.tensor|cp\\.async\\.c[ag]\\.shared\\.global[^;]*, (?:0x10|0x8),", ptx)),
+        "copies": len(re.findall(r"cp\\.async\\.bulk\\.tensor", ptx)),
         "policies": ptx.count("createpolicy.fractional.L2::evict_first"),
         "utmaldg": [line.strip() for line in sass.splitlines() if "UTMALDG" in line],
     }
@@ -142,14 +142,3 @@ def test_l2_evict_first_hints_reach_the_tma_loads(part):
     assert p["hinted"] == p["policies"] == 0, p
     assert p["utmaldg"] and not any("desc[" in x for x in p["utmaldg"]), p["utmaldg"]
 
-
-def test_l2_evict_first_hints_reach_the_gathered_copies():
-    """The 4-warp gather kernel with the hints: every 8- and 16-byte cp.async (the K/V rows) is hinted."""
-    import sys
-
-    name = "decode_e4m3_gqa4_page16_bn128_splitkv_l2ef"
-    proc = subprocess.run([sys.executable, "-c", _PTX_COUNTS, name], env=codegen_env(), capture_output=True,
-                          text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    r = json.loads(proc.stdout)[name]
-    assert r["copies"] > 0 and r["hinted"] == r["copies"] and r["policies"] == 1, r

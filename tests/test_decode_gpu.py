@@ -191,13 +191,15 @@ def test_full_path_after_a_replay_respects_alignment():
 
 @pytest.mark.parametrize("lens,page", [
     ([4096] * 8, 64),  # the one-warp TMA kernel, 16 splits
+    ([4096] * 32, 64),  # the same kernel, 4 splits
     ([4096] * 32, 16),  # the per-box TMA kernel
-    ([4096] * 8, 16),  # the 4-warp gather kernel
+    ([4096] * 8, 16),  # the 4-warp gather kernel: the option is ignored (no hints on cp.async)
     ([300, 17, 4096, 1], 64),
 ])
 def test_l2_evict_first_gives_the_same_bits(lens, page):
-    """DecodeConfig(l2_evict_first=True) only adds cache hints to the K/V copies: the same bits as the heuristic's
-    config without them, and the compiled kernel's PTX carries the hints (l2hint's pass ran)."""
+    """DecodeConfig(l2_evict_first=True) only adds cache hints to the K/V TMA loads: the same bits as the heuristic's
+    config without them, and the compiled TMA kernel's PTX carries the hints (l2hint's pass ran); the gather kernel
+    runs untagged."""
     q, kc, vc, bt, sl, ks, vs = _setup(lens, 32, 8, page=page)
     import dataclasses
 
@@ -210,4 +212,5 @@ def test_l2_evict_first_gives_the_same_bits(lens, page):
         assert torch.equal(hinted, base)
     rkey = dec._replay_key(q, kc, vc, bt, sl, ks, vs, None, None, torch.bfloat16, None, hinted_cfg)
     kernel = dec._REPLAYS[rkey][0].fast[0][0]
-    assert "_l2ef" in kernel.metadata.name and "L2::cache_hint" in kernel.asm["ptx"]
+    tma = heur.kv_load != "gather"
+    assert ("_l2ef" in kernel.metadata.name) == tma and ("L2::cache_hint" in kernel.asm["ptx"]) == tma

@@ -33,21 +33,19 @@ PTX = """//
 """
 
 
-def test_hints_the_tile_and_row_copies_only():
+def test_hints_the_tma_loads_only():
     out, n = l2hint.add_l2_evict_first(PTX)
-    assert n == 3
+    assert n == 1
     lines = out.splitlines()
     tma = next(x for x in lines if "cp.async.bulk.tensor" in x)
     assert tma.strip() == ("@%p9 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
                            ".L2::cache_hint [%r1687], [%rd90, {%r30, %r212}], [%r205], %tfp8_l2ef;")
-    assert next(x for x in lines if "0x10" in x).strip() == (
-        "cp.async.cg.shared.global.L2::cache_hint [ %r4 + 0 ], [ %rd5 + 0 ], 0x10, %r6, %tfp8_l2ef;")
-    assert next(x for x in lines if "0x8," in x).strip() == (
-        "cp.async.ca.shared.global.L2::cache_hint [ %r7 + 0 ], [ %rd6 + 0 ], 0x8, %r8, %tfp8_l2ef;")
-    # block-table entries (4 bytes) and plain loads keep the default policy
-    assert next(x for x in lines if "0x4," in x).strip() == (
-        "@%p7 cp.async.ca.shared.global [ %r213 + 0 ], [ %rd92 + 0 ], 0x4, %r214;")
-    assert "ld.global.b32 { %r204 }, [ %rd87 + 0 ];" in out
+    # cp.async (ptxas 12.8 miscompiles its fractional policies) and plain loads keep the default policy
+    for line in ("@%p7 cp.async.ca.shared.global [ %r213 + 0 ], [ %rd92 + 0 ], 0x4, %r214;",
+                 "cp.async.cg.shared.global [ %r4 + 0 ], [ %rd5 + 0 ], 0x10, %r6;",
+                 "cp.async.ca.shared.global [ %r7 + 0 ], [ %rd6 + 0 ], 0x8, %r8;",
+                 "ld.global.b32 { %r204 }, [ %rd87 + 0 ];"):
+        assert ("\t" + line) in lines
     # the policy register is declared and created right after the body opens, before any use
     body = lines.index("{")
     assert lines[body + 1] == "\t.reg .b64 \t%tfp8_l2ef;"
@@ -58,7 +56,7 @@ def test_hints_the_tile_and_row_copies_only():
 
 
 def test_ptx_without_copies_is_unchanged():
-    ptx = PTX.replace("cp.async", "nop.async")
+    ptx = PTX.replace("cp.async.bulk", "nop.async.bulk")
     assert l2hint.add_l2_evict_first(ptx) == (ptx, 0)
 
 

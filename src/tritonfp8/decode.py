@@ -121,10 +121,11 @@ class DecodeConfig:
     # (loop="tail"). H200 (session 19): 0.99x the heuristic at B 32 ctx 4096 with one program per (sequence, KV
     # head), 0.88x at B 8: the global merge was not the bound (docs/decode.md); decode_config does not take it.
     warp_split: bool = False
-    # L2 evict-first hints on the K/V copies (TMA tile loads and 16-byte cp.async; a PTX pass, _kernels/l2hint.py):
-    # the stream's lines become the first candidates for eviction, so it stops displacing (and writing back) the
-    # dirty lines other kernels left in L2. Compiled CUDA only (the interpreter ignores it); the kernel name gains
-    # "l2ef".
+    # L2 evict-first hints on the K/V TMA tile loads (kv_load "tma" / "tmat" / "tmab" where TMA runs; a PTX pass,
+    # _kernels/l2hint.py): the stream's lines become the first candidates for eviction, so it stops displacing (and
+    # writing back) the dirty lines other kernels left in L2. The kernel name gains "l2ef". Ignored by the gather
+    # path (ptxas 12.8 miscompiles the hint on cp.async: an illegal instruction on the H200, session 22) and the
+    # interpreter.
     l2_evict_first: bool = False
 
     def __post_init__(self):
@@ -786,7 +787,8 @@ def _plan(key) -> _Plan:
     per_head = k_head or v_head
     # Programmatic dependent launch of the combine kernel: compiled GPU launches on sm_90+ only.
     pdl = cfg.pdl and splits > 1 and not inline and not _backend.interpreting() and arch >= 90
-    l2ef = cfg.l2_evict_first and not _backend.interpreting()  # a PTX pass: compiled CUDA only
+    # a PTX pass on the TMA loads: compiled CUDA with TMA page loads only
+    l2ef = cfg.l2_evict_first and kv_tma > 0 and not _backend.interpreting()
     name = kern.decode_kernel_name(
         arch, short_name(c_dtype), short_name(q_dtype), short_name(out_dtype), block_m, cfg.block_n, d,
         cfg.num_warps, cfg.num_stages, page, splits > 1, per_head, inline, tail, fp8t, kv_tma, cfg.v_stage, cfg.maxnreg,

@@ -851,7 +851,7 @@ def decode_kernel_name(
     stacked (the kernel's KV_TMA). ``v_stage``: the P.V operand with permuted columns (the kernel's V_STAGE).
     ``maxnreg``: the register cap per thread, shown as ``r<N>``; ``pdl``: the combine kernel is a programmatic
     dependent launch (``pdl``); ``warp_split``: the warps take slices of each step (``wsplit``); ``l2ef``: the K/V
-    copies carry L2 evict-first hints (``l2ef``, added to the PTX by :mod:`tritonfp8._kernels.l2hint`).
+    TMA loads carry L2 evict-first hints (``l2ef``, added to the PTX by :mod:`tritonfp8._kernels.l2hint`).
     Schedule: ``paged`` (one split), ``pagedsplitkv`` (partials merged in-kernel by the last split) or
     ``pagedsplitkvcombine`` (partials merged by :func:`_combine_kernel`)."""
     return KernelName(
@@ -1009,15 +1009,14 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         for part, (page, bn, st, kv) in one_warp_split.items()
         if part in ("page64_tma_bn64w1s4", "page16_tmab_bn32w1s4")
     })
-    # DecodeConfig(l2_evict_first=True) on the two picks and the 4-warp gather kernel: the K/V copies (UTMALDG /
-    # LDGSTS) with an L2 evict-first policy (l2hint's PTX pass; tests/test_codegen_decode.py checks the SASS)
+    # DecodeConfig(l2_evict_first=True) on the two picks: the K/V tile loads (UTMALDG) with an L2 evict-first
+    # policy (l2hint's PTX pass; tests/test_codegen_decode.py checks the SASS)
     specs.update({
         f"decode_e4m3_gqa4_{part}_splitkv_vstage_l2ef": _decode_spec(4, 1, bn, 1, st, page, True, tail_mask=True,
                                                                      kv_tma=kv, v_stage=True, l2ef=True)
         for part, (page, bn, st, kv) in one_warp_split.items()
         if part in ("page64_tma_bn64w1s4", "page16_tmab_bn32w1s4")
     })
-    specs["decode_e4m3_gqa4_page16_bn128_splitkv_l2ef"] = _decode_spec(4, 1, 128, 4, 3, 16, True, l2ef=True)
     # DecodeConfig(warp_split=True): a program's warps take slices of each step, one softmax each (GQA 4 and 8, pages
     # of 16 and 64, with and without split-KV partials). name part -> (group, page, block_n, warps, stages, split)
     warp_split = {

@@ -13,9 +13,14 @@ So this module edits the PTX of the kernels that ask for it, between Triton's "p
 
 - one ``createpolicy.fractional.L2::evict_first.b64`` at the top of the kernel body (fraction 1.0);
 - ``.L2::cache_hint`` plus that policy operand on every TMA tile load (``cp.async.bulk.tensor.*.shared::cluster.
-  global...mbarrier::complete_tx::bytes``) and every 8- or 16-byte ``cp.async.{ca,cg}.shared.global`` with a
-  source-size operand (the gathered K/V rows); the 4-byte copies (block-table entries) and the ``ld.global``s are
-  left alone.
+  global...mbarrier::complete_tx::bytes``): the K/V pages of the ``kv_load="tma"`` / ``"tmab"`` kernels. The
+  block-table ``cp.async`` copies and the ``ld.global``s keep the default policy.
+
+Not on ``cp.async`` (the gather kernels' K/V rows): session 22 hinted their 8/16-byte copies as well, and the
+4-warp gather kernel died with "illegal instruction" on the H200 (s22-call1-log.txt) while the TMA kernels gave
+the unhinted bits. ptxas miscompiles fractional L2 policies on ``cp.async`` (Triton stopped emitting them for that
+reason: triton-lang/triton PR 11660, re-enabled with PTX 9.4 / a fixed ptxas in PR 11848); Triton 3.6 bundles
+ptxas 12.8.
 
 Which kernels: those whose symbol (the CUTLASS-style kernel name, :mod:`tritonfp8.naming`) has the field
 :data:`TAG` (``DecodeConfig(l2_evict_first=True)`` adds it). The name is part of Triton's cache key, so a tagged
@@ -32,7 +37,7 @@ import re
 TAG = "l2ef"
 # Bumped whenever the pass's output changes: the decode kernel takes it as a constexpr (L2_HINT), so Triton's cache
 # never serves a kernel edited by an older pass.
-VERSION = 1
+VERSION = 2
 POLICY_REG = "%tfp8_l2ef"
 
 # TMA tile loads: [dst], [tensorMap, {coords}], [mbar]; (the tile / im2col mode and multicast forms are not emitted)
@@ -40,9 +45,6 @@ _TMA_LOAD = re.compile(
     r"(cp\.async\.bulk\.tensor\.[1-5]d\.shared::cluster\.global(?:\.tile)?\.mbarrier::complete_tx::bytes)"
     r"(\s+\[[^\]]*\],\s*\[[^\]]*\],\s*\[[^\]]*\])\s*;"
 )
-# 8- and 16-byte async copies with the source-size operand Triton always emits: [dst], [src], size, src_size (the
-# gathered K/V rows; the 4-byte copies are block-table entries)
-_CP_ASYNC = re.compile(r"(cp\.async\.c[ag]\.shared\.global)(\s+\[[^\]]*\],\s*\[[^\]]*\],\s*(?:0x10|16|0x8|8),\s*[^,;]+)\s*;")
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(")
 
 
@@ -52,16 +54,15 @@ def tagged(name: str) -> bool:
 
 
 def add_l2_evict_first(ptx: str) -> tuple[str, int]:
-    """(ptx with the hints, number of copies hinted). Raises ValueError on PTX without exactly one kernel entry or
+    """(ptx with the hints, number of TMA loads hinted). Raises ValueError on PTX without exactly one kernel entry or
     with a policy register of that name already."""
     entries = _ENTRY.findall(ptx)
     if len(entries) != 1:
         raise ValueError(f"ptx: expected exactly one .entry, found {len(entries)}")
     if POLICY_REG in ptx:
         raise ValueError(f"ptx: already declares {POLICY_REG}")
-    ptx, n_tma = _TMA_LOAD.subn(rf"\1.L2::cache_hint\2, {POLICY_REG};", ptx)
-    ptx, n_cp = _CP_ASYNC.subn(rf"\1.L2::cache_hint\2, {POLICY_REG};", ptx)
-    if n_tma + n_cp == 0:
+    ptx, n = _TMA_LOAD.subn(rf"\1.L2::cache_hint\2, {POLICY_REG};", ptx)
+    if n == 0:
         return ptx, 0
     # The body opens with the first "{" line after the entry's parameter list; the policy is created before any
     # instruction (declarations may precede it: PTX allows .reg anywhere in a block before its use).
@@ -72,7 +73,7 @@ def add_l2_evict_first(ptx: str) -> tuple[str, int]:
         f"\t.reg .b64 \t{POLICY_REG};",
         f"\tcreatepolicy.fractional.L2::evict_first.b64 \t{POLICY_REG}, 1.0;",
     ]
-    return "\n".join(lines), n_tma + n_cp
+    return "\n".join(lines), n
 
 
 def _patch_stage(ptx: str, metadata: dict) -> str:
