@@ -50,7 +50,9 @@ def main() -> None:
     rows = []
     for b, ctx, hq, page in cases:
         pc, q, nbytes, copy_fn, moved = case_inputs(b, ctx, hq, page, "cuda")
-        heur = dec.decode_config(b, S.HKV, hq // S.HKV, ctx, sms, tma_page=page)
+        # the TMA rule's config without the hints (decode_config adds them up to L2EF_MAX_BYTES since this run)
+        heur = dataclasses.replace(dec.decode_config(b, S.HKV, hq // S.HKV, ctx, sms, tma_page=page),
+                                   l2_evict_first=False)
         fns = {"heuristic": pinned_call(q, pc, heur),
                "l2ef": pinned_call(q, pc, dataclasses.replace(heur, l2_evict_first=True))}
         same = torch.equal(fns["heuristic"](), fns["l2ef"]())

@@ -527,6 +527,22 @@ def test_heuristic_splits():
     assert dec.decode_config(1, 8, 3, 100).block_m == 16
 
 
+def test_heuristic_l2_evict_first_rule():
+    """The TMA configs take the L2 evict-first hints when the step's K and V bytes (kv_bytes) are at most
+    L2EF_MAX_BYTES (128 MiB: measured faster at 67 and 134 MB, slower from 268 MB); the gather configs never do."""
+    assert dec.L2EF_MAX_BYTES == 1 << 27
+    kv = lambda b, ctx: 2 * b * 8 * ctx * 128  # noqa: E731  (E4M3, Hkv 8, D 128)
+    for (b, ctx, page), want in [((8, 4096, 64), True), ((8, 4096, 16), True), ((16, 4096, 64), True),
+                                 ((8, 8192, 64), True), ((32, 4096, 64), False), ((32, 4096, 16), False),
+                                 ((128, 4096, 16), False), ((8, 32768, 64), False)]:
+        cfg = dec.decode_config(b, 8, 4, ctx, tma_page=page, kv_bytes=kv(b, ctx))
+        assert cfg.kv_load != "gather" and cfg.l2_evict_first is want, (b, ctx, page, cfg)
+        assert not dec.decode_config(b, 8, 4, ctx, tma_page=page).l2_evict_first  # bytes unknown
+        assert dataclasses.replace(cfg, l2_evict_first=False) == dec.decode_config(b, 8, 4, ctx, tma_page=page)
+    gather = dec.decode_config(8, 8, 4, 1024, tma_page=64, kv_bytes=kv(8, 1024))
+    assert gather.kv_load == "gather" and not gather.l2_evict_first
+
+
 def test_heuristic_tma_rules():
     """16 query rows, pages TMA can load. Pages of 64: the one-warp TMA kernel with the fewest splits giving >= 1024
     programs (B x Hkv x splits), each split >= 2048 tokens. Pages of 16: kv_load="tmab" (32-token steps, one warp,
@@ -567,8 +583,12 @@ def test_heuristic_tma_rules():
     assert dec.decode_config(128, 8, 4, 4096, tma_page=16) == dataclasses.replace(wave, num_splits=1)
     assert dec.decode_config(128, 8, 4, 8192, tma_page=16) == dataclasses.replace(wave, num_splits=1)
     assert dec.decode_config(64, 8, 4, 8192, tma_page=16) == dataclasses.replace(wave, num_splits=2)
-    # 2^20 cached tokens over all pairs at least (B 8 ctx 4096 is host-bound eager), >= 512 tokens a split
-    assert dec.decode_config(8, 8, 4, 4096, tma_page=16) == dec.decode_config(8, 8, 4, 4096)
+    # 2^18 cached tokens over all pairs at least (2^20 until session 22), >= 512 tokens a split
+    assert dec.TMAB_WAVE_MIN_TOKENS == 1 << 18
+    assert dec.decode_config(8, 8, 4, 4096, tma_page=16) == dataclasses.replace(wave, num_splits=8)
+    assert dec.decode_config(4, 16, 4, 4096, tma_page=16) == dataclasses.replace(wave, num_splits=8)
+    assert dec.decode_config(8, 8, 4, 2048, tma_page=16) == dec.decode_config(8, 8, 4, 2048)  # under ctx 4096
+    assert dec.decode_config(4, 8, 4, 4096, tma_page=16) == dec.decode_config(4, 8, 4, 4096)  # 32 pairs
     assert dec.decode_config(32, 8, 4, 8192, num_splits=32, tma_page=16) == dec.decode_config(32, 8, 4, 8192,
                                                                                               num_splits=32)
     for args, page in [((8, 8, 4, 1024), 64),  # 16 splits of 64 tokens

@@ -193,7 +193,8 @@ def test_full_path_after_a_replay_respects_alignment():
     ([4096] * 8, 64),  # the one-warp TMA kernel, 16 splits
     ([4096] * 32, 64),  # the same kernel, 4 splits
     ([4096] * 32, 16),  # the per-box TMA kernel
-    ([4096] * 8, 16),  # the 4-warp gather kernel: the option is ignored (no hints on cp.async)
+    ([4096] * 8, 16),  # the per-box TMA kernel in one wave (8 splits)
+    ([4096] * 4, 16),  # the 4-warp gather kernel (32 pairs): the option is ignored (no hints on cp.async)
     ([300, 17, 4096, 1], 64),
 ])
 def test_l2_evict_first_gives_the_same_bits(lens, page):
@@ -204,6 +205,7 @@ def test_l2_evict_first_gives_the_same_bits(lens, page):
     import dataclasses
 
     heur = dec.decode_config(len(lens), 8, 4, bt.shape[1] * page, dec.num_sms(q.device), tma_page=page)
+    assert not heur.l2_evict_first  # kv_bytes not given
     kw = dict(k_descale=ks, v_descale=vs)
     base = dec.decode_attention(q, kc, vc, bt, sl, config=heur, **kw)
     hinted_cfg = dataclasses.replace(heur, l2_evict_first=True)

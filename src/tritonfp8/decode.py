@@ -214,14 +214,24 @@ TMAB_MIN_SPLIT_LEN = 4096
 # Eager (the matrix after the rule, decode-nvidia-h200-20261201-205249.json): B 8 ctx 32768 86.3 / 84.8% of copy
 # (Hq 32 / 64; the gather kernel 66.9 / 65.4% in session 6's matrix), B 32 ctx 32768 96.2 / 96.7% (74.2 / 72.6),
 # B 32 ctx 4096 79.0 / 78.7% (71.1); but B 8 ctx 4096 26-28% against 36-49%: that 33 us kernel is host-bound in
-# eager calls and the TMA launch costs more host time, so the rule needs >= 2^20 cached tokens over all pairs.
+# eager calls and the TMA launch costs more host time, so the rule needed >= 2^20 cached tokens over all pairs.
+# Session 22, eager (decode-nvidia-h200-20261204-155740.json): since the replayed launches (session 13) B 8 ctx 4096
+# runs it (8 splits of 512 tokens) at 60.8 / 58.9% of copy (Hq 32 / 64) against the gather kernel's 54.1 / 49.8%
+# (1.13 / 1.18x; 16 splits 1.11 / 1.14x), 66.3 / 64.0% with the L2 evict-first hints (1.23 / 1.29x): from 2^18.
 # Session 16: from 512 pairs too, where the 4-split rule above does not apply (contexts under 16384): B 128 ctx 4096
 # (1024 pairs, one split) 94.5 / 95.2% of copy eager (Hq 32 / 64) against the gather kernel's 74.2 / 74.8% (1.27x;
 # 2 splits 89%, the 4-stage 4-split form 81%; decode-nvidia-h200-20261203-135814.json).
 TMAB_WAVE_MIN_PAIRS = 64
 TMAB_WAVE_MIN_SPLIT_LEN = 512
 TMAB_WAVE_MIN_CONTEXT = 4096
-TMAB_WAVE_MIN_TOKENS = 1 << 20  # B x Hkv x context
+TMAB_WAVE_MIN_TOKENS = 1 << 18  # B x Hkv x context
+# The TMA rules' configs take DecodeConfig(l2_evict_first=True) (evict-first hints on the K/V tile loads) when the
+# K and V bytes a step may read are at most L2EF_MAX_BYTES. Session 22, after a write flush (do_bench's; the L2 full
+# of dirty lines), hints / none: 67 MB (B 8 ctx 4096, B 32 ctx 1024) 1.065-1.08x eager and graphs (one noisy run of
+# Hq 64 at 0.94x, 10-17% spread), pages of 16 (tmab) 1.09-1.10x; 134 MB (B 16 ctx 4096, B 8 ctx 8192) 1.02-1.03x;
+# 268 MB and more (B 32 ctx 4096, B 128 ctx 4096, B 8 ctx 32768) 0.93-0.97x; after a read flush 1.00x everywhere
+# (decode-l2ef-20261204-155452.json, decode-nvidia-h200-20261204-155740.json, -155813.json).
+L2EF_MAX_BYTES = 1 << 27
 TMA_BLOCK_N = 64  # tokens per step of that kernel: one page box
 # Both TMA rules read V as whole rows with permuted columns (DecodeConfig.v_stage; offline 1362 -> 1210 instructions
 # per 64-token step, no spills). CUDA graphs, session 6 (decode-nvidia-h200-20261129-201705.json), against the same
@@ -232,7 +242,7 @@ TMA_V_STAGE = True
 
 def decode_config(
     batch: int, kv_heads: int, rows: int, max_len: int, sms: int = 132, num_splits: int | None = None,
-    tma_page: int | None = None,
+    tma_page: int | None = None, kv_bytes: int | None = None,
 ) -> DecodeConfig:
     """Heuristic config from the batch, KV heads, query rows per KV head (GQA group x Sq) and the longest length.
 
@@ -243,7 +253,8 @@ def decode_config(
     :data:`TMAB_MIN_SPLIT_LEN` tokens per split, and otherwise (from :data:`TMAB_WAVE_MIN_PAIRS` pairs, contexts
     >= :data:`TMAB_WAVE_MIN_CONTEXT`, :data:`TMAB_WAVE_MIN_TOKENS` over all pairs) with 3 stages and the fewest splits reaching :data:`TMA_MIN_PROGRAMS`
     programs, each >= :data:`TMAB_WAVE_MIN_SPLIT_LEN` tokens; both with ``v_stage`` (:data:`TMA_V_STAGE`). A caller's
-    ``num_splits`` is kept and judged by the same bounds.
+    ``num_splits`` is kept and judged by the same bounds. ``kv_bytes``: the K and V bytes a step may read (an upper
+    bound; None: unknown); the TMA configs take ``l2_evict_first`` when it is at most :data:`L2EF_MAX_BYTES`.
 
     Splits: as many (batch x KV head x split) programs as fit at once, :data:`RESIDENT_PER_SM` per SM (the issue's
     "B·Hkv·splits ≈ 2 x #SMs"), rounded down to whole splits, while every split keeps at least 256 tokens (16
@@ -269,17 +280,18 @@ def decode_config(
         by_length = max(1, max_len // 256)
         num_splits = max(1, min(by_occupancy, by_length, MAX_SPLITS))
     pairs = batch * kv_heads
+    l2ef = kv_bytes is not None and kv_bytes <= L2EF_MAX_BYTES
     if tma_page is not None and block_m == 16 and tma_page >= 64 and pairs > 0 and num_splits > 0:
         s = num_splits if given else min(triton.cdiv(TMA_MIN_PROGRAMS, pairs), MAX_SPLITS)
         if pairs * s >= TMA_MIN_PROGRAMS and max_len // s >= TMA_MIN_SPLIT_LEN:
             return DecodeConfig(block_n=TMA_BLOCK_N, block_m=block_m, num_warps=1, num_stages=4, num_splits=s,
-                                kv_load="tma", v_stage=TMA_V_STAGE)
+                                kv_load="tma", v_stage=TMA_V_STAGE, l2_evict_first=l2ef)
     if tma_page == 16 and block_m == 16 and num_splits > 0:
         if pairs >= TMAB_MIN_PAIRS:
             s = num_splits if given else TMAB_SPLITS
             if max_len // s >= TMAB_MIN_SPLIT_LEN:
                 return DecodeConfig(block_n=32, block_m=block_m, num_warps=1, num_stages=4, num_splits=s,
-                                    kv_load="tmab", v_stage=TMA_V_STAGE)
+                                    kv_load="tmab", v_stage=TMA_V_STAGE, l2_evict_first=l2ef)
         # Not long enough for that (or fewer pairs): the one-wave form (at >= 512 pairs with one or two splits).
         if (pairs >= TMAB_WAVE_MIN_PAIRS and max_len >= TMAB_WAVE_MIN_CONTEXT
                 and pairs * max_len >= TMAB_WAVE_MIN_TOKENS):
@@ -288,7 +300,7 @@ def decode_config(
                 s //= 2
             if max_len // s >= TMAB_WAVE_MIN_SPLIT_LEN:
                 return DecodeConfig(block_n=32, block_m=block_m, num_warps=1, num_stages=3, num_splits=s,
-                                    kv_load="tmab", v_stage=TMA_V_STAGE)
+                                    kv_load="tmab", v_stage=TMA_V_STAGE, l2_evict_first=l2ef)
     return DecodeConfig(block_n=block_n, block_m=block_m, num_warps=warps, num_stages=3, num_splits=num_splits)
 
 
@@ -766,7 +778,8 @@ def _plan(key) -> _Plan:
     rows = group * sq
     if cfg is None:
         tma_ok = _tma_geometry((nblocks, page, hkv, d), kstr, vstr, c_dtype.itemsize, TMA_BLOCK_N, aligned) is not None
-        cfg = decode_config(bsz, hkv, rows, int(bound), num_sms(device), num_splits, page if tma_ok else None)
+        cfg = decode_config(bsz, hkv, rows, int(bound), num_sms(device), num_splits, page if tma_ok else None,
+                            kv_bytes=2 * bsz * hkv * int(bound) * d * c_dtype.itemsize)
     elif num_splits is not None:
         cfg = dataclasses.replace(cfg, num_splits=num_splits)
     block_m = max(16, min(cfg.block_m, _next_pow2(rows)))

@@ -406,7 +406,8 @@ def _run_matrix(args, H, console, env) -> tuple[list[dict], int]:
             for hq in sorted({h for h, p in rest if p == page}):
                 torch.manual_seed(0)
                 q = torch.randn(b, 1, hq, D, device=_DEVICE, dtype=torch.bfloat16)
-                cfg = dec.decode_config(b, HKV, hq // HKV, ctx, dec.num_sms(torch.device(_DEVICE)), tma_page=page)
+                cfg = dec.decode_config(b, HKV, hq // HKV, ctx, dec.num_sms(torch.device(_DEVICE)), tma_page=page,
+                                        kv_bytes=cache_bytes(b, ctx, 1))
                 ours = lambda: dec.decode_attention(q, pc.k, pc.v, pc.table, pc.lens,  # noqa: E731
                                                     k_descale=pc.descale, v_descale=pc.descale, config=cfg)
                 err = _check(dec, q, pc, ours())
@@ -434,7 +435,8 @@ def _run_matrix(args, H, console, env) -> tuple[list[dict], int]:
                     "case": f"B{b} ctx{ctx} {hq}/{HKV} p{page}",
                     "B": b, "ctx": ctx, "Hq": hq, "Hkv": HKV, "D": D, "page": page,
                     "splits": cfg.num_splits, "block_n": cfg.block_n, "warps": cfg.num_warps,
-                    "stages": cfg.num_stages, "merge": cfg.merge,
+                    "stages": cfg.num_stages, "merge": cfg.merge, "kv_load": cfg.kv_load,
+                    "l2_evict_first": cfg.l2_evict_first,
                     "bytes": nbytes, "rel_err": err, "check_ok": ok,
                     "ours_ms": t["ours"].median, "ours_gbps": ours_gbps, "copy_gbps": copy_gbps,
                     "pct_of_copy": pct_copy,
@@ -566,7 +568,7 @@ def _run_variants(args, H, console) -> list[dict]:
         # Variants change the gather heuristic's config (the base); "heuristic" is what the library picks for this
         # cache (the TMA long-context rule included: the benchmark's caches are dense and aligned).
         base = dec.decode_config(b, HKV, hq // HKV, ctx, sms)
-        heur = dec.decode_config(b, HKV, hq // HKV, ctx, sms, tma_page=page)
+        heur = dec.decode_config(b, HKV, hq // HKV, ctx, sms, tma_page=page, kv_bytes=cache_bytes(b, ctx, 1))
         ref = None
         fns, cfgs = {}, {}
         for name, over in variants.items():
