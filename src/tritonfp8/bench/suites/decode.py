@@ -248,6 +248,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # ... and on the per-box TMA kernel in one wave at B 8 pages of 16 (the heuristic's gather kernel there)
     "tmabw1bn32s3splitsx2vsl2ef": _w1("tmab", 32, 3, 2.0, v_stage=True, l2_evict_first=True),
     "tmabw1bn32s3splitsx4vsl2ef": _w1("tmab", 32, 3, 4.0, v_stage=True, l2_evict_first=True),
+    # Session 22 call 6, B 8 ctx 4096 with the hints: fewer, longer splits (8 of 512 tokens) on pages of 64, the
+    # per-box kernel with one 64-token box per step (3 stages: two boxes in flight), and 4 stages on pages of 16
+    "tmaw1bn64s4splitsx2vsl2ef": _w1("tma", 64, 4, 2.0, v_stage=True, l2_evict_first=True),
+    "tmabw1bn64s3splitsx4vsl2ef": _w1("tmab", 64, 3, 4.0, v_stage=True, l2_evict_first=True),
+    "tmabw1bn64s3splitsx2vsl2ef": _w1("tmab", 64, 3, 2.0, v_stage=True, l2_evict_first=True),
+    "tmabw1bn32s4splitsx2vsl2ef": _w1("tmab", 32, 4, 2.0, v_stage=True, l2_evict_first=True),
 }
 VARIANT_CASES = ((8, 4096, 32, 16), (1, 32768, 64, 16), (32, 4096, 32, 64), (128, 1024, 32, 16), (8, 32768, 64, 16),
                  (128, 4096, 32, 16))
