@@ -102,7 +102,7 @@ def test_hook_patches_tagged_kernels_and_chains(monkeypatch):
     assert stages["ptx"](untagged, {"name": "cutlass_sm90_decode_x"}) == untagged
 
 
-def test_check_raises_for_a_tagged_kernel_without_hints():
+def test_check_warns_once_for_a_tagged_kernel_without_hints(recwarn):
     class K:
         def __init__(self, name, ptx):
             self.metadata = type("M", (), {"name": name})()
@@ -110,8 +110,28 @@ def test_check_raises_for_a_tagged_kernel_without_hints():
 
     l2hint.check(K("cutlass_sm90_decode_x_l2ef", l2hint.add_l2_evict_first(PTX)[0]))
     l2hint.check(K("cutlass_sm90_decode_x", PTX))
-    with pytest.raises(RuntimeError, match="evict-first"):
-        l2hint.check(K("cutlass_sm90_decode_x_l2ef", PTX))
+    assert not recwarn.list
+    l2hint._WARNED.discard("cutlass_sm90_decode_y_l2ef")
+    with pytest.warns(RuntimeWarning, match="evict-first hints but its PTX has none"):
+        l2hint.check(K("cutlass_sm90_decode_y_l2ef", PTX))
+    l2hint.check(K("cutlass_sm90_decode_y_l2ef", PTX))  # once per kernel: no second warning
+    assert not recwarn.list
+
+
+def test_install_chains_a_hook_set_after_it(monkeypatch):
+    """A hook that replaced ours is chained by the next install (decode plans call it before compiling)."""
+    from triton import knobs
+
+    seen = []
+
+    def theirs(backend, stages, options, language, capability):
+        seen.append(capability)
+
+    monkeypatch.setattr(knobs.runtime, "add_stages_inspection_hook", theirs)
+    l2hint.install()
+    stages = {"ptx": lambda src, md: src}
+    knobs.runtime.add_stages_inspection_hook(None, stages, None, "triton", 90)
+    assert seen == [90] and "L2::cache_hint" in stages["ptx"](PTX, {"name": "cutlass_sm90_decode_x_l2ef"})
 
 
 def test_config_validation():

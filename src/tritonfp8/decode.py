@@ -763,7 +763,7 @@ class _Plan:
         if record and len(rec) == (1 if comb_args is None else 2) and all(r is not None for r in rec):
             from tritonfp8._kernels import l2hint
 
-            l2hint.check(rec[0][0])  # an "l2ef" kernel compiled without its hints raises
+            l2hint.check(rec[0][0])  # warns for an "l2ef" kernel compiled without its hints
             self.fast = tuple(rec)
 
 
@@ -802,6 +802,8 @@ def _plan(key) -> _Plan:
     pdl = cfg.pdl and splits > 1 and not inline and not _backend.interpreting() and arch >= 90
     # a PTX pass on the TMA loads: compiled CUDA with TMA page loads only
     l2ef = cfg.l2_evict_first and kv_tma > 0 and not _backend.interpreting()
+    if l2ef:
+        kern.l2hint.install()  # chains any hook set since the import, before this plan's kernel compiles
     name = kern.decode_kernel_name(
         arch, short_name(c_dtype), short_name(q_dtype), short_name(out_dtype), block_m, cfg.block_n, d,
         cfg.num_warps, cfg.num_stages, page, splits > 1, per_head, inline, tail, fp8t, kv_tma, cfg.v_stage, cfg.maxnreg,

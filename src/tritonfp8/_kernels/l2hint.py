@@ -27,7 +27,8 @@ Which kernels: those whose symbol (the CUTLASS-style kernel name, :mod:`tritonfp
 kernel is never served from a cache entry compiled without the pass, and :data:`VERSION` (the kernel's
 ``L2_HINT`` constexpr) keys the pass's own revisions. The pass is installed through
 ``triton.knobs.runtime.add_stages_inspection_hook`` (chaining a hook set before it) when the decode kernels are
-imported; :func:`check` raises if a tagged kernel's PTX came out without hints (a later hook replaced ours).
+imported and again when a decode plan asks for the hints (so a hook set in between is chained, not lost);
+:func:`check` warns if a tagged kernel's PTX came out without hints.
 """
 
 from __future__ import annotations
@@ -97,23 +98,28 @@ def install() -> None:
     current = knobs.runtime.add_stages_inspection_hook
     if getattr(current, "_tfp8_l2hint", False):
         return
-    if current is None:
-        def hook(backend, stages, options, language, capability):
-            _hook(backend, stages, options, language, capability)
-    else:
-        def hook(backend, stages, options, language, capability):
-            _hook(backend, stages, options, language, capability, current)
+
+    def hook(backend, stages, options, language, capability):
+        _hook(backend, stages, options, language, capability, current)
+
     hook._tfp8_l2hint = True
     knobs.runtime.add_stages_inspection_hook = hook
 
 
+_WARNED: set[str] = set()
+
+
 def check(kernel) -> None:
-    """Raise if a compiled kernel whose name carries :data:`TAG` has no hinted copy in its PTX."""
+    """Warn (once per kernel) when a compiled kernel whose name carries :data:`TAG` has no hinted copy in its PTX:
+    its results are the same, only the hints (and what they were measured to gain) are missing."""
     asm = getattr(kernel, "asm", None) or {}
     name = getattr(getattr(kernel, "metadata", None), "name", "")
     ptx = asm.get("ptx") if hasattr(asm, "get") else None
-    if ptx is not None and tagged(name) and "L2::cache_hint" not in ptx:
-        raise RuntimeError(
-            f"kernel {name}: asked for L2 evict-first hints but its PTX has none (another "
-            "triton.knobs.runtime.add_stages_inspection_hook replaced tritonfp8's)"
-        )
+    if ptx is not None and tagged(name) and "L2::cache_hint" not in ptx and name not in _WARNED:
+        import warnings
+
+        _WARNED.add(name)
+        warnings.warn(
+            f"kernel {name}: asked for L2 evict-first hints but its PTX has none (compiled while another "
+            "triton.knobs.runtime.add_stages_inspection_hook replaced tritonfp8's, or served from a cache filled "
+            "that way); results are unaffected", RuntimeWarning, stacklevel=2)

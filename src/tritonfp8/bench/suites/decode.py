@@ -245,7 +245,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # Session 22: the heuristic's own config with L2 evict-first hints on its K/V copies (_kernels/l2hint.py):
     # after do_bench's write flush the stream no longer displaces (and writes back) the flush's dirty lines.
     "l2ef": {"on_heuristic": True, "l2_evict_first": True},
-    # ... and on the per-box TMA kernel in one wave at B 8 pages of 16 (the heuristic's gather kernel there)
+    # ... and on the per-box TMA kernel in one wave at B 8 pages of 16 (the gather kernel's case before session 22)
     "tmabw1bn32s3splitsx2vsl2ef": _w1("tmab", 32, 3, 2.0, v_stage=True, l2_evict_first=True),
     "tmabw1bn32s3splitsx4vsl2ef": _w1("tmab", 32, 3, 4.0, v_stage=True, l2_evict_first=True),
     # Session 22 call 6, B 8 ctx 4096 with the hints: fewer, longer splits (8 of 512 tokens) on pages of 64, the
