@@ -3,5 +3,5 @@
 # tests that run the hinted kernels (the replay tests take the heuristic's hinted configs at B 8 ctx 4096).
 source scripts/gpu_common.sh
 el tests
-pytest_v 200 -n 4 tests/test_decode_gpu.py -W error::RuntimeWarning
+pytest_v 200 -n 4 tests/test_decode_gpu.py -W "error:kernel:RuntimeWarning"
 el done
