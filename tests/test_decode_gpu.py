@@ -5,6 +5,8 @@ Run on the H200: ``pytest tests/test_decode_gpu.py -q``. The tolerance rule is t
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -202,8 +204,6 @@ def test_l2_evict_first_gives_the_same_bits(lens, page):
     config without them, and the compiled TMA kernel's PTX carries the hints (l2hint's pass ran); the gather kernel
     runs untagged."""
     q, kc, vc, bt, sl, ks, vs = _setup(lens, 32, 8, page=page)
-    import dataclasses
-
     heur = dec.decode_config(len(lens), 8, 4, bt.shape[1] * page, dec.num_sms(q.device), tma_page=page)
     assert not heur.l2_evict_first  # kv_bytes not given
     kw = dict(k_descale=ks, v_descale=vs)
