@@ -11,7 +11,7 @@ Usage on the device: ``python3 scripts/gpu_profile_pairs.py`` (``PROFILE_GROUP=f
 pair instead, ours vs cuBLAS fast accumulation; ``PROFILE_GROUP=grouped``: issue 4's grouped G 8 call vs the dense
 GEMM of the same total shape, session 13; ``PROFILE_GROUP=quarters``: the halves / quarters forms of the promoting
 128x256 kernel, session 14; ``PROFILE_GROUP=rowsums``: the hd128 attention default's row sums on the tensor core
-vs FADD, session 15) (the parent runs itself under ncu through the
+vs FADD, session 15; ``PROFILE_GROUP=decode``: issue 6's short decode steps, session 23) (the parent runs itself under ncu through the
 library's harness, prints a table per kernel: duration, SM / memory throughput, tensor-pipe %, top stall reasons,
 and writes JSON under $OUT). ``--child`` is the profiled process: it warms every case up, then runs each once
 between ``torch.cuda.profiler.start()`` and ``stop()``.
@@ -123,7 +123,27 @@ def _rowsums_cases():
     return cases
 
 
+def _decode_cases():
+    """Session 23: issue 6's short decode steps under Nsight Compute (the heuristic's config each, eager call): where
+    the one-warp TMA kernels' warps stall at B 8 ctx 4096 (pages of 64: 16 splits of 256 tokens; pages of 16: the
+    per-box kernel, 8 splits), 19.8 us with every page in L2 against the copy's 18.7 us from HBM (session 19), and
+    at the near-miss B 8 ctx 32768 pages of 16 (83-84% of copy) and B 32 ctx 4096 pages of 64 (80%). ncu replays
+    each kernel after flushing the caches (--cache-control all): the L2 starts clean, not full of dirty lines."""
+    from tritonfp8 import decode as dec
+    from tritonfp8.bench.suites import decode as suite
+
+    cases = {}
+    for b, ctx, hq, page in ((8, 4096, 32, 64), (8, 4096, 32, 16), (8, 32768, 32, 16), (32, 4096, 32, 64)):
+        pc = suite._paged(b, ctx, page, "cuda")
+        q = torch.randn(b, 1, hq, suite.D, device="cuda", dtype=torch.bfloat16)
+        cases[f"decode_B{b}_ctx{ctx}_hq{hq}_p{page}"] = (lambda pc, q: lambda: dec.decode_attention(
+            q, pc.k, pc.v, pc.table, pc.lens, k_descale=pc.descale, v_descale=pc.descale))(pc, q)
+    return cases
+
+
 def _cases():
+    if os.environ.get("PROFILE_GROUP") == "decode":
+        return _decode_cases()
     if os.environ.get("PROFILE_GROUP") == "rowsums":
         return _rowsums_cases()
     if os.environ.get("PROFILE_GROUP") == "quarters":

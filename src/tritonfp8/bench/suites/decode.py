@@ -254,6 +254,17 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "tmabw1bn64s3splitsx4vsl2ef": _w1("tmab", 64, 3, 4.0, v_stage=True, l2_evict_first=True),
     "tmabw1bn64s3splitsx2vsl2ef": _w1("tmab", 64, 3, 2.0, v_stage=True, l2_evict_first=True),
     "tmabw1bn32s4splitsx2vsl2ef": _w1("tmab", 32, 4, 2.0, v_stage=True, l2_evict_first=True),
+    # Session 23: overrides of the heuristic's own config (its splits and hints kept). 64-token per-box steps at
+    # 2 stages: offline sm_90 (GQA 4, pages of 16, v_stage) 22.6 warp-instructions per token against the 32-token
+    # step's 24.4 at 3 stages, 20.6 vs 20.5 KB of shared memory (the same 16 KB of K/V in flight: one 64-token step
+    # instead of two of 32); on pages of 64 the per-box form of the tma kernel's step.
+    "hbn64s2": {"on_heuristic": True, "kv_load": "tmab", "block_n": 64, "num_stages": 2},
+    "hbn64s3": {"on_heuristic": True, "kv_load": "tmab", "block_n": 64, "num_stages": 3},
+    "hs4": {"on_heuristic": True, "num_stages": 4},
+    "hnol2ef": {"on_heuristic": True, "l2_evict_first": False},
+    "hx8": {"on_heuristic": True, "num_splits": 8},
+    "hx12": {"on_heuristic": True, "num_splits": 12},
+    "hbn64s2x12": {"on_heuristic": True, "kv_load": "tmab", "block_n": 64, "num_stages": 2, "num_splits": 12},
 }
 VARIANT_CASES = ((8, 4096, 32, 16), (1, 32768, 64, 16), (32, 4096, 32, 64), (128, 1024, 32, 16), (8, 32768, 64, 16),
                  (128, 4096, 32, 16))
