@@ -265,6 +265,20 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "hx8": {"on_heuristic": True, "num_splits": 8},
     "hx12": {"on_heuristic": True, "num_splits": 12},
     "hbn64s2x12": {"on_heuristic": True, "kv_load": "tmab", "block_n": 64, "num_stages": 2, "num_splits": 12},
+    # Session 23 call 1's profile: the per-box kernel's loop stalls mostly on fixed-latency dependencies ("wait")
+    # with 2 warps per scheduler (8 one-warp programs per SM by its 255 registers). Capped at 192 registers (offline
+    # sm_90, GQA 4, pages of 16, 3 stages: 24.5 warp-instructions per token, no spills in the loop, 9 spill stores
+    # after it) 10 programs fit an SM, as many as its 20.5 KB of shared memory (+1 KB reserved each) allow; 168
+    # registers (24.8 per token, 43 spill stores outside the loop) gain nothing over 192 there. Splits for 10
+    # programs per SM: B 8 20 (1280 programs), B 32 5.
+    "hr192": {"on_heuristic": True, "maxnreg": 192},
+    "hr192x20": {"on_heuristic": True, "maxnreg": 192, "num_splits": 20},
+    "hr192x16": {"on_heuristic": True, "maxnreg": 192, "num_splits": 16},
+    "hr192x5": {"on_heuristic": True, "maxnreg": 192, "num_splits": 5},
+    "hr168x20": {"on_heuristic": True, "maxnreg": 168, "num_splits": 20},
+    "hx20": {"on_heuristic": True, "num_splits": 20},
+    "hx16": {"on_heuristic": True, "num_splits": 16},
+    "hx5": {"on_heuristic": True, "num_splits": 5},
 }
 VARIANT_CASES = ((8, 4096, 32, 16), (1, 32768, 64, 16), (32, 4096, 32, 64), (128, 1024, 32, 16), (8, 32768, 64, 16),
                  (128, 4096, 32, 16))
