@@ -45,7 +45,7 @@ def loop_report(name: str) -> dict:
     ck = compile_spec(spec, 90, "cutlass")
     sass, res = disassemble(ck.asm["cubin"])
     f = sass_facts(sass, res)
-    bn = spec.constexprs["BLOCK_N"]
+    bn = spec.constexprs.get("BLOCK_N", spec.constexprs.get("STEP"))  # Triton kernels' step / the Gluon kernel's
     out = {"name": name, "registers": f["registers"], "spill_stores": f["spill_stores"],
            "spill_loads": f["spill_loads"], "instructions": f["instructions"], "shared": ck.metadata.shared,
            "warps": spec.num_warps, "block_n": bn, "utmaldg": sass.count("UTMALDG"),
@@ -58,7 +58,8 @@ def loop_report(name: str) -> dict:
         for op in ops:
             hist[op] = hist.get(op, 0) + 1
         out["loops"].append({"instructions": len(body), "per_token": len(body) * spec.num_warps / bn,
-                             "ops": dict(sorted(hist.items(), key=lambda kv: -kv[1]))})
+                             "ops": dict(sorted(hist.items(), key=lambda kv: -kv[1])),
+                             "lds128": sum(op == "LDS.128" for _, op, _ in body)})
     return out
 
 

@@ -29,6 +29,7 @@ KERNEL_MODULES = (
     "tritonfp8._kernels.gemm",
     "tritonfp8._kernels.attention",
     "tritonfp8._kernels.decode",
+    "tritonfp8._kernels.decode_gluon",
     "tritonfp8._kernels.gemm_gluon",
     "tritonfp8._kernels.attention_gluon",
 )

@@ -127,8 +127,23 @@ class DecodeConfig:
     # path (ptxas 12.8 miscompiles the hint on cp.async: an illegal instruction on the H200, session 22) and the
     # interpreter.
     l2_evict_first: bool = False
+    # "gluon" (session 23): the Gluon kernel of _kernels/decode_gluon.py, one warp per program with the cache tokens
+    # as the MMA's M and at most 8 query rows as N, every register layout explicit (offline sm_90: 12.4 warp-
+    # instructions per cache token at pages of 64 against the Triton kernel's 18.9, 150 registers against 255).
+    # Needs sm_90+, an E4M3 cache TMA can address (as kv_load="tma"), D = 128 and Hq / Hkv x Sq <= 8; block_n is
+    # its step (32 or 64 tokens), num_stages its ring of TMA buffers; several splits are merged by the combine
+    # kernel (merge="kernel"). Not in the interpreter; the other fields (kv_load, v_stage, num_warps, ...) are not
+    # read.
+    kernel: str = "triton"
 
     def __post_init__(self):
+        if self.kernel not in ("triton", "gluon"):
+            raise ValueError(f"kernel: expected 'triton' or 'gluon', got {self.kernel!r}")
+        if self.kernel == "gluon" and (self.block_n not in (32, 64) or self.merge != "kernel"
+                                       or not 1 <= self.num_stages <= 8):
+            raise ValueError(
+                f"kernel='gluon': expected block_n 32 or 64, merge='kernel' and 1 <= num_stages <= 8, got "
+                f"block_n={self.block_n}, merge={self.merge!r}, num_stages={self.num_stages}")
         if self.merge not in ("inline", "kernel"):
             raise ValueError(f"merge: expected 'inline' or 'kernel', got {self.merge!r}")
         if self.loop not in ("single", "tail"):
@@ -583,7 +598,7 @@ def decode_attention(
     kstr, vstr = k_cache.stride(), v_cache.stride()
     # TMA needs 16-byte aligned bases: part of the key where TMA may run (a config asking for it, or the heuristic's
     # long-context rule); the rest of what TMA needs is in the key already (see _tma_geometry).
-    aligned = ((config is None or config.kv_load != "gather")
+    aligned = ((config is None or config.kv_load != "gather" or config.kernel == "gluon")
                and (k_cache.data_ptr() | v_cache.data_ptr()) % 16 == 0)
     key = (device, q.dtype, k_cache.dtype, out_dtype, bsz, sq, hq, hkv, d, page, max_blocks, nblocks, kstr, vstr,
            kd.numel() > 1, vd.numel() > 1, bound, num_splits, config, naming.naming_mode(), aligned)
@@ -711,7 +726,7 @@ def _tma_geometry(shape, kstr, vstr, elem: int, block_n: int, aligned: bool):
 
 class _Plan:
     __slots__ = ("kernel", "grid", "consts", "splits", "inline", "nblocks", "max_blocks", "part_rows", "d",
-                 "combine", "combine_grid", "combine_consts", "counters_n", "ws", "tma", "fast")
+                 "combine", "combine_grid", "combine_consts", "counters_n", "ws", "tma", "fast", "gluon")
 
     def launch(self, q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, sm_scale_log2, replay=False):
         """The plan's launches. ``replay`` (decode_attention's replay path only, which has checked the 16-byte
@@ -736,15 +751,24 @@ class _Plan:
         record = self.fast is None and not replay and all(
             a.data_ptr() % 16 == 0 for a in (q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, part_o,
                                              part_lse, counters))
-        if self.tma is not None:  # the kernel reads K/V through descriptors (its stride arguments go unused)
+        if self.gluon:
+            from tritonfp8._kernels import decode_gluon
+
+            shape, strides, block = self.tma
+            args = (q, decode_gluon.descriptor(k_cache, shape, strides, block[0]),
+                    decode_gluon.descriptor(v_cache, shape, strides, block[0]), block_table, seq_lens, kd, vd, out,
+                    part_o, part_lse, sm_scale_log2, self.nblocks, self.max_blocks, splits, q.stride(0), q.stride(2),
+                    block_table.stride(0))
+        elif self.tma is not None:  # the kernel reads K/V through descriptors (its stride arguments go unused)
             # Geometry checked by _tma_geometry; tuples: the direct launcher finds the encoded CUtensorMaps of
             # these caches (same address and geometry) and encodes nothing on repeat calls (_direct.descriptor).
             shape, strides, block = self.tma
             k_cache = _direct.descriptor(k_cache, shape, strides, block)
             v_cache = _direct.descriptor(v_cache, shape, strides, block)
-        args = (q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, part_o, part_lse, counters,
-                sm_scale_log2, self.nblocks, self.max_blocks, splits,
-                qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], vs[0], vs[1], vs[2], bs[0], bs[1])
+        if not self.gluon:
+            args = (q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, part_o, part_lse, counters,
+                    sm_scale_log2, self.nblocks, self.max_blocks, splits,
+                    qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], vs[0], vs[1], vs[2], bs[0], bs[1])
         comb_args = (part_o, part_lse, out, splits) if splits > 1 and not self.inline else None
         if replay and self.fast is not None and _launch.enabled():
             # The replayed call (decode_attention's _REPLAYS, 16-byte aligned tensors): the compiled kernels of
@@ -767,6 +791,54 @@ class _Plan:
             self.fast = tuple(rec)
 
 
+def _gluon_plan(key, cfg: DecodeConfig, splits: int) -> _Plan:
+    """The launch plan of ``DecodeConfig(kernel="gluon")`` (see the field): the Gluon kernel, then the combine
+    kernel for several splits. Raises ValueError where the kernel cannot run."""
+    from tritonfp8._kernels import decode as kern
+    from tritonfp8._kernels import decode_gluon as kg
+
+    (device, q_dtype, c_dtype, out_dtype, bsz, sq, hq, hkv, d, page, max_blocks, nblocks, kstr, vstr, k_head,
+     v_head, bound, num_splits, _, mode, aligned) = key
+    group = hq // hkv
+    op = "decode_attention"
+    if _backend.interpreting() or device.type != "cuda" or _backend.arch_of(device) < 90:
+        raise ValueError(f"{op}: config: kernel='gluon' needs an sm_90+ CUDA device (not the interpreter)")
+    if c_dtype != torch.float8_e4m3fn or d != kg.HEAD_DIM or group * sq > 8:
+        raise ValueError(f"{op}: config: kernel='gluon' needs an E4M3 cache, D = {kg.HEAD_DIM} and Hq / Hkv x Sq <= 8, "
+                         f"got {c_dtype}, D = {d}, Hq / Hkv x Sq = {group * sq}")
+    box = kg.box_tokens(page, cfg.block_n)
+    tma = _tma_geometry((nblocks, page, hkv, d), kstr, vstr, 1, box, aligned)
+    if tma is None or page < 16:
+        raise ValueError(f"{op}: config: kernel='gluon' needs caches TMA can address (16-byte aligned bases and "
+                         f"page rows, contiguous heads, pages of >= 16 tokens), got strides {kstr} / {vstr}, page {page}")
+    arch = _backend.arch_of(device)
+    p = _Plan()
+    p.gluon, p.fast, p.ws = True, None, None
+    p.tma = ((tma[0], tma[1]), (tma[2], 1), [box, d])
+    p.kernel = kg.decode_gluon_kernel
+    p.grid = (splits, hkv, bsz)
+    p.splits, p.inline, p.nblocks, p.max_blocks, p.d = splits, False, nblocks, max_blocks, d
+    p.part_rows = bsz * sq * hq * splits
+    p.counters_n = 0
+    name = kg.kernel_name(page, cfg.block_n, cfg.num_stages, group, short_name(q_dtype), short_name(out_dtype),
+                          splits > 1, bool(k_head or v_head)).build(mode)
+    p.consts = dict(GROUP=group, PAGE=page, BOX=box, STEP=cfg.block_n, STAGES=cfg.num_stages,
+                    K_DESCALE_STRIDE=int(k_head), V_DESCALE_STRIDE=int(v_head), Q_POW2_SCALE=q_dtype == torch.bfloat16,
+                    WRITE_PARTIAL=splits > 1, KERNEL_NAME=name, num_warps=1)
+    p.combine = p.combine_grid = p.combine_consts = None
+    if splits > 1:
+        pdl = cfg.pdl and arch >= 90
+        block_s = _next_pow2(splits)
+        p.combine = kern._combine_kernel
+        p.combine_grid = (hq, sq, bsz)
+        p.combine_consts = dict(
+            HEAD_DIM=d, BLOCK_D=d, BLOCK_S=block_s, PDL=pdl,
+            KERNEL_NAME=kern.combine_kernel_name(arch, short_name(out_dtype), block_s, d, pdl).build(mode), num_warps=4,
+            **({"launch_pdl": True} if pdl else {}),
+        )
+    return p
+
+
 def _plan(key) -> _Plan:
     import triton.language as tl
 
@@ -785,6 +857,8 @@ def _plan(key) -> _Plan:
     block_m = max(16, min(cfg.block_m, _next_pow2(rows)))
     row_blocks = _cdiv(rows, block_m)
     splits = max(1, cfg.num_splits)
+    if cfg.kernel == "gluon":
+        return _gluon_plan(key, cfg, splits)
     inline = splits > 1 and cfg.merge == "inline"
     dot = tl.bfloat16 if c_dtype == torch.bfloat16 else tl.float16
     fp8t = cfg.dot == "fp8t" and c_dtype == torch.float8_e4m3fn  # a 16-bit cache keeps the fp16/bf16 form
@@ -810,6 +884,7 @@ def _plan(key) -> _Plan:
         pdl, cfg.warp_split, l2ef,
     ).build(mode)
     p = _Plan()
+    p.gluon = False
     # The K/V descriptors' (shape, strides, block) over the [rows, cols] view (None: the gather path).
     p.tma = None if tma is None else ((tma[0], tma[1]), (tma[2], 1), [tma[3], d])
     p.kernel = kern._decode_kernel

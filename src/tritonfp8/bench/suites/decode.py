@@ -286,6 +286,18 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # 1.07-1.14x from graphs, 0.75x eager when that step was host-bound, before the replayed launches).
     "hmk": {"on_heuristic": True, "merge": "kernel"},
     "hmkpdl": {"on_heuristic": True, "merge": "kernel", "pdl": True},
+    # DecodeConfig(kernel="gluon") (session 23, _kernels/decode_gluon.py): the Gluon kernel with the cache tokens as
+    # the MMA's M, at the heuristic's splits ("h": half of them), STEP tokens x STAGES ring slots: 32 x 3 = 26.6 KB
+    # of shared memory (8 programs per SM), 64 x 2 = 34.8 KB (6 per SM); offline 15.3 / 12.1-13.6 warp-instructions
+    # per token against the Triton kernel's 18.9 (pages of 64) / 24.4 (pages of 16).
+    "gl32s3": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 32, "num_stages": 3},
+    "gl32s3pdl": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 32, "num_stages": 3,
+                  "pdl": True},
+    "gl64s2": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 64, "num_stages": 2},
+    "gl64s2h": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 64, "num_stages": 2,
+                "heuristic_splits_factor": 0.5},
+    "gl32s3h": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 32, "num_stages": 3,
+                "heuristic_splits_factor": 0.5},
 }
 VARIANT_CASES = ((8, 4096, 32, 16), (1, 32768, 64, 16), (32, 4096, 32, 64), (128, 1024, 32, 16), (8, 32768, 64, 16),
                  (128, 4096, 32, 16))
@@ -616,6 +628,9 @@ def _run_variants(args, H, console) -> list[dict]:
             if factor is not None:
                 over["num_splits"] = max(1, min(dec.MAX_SPLITS, round(base.num_splits * factor)))
             on_heur = over.pop("on_heuristic", False)  # overrides of the heuristic's config, not the gather base
+            hfactor = over.pop("heuristic_splits_factor", None)
+            if hfactor is not None:
+                over["num_splits"] = max(1, min(dec.MAX_SPLITS, round(heur.num_splits * hfactor)))
             cfg = heur if name == "heuristic" else dataclasses.replace(heur if on_heur else base, **over)
             same = dataclasses.replace(cfg, merge=heur.merge) if cfg.num_splits == 1 else cfg  # merge moot
             if name != "heuristic" and same == heur and names == "cutlass":

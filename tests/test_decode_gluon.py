@@ -1,0 +1,159 @@
+"""The Gluon decode kernel (``DecodeConfig(kernel="gluon")``, ``_kernels/decode_gluon.py``; issue 6).
+
+Gluon kernels do not run in the interpreter: CPU tests check the config and the plan's refusals, codegen tests
+compile for sm_90 offline and check the SASS facts the design rests on, GPU tests compare with the reference under
+tests/test_decode.py's tolerance rule (stated there once) and with the Triton kernel (the same products and
+roundings, another fp32 summation order: within 2^-9 as the GPU tests of the TMA kernels).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from conftest import requires_gpu
+from test_decode import Case, _make, assert_decode_close
+from tritonfp8 import decode as dec
+
+GLUON = dict(kernel="gluon", merge="kernel")
+
+
+def test_gluon_config_is_validated():
+    dec.DecodeConfig(**GLUON, block_n=32, num_stages=4)
+    for bad in (dict(block_n=128), dict(block_n=16), dict(num_stages=0), dict(num_stages=9)):
+        with pytest.raises(ValueError, match="kernel='gluon'"):
+            dec.DecodeConfig(**{**GLUON, **bad})
+    with pytest.raises(ValueError, match="merge='kernel'"):
+        dec.DecodeConfig(kernel="gluon")
+    with pytest.raises(ValueError, match="kernel: expected 'triton' or 'gluon'"):
+        dec.DecodeConfig(kernel="cuda")
+
+
+def test_gluon_refused_off_gpu():
+    """On the CPU (the interpreter) the plan says what the kernel needs instead of running something else."""
+    q, kc, vc, bt, sl, ks, vs = _make(Case((17,), 4, 1, d=128, page=16), "cpu")
+    with pytest.raises(ValueError, match="sm_90"):
+        dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=dec.DecodeConfig(**GLUON))
+
+
+# --- offline sm_90 --------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def loop_reports() -> dict:
+    """scripts/decode_loop_sass.py --json over the offline specs, in a subprocess with the interpreter off."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.conftest import codegen_env
+    from tritonfp8._kernels import decode_gluon as kg
+
+    names = list(kg.codegen_specs())
+    script = Path(__file__).resolve().parents[1] / "scripts" / "decode_loop_sass.py"
+    proc = subprocess.run([sys.executable, str(script), "--json", *names], capture_output=True, text=True,
+                          env=codegen_env(), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {r["name"]: r for r in json.loads(proc.stdout)}
+
+
+@pytest.mark.parametrize("page,step,stages", [(64, 64, 2), (16, 64, 2), (16, 32, 3), (128, 64, 2), (32, 32, 4)],
+                         ids=lambda x: str(x))
+def test_gluon_sass_sm90(page, step, stages, loop_reports):
+    """The loop's instruction mix the layouts were chosen for: per 16 tokens 16 mma.sync (8 for S^T, 8 for O^T;
+    the rows-as-M form needs 32) and 8 16-byte shared-memory loads (4 of K, 4 of V), no narrower ones; no spills;
+    at most 2.25 PRMT per token (one per V operand register, plus the P^T transpose); under 16 warp-instructions
+    per token (offline 12.4-15.3; the Triton kernel: 18.9 at pages of 64, 24.4 at pages of 16); 168 registers or
+    fewer; TMA loads."""
+    r = loop_reports[f"decode_gluon_page{page}_step{step}s{stages}"]
+    assert r["spill_stores"] == 0 and r["spill_loads"] == 0, r
+    assert r["registers"] <= 168, r
+    assert r["utmaldg"] >= 2, r
+    assert len(r["loops"]) == 1, "one loop with the products (the masked last step is outside it)"
+    lp = r["loops"][0]
+    ops = lp["ops"]
+    assert ops.get("HMMA", 0) == step, ops  # 16 per 16 tokens
+    assert ops.get("LDS", 0) == lp["lds128"] == step // 2, (ops, lp["lds128"])  # all of them 16-byte loads
+    assert ops.get("PRMT", 0) <= 2.25 * step, ops
+    assert lp["per_token"] < 16, lp
+
+
+# --- GPU ------------------------------------------------------------------------------------------------------------
+
+# (case, block_n (step), stages, splits): pages 16 / 32 / 64 / 128 (a page longer than a step: sub-boxes), GQA
+# 1 / 4 / 8, lengths 1, 17, 339 and page / step boundaries, one and several splits (a split starting mid-page).
+GPU_CASES = [
+    (Case((1, 17, 339, 64), 8, 2, d=128, page=16), 64, 2, 1),
+    (Case((1, 17, 339, 64), 8, 2, d=128, page=16), 32, 3, 3),
+    (Case((339, 1, 48, 17), 16, 2, d=128, page=64), 64, 2, 2),
+    (Case((4096, 100, 65), 32, 4, d=128, page=64), 64, 3, 16),
+    (Case((4096, 2000), 64, 8, d=128, page=16), 64, 2, 7),
+    (Case((300, 129), 4, 4, d=128, page=128), 64, 2, 2),
+    (Case((333, 32), 8, 1, d=128, page=32, per_head=False), 32, 4, 1),
+    (Case((333, 32), 16, 2, d=128, page=32, q_dtype=torch.float16), 32, 2, 4),
+]
+
+
+def _gluon_vs(case, step, stages, splits, out_dtype=torch.float32, seed=31, mutate=None):
+    q, kc, vc, bt, sl, ks, vs = _make(case, "cuda", seed=seed)
+    if mutate is not None:
+        mutate(kc, vc, bt, sl)
+    cfg = dec.DecodeConfig(**GLUON, block_n=step, num_stages=stages, num_splits=splits)
+    out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg, out_dtype=out_dtype)
+    tri = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, num_splits=splits, out_dtype=out_dtype)
+    ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
+    pt = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, p_dtype=torch.float16)
+    return out, tri, ref, pt
+
+
+@requires_gpu
+@pytest.mark.parametrize("case,step,stages,splits", GPU_CASES, ids=lambda x: str(x))
+def test_gluon_matches_reference_and_triton(case, step, stages, splits):
+    out, tri, ref, pt = _gluon_vs(case, step, stages, splits)
+    assert_decode_close(out, ref, pt, max(case.lens), torch.float32)
+    torch.testing.assert_close(out, tri, rtol=2.0**-9, atol=2.0**-9)
+
+
+@requires_gpu
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16])
+def test_gluon_output_dtypes(out_dtype):
+    case = Case((1, 17, 339), 8, 2, d=128, page=16)
+    out, tri, ref, pt = _gluon_vs(case, 32, 3, 1, out_dtype=out_dtype)
+    assert out.dtype == out_dtype
+    assert_decode_close(out, ref, pt, 339, out_dtype)
+
+
+@requires_gpu
+def test_gluon_bad_pages_and_nan_garbage_are_not_read():
+    """Table entries outside [0, num_blocks) in full and partial steps read as masked (zero boxes, -inf scores);
+    NaN bytes in the unwritten slots of a sequence's last page (past seq_len) do not reach the output."""
+    case = Case((200, 150), 8, 2, d=128, page=16)
+
+    def mutate(kc, vc, bt, sl):
+        nb = kc.shape[0]
+        bt[0, 3] = nb + 5  # a full step's page
+        bt[1, 9] = -2  # the partial last step's page (tokens 144..149)
+        last = bt[0, 199 // 16].item()
+        kc[last, 200 % 16:] = float("nan")
+        vc[last, 200 % 16:] = float("nan")
+
+    q, kc, vc, bt, sl, ks, vs = _make(case, "cuda", seed=7)
+    mutate(kc, vc, bt, sl)
+    for step, stages, splits in ((64, 2, 1), (32, 3, 3)):
+        cfg = dec.DecodeConfig(**GLUON, block_n=step, num_stages=stages, num_splits=splits)
+        out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg, out_dtype=torch.float32)
+        tri = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, num_splits=splits,
+                                   out_dtype=torch.float32, config=dataclasses.replace(
+                                       dec.DecodeConfig(), kv_load="tma", loop="tail", num_splits=splits))
+        assert not torch.isnan(out).any()
+        torch.testing.assert_close(out, tri, rtol=2.0**-9, atol=2.0**-9)
+
+
+@requires_gpu
+def test_gluon_refuses_what_it_cannot_run():
+    for case, match in ((Case((17,), 16, 1, d=128, page=16), "<= 8"), (Case((17,), 4, 1, d=64, page=16), "D = 128")):
+        q, kc, vc, bt, sl, ks, vs = _make(case, "cuda")
+        with pytest.raises(ValueError, match=match):
+            dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=dec.DecodeConfig(**GLUON))
