@@ -632,7 +632,8 @@ def _run_variants(args, H, console) -> list[dict]:
             if hfactor is not None:
                 over["num_splits"] = max(1, min(dec.MAX_SPLITS, round(heur.num_splits * hfactor)))
             cfg = heur if name == "heuristic" else dataclasses.replace(heur if on_heur else base, **over)
-            same = dataclasses.replace(cfg, merge=heur.merge) if cfg.num_splits == 1 else cfg  # merge moot
+            moot = cfg.num_splits == 1 and cfg.kernel == "triton"  # one split: the merge field is not read
+            same = dataclasses.replace(cfg, merge=heur.merge) if moot else cfg
             if name != "heuristic" and same == heur and names == "cutlass":
                 continue
             cfgs[name] = (cfg, names)
