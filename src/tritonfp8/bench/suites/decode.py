@@ -298,6 +298,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
                 "heuristic_splits_factor": 0.5},
     "gl32s3h": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 32, "num_stages": 3,
                 "heuristic_splits_factor": 0.5},
+    "gl32s3q": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 32, "num_stages": 3,
+                "heuristic_splits_factor": 0.25},
+    "gl32s4h": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 32, "num_stages": 4,
+                "heuristic_splits_factor": 0.5},
 }
 VARIANT_CASES = ((8, 4096, 32, 16), (1, 32768, 64, 16), (32, 4096, 32, 64), (128, 1024, 32, 16), (8, 32768, 64, 16),
                  (128, 4096, 32, 16))
