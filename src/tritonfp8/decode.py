@@ -253,11 +253,28 @@ TMA_BLOCK_N = 64  # tokens per step of that kernel: one page box
 # configs without it: pages of 16, tmab, B 128 ctx 32768 **1.11x** (80.5 -> 89% of copy); pages of 64, tma, at the
 # heuristic's configs 1.014-1.03x (B 32 ctx 4096, B 128 ctx 4096, B 8 ctx 32768: within noise, never slower).
 TMA_V_STAGE = True
+# Session 23: the Gluon kernel (DecodeConfig(kernel="gluon"), 32-token steps, 3 ring slots of 26.6 KB) for long
+# contexts where it may run (``gluon=True``: sm_90+, D = 128, a TMA-addressable E4M3 cache) and at most 8 query rows
+# per KV head, with the splits that give about GLUON_PROGRAMS programs (B x Hkv x splits; one split from 512 pairs).
+# Eager, 3 rounds, against the Triton heuristic on the same caches (decode-nvidia-h200-20261204-175530.json): B 8
+# ctx 32768 8 splits 88.2 / 86.9% of copy (Hq 32 / 64, pages of 16; the Triton kernel 83.0 / 82.9) and 89.7 / 87.6%
+# (pages of 64; 86.4 / 85.3), B 32 ctx 32768 2 splits 97.7 / 97.9% (91.4 / 92.1) and 100.5 / 100.0% (96.5 / 95.9),
+# B 128 ctx 32768 one split 99.2% (88.5) and 100.2% (96.7); at the Triton rule's splits (1024 programs) 0.96-1.07x,
+# a quarter of them 0.61-0.70x. At ctx 4096 it loses (B 8 0.81-0.96x at 4-16 splits: its fixed per-program costs
+# and the second launch; B 32 0.98-1.04x; -175550.json), hence the context bound.
+GLUON_PROGRAMS = 512
+GLUON_MIN_CONTEXT = 16384
+
+
+def gluon_available(device: torch.device) -> bool:
+    """Whether ``DecodeConfig(kernel="gluon")`` can run on ``device`` at all (sm_90+ CUDA, not the interpreter); the
+    cache must also be E4M3, TMA-addressable, D = 128 (see the field)."""
+    return device.type == "cuda" and not _backend.interpreting() and _backend.arch_of(device) >= 90
 
 
 def decode_config(
     batch: int, kv_heads: int, rows: int, max_len: int, sms: int = 132, num_splits: int | None = None,
-    tma_page: int | None = None, kv_bytes: int | None = None,
+    tma_page: int | None = None, kv_bytes: int | None = None, gluon: bool = False,
 ) -> DecodeConfig:
     """Heuristic config from the batch, KV heads, query rows per KV head (GQA group x Sq) and the longest length.
 
@@ -270,6 +287,9 @@ def decode_config(
     programs, each >= :data:`TMAB_WAVE_MIN_SPLIT_LEN` tokens; both with ``v_stage`` (:data:`TMA_V_STAGE`). A caller's
     ``num_splits`` is kept and judged by the same bounds. ``kv_bytes``: the K and V bytes a step may read (an upper
     bound; None: unknown); the TMA configs take ``l2_evict_first`` when it is at most :data:`L2EF_MAX_BYTES`.
+    ``gluon``: the Gluon kernel can run (sm_90+, D = 128, a TMA-addressable E4M3 cache); with ``tma_page`` given, at
+    most 8 rows and ``max_len`` >= :data:`GLUON_MIN_CONTEXT` it is taken, with the splits that give about
+    :data:`GLUON_PROGRAMS` programs.
 
     Splits: as many (batch x KV head x split) programs as fit at once, :data:`RESIDENT_PER_SM` per SM (the issue's
     "B·Hkv·splits ≈ 2 x #SMs"), rounded down to whole splits, while every split keeps at least 256 tokens (16
@@ -296,6 +316,10 @@ def decode_config(
         num_splits = max(1, min(by_occupancy, by_length, MAX_SPLITS))
     pairs = batch * kv_heads
     l2ef = kv_bytes is not None and kv_bytes <= L2EF_MAX_BYTES
+    if (gluon and tma_page is not None and 0 < rows <= 8 and max_len >= GLUON_MIN_CONTEXT and pairs > 0
+            and num_splits > 0):
+        s = num_splits if given else max(1, min(GLUON_PROGRAMS // pairs, MAX_SPLITS))
+        return DecodeConfig(kernel="gluon", merge="kernel", block_n=32, num_warps=1, num_stages=3, num_splits=s)
     if tma_page is not None and block_m == 16 and tma_page >= 64 and pairs > 0 and num_splits > 0:
         s = num_splits if given else min(triton.cdiv(TMA_MIN_PROGRAMS, pairs), MAX_SPLITS)
         if pairs * s >= TMA_MIN_PROGRAMS and max_len // s >= TMA_MIN_SPLIT_LEN:
@@ -801,7 +825,7 @@ def _gluon_plan(key, cfg: DecodeConfig, splits: int) -> _Plan:
      v_head, bound, num_splits, _, mode, aligned) = key
     group = hq // hkv
     op = "decode_attention"
-    if _backend.interpreting() or device.type != "cuda" or _backend.arch_of(device) < 90:
+    if not gluon_available(device):
         raise ValueError(f"{op}: config: kernel='gluon' needs an sm_90+ CUDA device (not the interpreter)")
     if c_dtype != torch.float8_e4m3fn or d != kg.HEAD_DIM or group * sq > 8:
         raise ValueError(f"{op}: config: kernel='gluon' needs an E4M3 cache, D = {kg.HEAD_DIM} and Hq / Hkv x Sq <= 8, "
@@ -850,8 +874,10 @@ def _plan(key) -> _Plan:
     rows = group * sq
     if cfg is None:
         tma_ok = _tma_geometry((nblocks, page, hkv, d), kstr, vstr, c_dtype.itemsize, TMA_BLOCK_N, aligned) is not None
+        gluon_ok = (tma_ok and d == 128 and page >= 16 and c_dtype == torch.float8_e4m3fn
+                    and gluon_available(device))
         cfg = decode_config(bsz, hkv, rows, int(bound), num_sms(device), num_splits, page if tma_ok else None,
-                            kv_bytes=2 * bsz * hkv * int(bound) * d * c_dtype.itemsize)
+                            kv_bytes=2 * bsz * hkv * int(bound) * d * c_dtype.itemsize, gluon=gluon_ok)
     elif num_splits is not None:
         cfg = dataclasses.replace(cfg, num_splits=num_splits)
     block_m = max(16, min(cfg.block_m, _next_pow2(rows)))

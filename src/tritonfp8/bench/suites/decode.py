@@ -302,6 +302,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
                 "heuristic_splits_factor": 0.25},
     "gl32s4h": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 32, "num_stages": 4,
                 "heuristic_splits_factor": 0.5},
+    # The Gluon rule's form (about 512 programs) at any context, and the Triton kernel's heuristic where the
+    # library's heuristic takes the Gluon kernel (decode_config(gluon=False)).
+    "glp512": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 32, "num_stages": 3,
+               "programs_target": 512},
+    "triton": {"triton_heuristic": True},
 }
 VARIANT_CASES = ((8, 4096, 32, 16), (1, 32768, 64, 16), (32, 4096, 32, 64), (128, 1024, 32, 16), (8, 32768, 64, 16),
                  (128, 4096, 32, 16))
@@ -460,8 +465,9 @@ def _run_matrix(args, H, console, env) -> tuple[list[dict], int]:
             for hq in sorted({h for h, p in rest if p == page}):
                 torch.manual_seed(0)
                 q = torch.randn(b, 1, hq, D, device=_DEVICE, dtype=torch.bfloat16)
-                cfg = dec.decode_config(b, HKV, hq // HKV, ctx, dec.num_sms(torch.device(_DEVICE)), tma_page=page,
-                                        kv_bytes=cache_bytes(b, ctx, 1))
+                sms = dec.num_sms(torch.device(_DEVICE))
+                cfg = dec.decode_config(b, HKV, hq // HKV, ctx, sms, tma_page=page, kv_bytes=cache_bytes(b, ctx, 1),
+                                        gluon=dec.gluon_available(torch.device(_DEVICE)))
                 ours = lambda: dec.decode_attention(q, pc.k, pc.v, pc.table, pc.lens,  # noqa: E731
                                                     k_descale=pc.descale, v_descale=pc.descale, config=cfg)
                 err = _check(dec, q, pc, ours())
@@ -472,7 +478,9 @@ def _run_matrix(args, H, console, env) -> tuple[list[dict], int]:
                 fns = {"ours": ours, "copy": copy_fn}
                 note = ""
                 if k16 is not None:
-                    cfg16 = dataclasses.replace(cfg)
+                    # the Triton kernel's config (a 16-bit cache takes neither TMA nor the Gluon kernel)
+                    cfg16 = dec.decode_config(b, HKV, hq // HKV, ctx, sms, tma_page=page,
+                                              kv_bytes=cache_bytes(b, ctx, 1))
                     fns["ours_bf16"] = lambda: dec.decode_attention(q, k16, v16, pc.table, pc.lens,  # noqa: E731
                                                                     config=cfg16)
                 if dense is not None:
@@ -490,7 +498,7 @@ def _run_matrix(args, H, console, env) -> tuple[list[dict], int]:
                     "B": b, "ctx": ctx, "Hq": hq, "Hkv": HKV, "D": D, "page": page,
                     "splits": cfg.num_splits, "block_n": cfg.block_n, "warps": cfg.num_warps,
                     "stages": cfg.num_stages, "merge": cfg.merge, "kv_load": cfg.kv_load,
-                    "l2_evict_first": cfg.l2_evict_first,
+                    "l2_evict_first": cfg.l2_evict_first, "kernel": cfg.kernel,
                     "bytes": nbytes, "rel_err": err, "check_ok": ok,
                     "ours_ms": t["ours"].median, "ours_gbps": ours_gbps, "copy_gbps": copy_gbps,
                     "pct_of_copy": pct_copy,
@@ -622,7 +630,8 @@ def _run_variants(args, H, console) -> list[dict]:
         # Variants change the gather heuristic's config (the base); "heuristic" is what the library picks for this
         # cache (the TMA long-context rule included: the benchmark's caches are dense and aligned).
         base = dec.decode_config(b, HKV, hq // HKV, ctx, sms)
-        heur = dec.decode_config(b, HKV, hq // HKV, ctx, sms, tma_page=page, kv_bytes=cache_bytes(b, ctx, 1))
+        heur = dec.decode_config(b, HKV, hq // HKV, ctx, sms, tma_page=page, kv_bytes=cache_bytes(b, ctx, 1),
+                                 gluon=dec.gluon_available(torch.device(_DEVICE)))
         ref = None
         fns, cfgs = {}, {}
         for name, over in variants.items():
@@ -632,6 +641,13 @@ def _run_variants(args, H, console) -> list[dict]:
             if factor is not None:
                 over["num_splits"] = max(1, min(dec.MAX_SPLITS, round(base.num_splits * factor)))
             on_heur = over.pop("on_heuristic", False)  # overrides of the heuristic's config, not the gather base
+            if over.pop("triton_heuristic", False):  # every field of the Triton kernel's heuristic config
+                tri = dec.decode_config(b, HKV, hq // HKV, ctx, sms, tma_page=page, kv_bytes=cache_bytes(b, ctx, 1))
+                over = {f.name: getattr(tri, f.name) for f in dataclasses.fields(tri)}
+                on_heur = False
+            target = over.pop("programs_target", None)
+            if target is not None:
+                over["num_splits"] = max(1, min(dec.MAX_SPLITS, target // (b * HKV)))
             hfactor = over.pop("heuristic_splits_factor", None)
             if hfactor is not None:
                 over["num_splits"] = max(1, min(dec.MAX_SPLITS, round(heur.num_splits * hfactor)))
