@@ -158,3 +158,24 @@ def test_gluon_refuses_what_it_cannot_run():
         q, kc, vc, bt, sl, ks, vs = _make(case, "cuda")
         with pytest.raises(ValueError, match=match):
             dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=dec.DecodeConfig(**GLUON))
+
+
+def test_heuristic_gluon_rule():
+    """decode_config(gluon=True) takes the Gluon kernel for long contexts (>= GLUON_MIN_CONTEXT) at >= 64 pairs and
+    <= 8 rows, with about GLUON_PROGRAMS programs; never without gluon=True, a TMA page, or for short contexts."""
+    def cfg(b, ctx, rows=4, page=16, gluon=True, **kw):
+        return dec.decode_config(b, 8, rows, ctx, 132, tma_page=page, kv_bytes=2 * b * ctx * 8 * 128, gluon=gluon,
+                                 **kw)
+
+    for b, splits in ((8, 8), (16, 4), (32, 2), (64, 1), (128, 1)):
+        for page in (16, 64):
+            c = cfg(b, 32768, page=page)
+            assert (c.kernel, c.num_splits, c.block_n, c.num_stages, c.merge) == ("gluon", splits, 32, 3, "kernel")
+    assert cfg(8, dec.GLUON_MIN_CONTEXT).kernel == "gluon"
+    assert cfg(8, dec.GLUON_MIN_CONTEXT - 1).kernel == "triton"
+    assert cfg(8, 4096).kernel == "triton" and cfg(32, 4096).kernel == "triton"
+    assert cfg(1, 32768).kernel == "triton"  # 8 pairs
+    assert cfg(8, 32768, rows=16).kernel == "triton"  # GQA 8 x Sq 2
+    assert cfg(8, 32768, gluon=False).kernel == "triton"
+    assert cfg(8, 32768, page=None).kernel == "triton"
+    assert cfg(8, 32768, num_splits=5).num_splits == 5  # a caller's splits are kept

@@ -420,7 +420,7 @@ def test_bench_tma_variants_run(monkeypatch, device):
     tma = {k: v for k, v in suite.VARIANTS.items() if v.get("kv_load") in ("tma", "tmat", "tmab")}
     assert len(tma) >= 6 and "tmabw1bn64s4splitsx4" in tma
     for over in tma.values():
-        dec.DecodeConfig(**{k: v for k, v in over.items() if k not in ("names", "splits_factor")})
+        dec.DecodeConfig(**{k: v for k, v in over.items() if k not in suite.SWEEP_KEYS})
     monkeypatch.setattr(H, "time_once", lambda fn, *a, **k: (fn(), 1.0)[1])
     monkeypatch.setattr(suite, "_DEVICE", device)
     args = argparse.Namespace(variant_names="tmabn64", variant_cases="1:200:8:64", repeats=1)

@@ -262,8 +262,13 @@ TMA_V_STAGE = True
 # B 128 ctx 32768 one split 99.2% (88.5) and 100.2% (96.7); at the Triton rule's splits (1024 programs) 0.96-1.07x,
 # a quarter of them 0.61-0.70x. At ctx 4096 it loses (B 8 0.81-0.96x at 4-16 splits: its fixed per-program costs
 # and the second launch; B 32 0.98-1.04x; -175550.json), hence the context bound.
+# Session 23 call 6 (decode-nvidia-h200-20261204-180126.json): ctx 16384 B 8 1.04-1.05x, B 16 (Hq 64) 1.02x, B 32
+# 1.07x the Triton heuristic; ctx 8192 B 32 1.03-1.05x but B 8 0.99x: the bound stays at 16384. B 1 ctx 32768 (64
+# splits of 512 tokens) 1.18x on pages of 16 and 0.67x on pages of 64, both runs noisy (13-77% spread): not taken
+# under GLUON_MIN_PAIRS (B x Hkv) pairs.
 GLUON_PROGRAMS = 512
 GLUON_MIN_CONTEXT = 16384
+GLUON_MIN_PAIRS = 64
 
 
 def gluon_available(device: torch.device) -> bool:
@@ -316,8 +321,8 @@ def decode_config(
         num_splits = max(1, min(by_occupancy, by_length, MAX_SPLITS))
     pairs = batch * kv_heads
     l2ef = kv_bytes is not None and kv_bytes <= L2EF_MAX_BYTES
-    if (gluon and tma_page is not None and 0 < rows <= 8 and max_len >= GLUON_MIN_CONTEXT and pairs > 0
-            and num_splits > 0):
+    if (gluon and tma_page is not None and 0 < rows <= 8 and max_len >= GLUON_MIN_CONTEXT
+            and pairs >= GLUON_MIN_PAIRS and num_splits > 0):
         s = num_splits if given else max(1, min(GLUON_PROGRAMS // pairs, MAX_SPLITS))
         return DecodeConfig(kernel="gluon", merge="kernel", block_n=32, num_warps=1, num_stages=3, num_splits=s)
     if tma_page is not None and block_m == 16 and tma_page >= 64 and pairs > 0 and num_splits > 0:

@@ -66,6 +66,11 @@ def _ws(block_n: int, warps: int, stages: int, splits: int, v_stage: bool = True
             "v_stage": v_stage, "kv_load": "gather", "loop": "tail"}
 
 
+# Keys of a VARIANTS entry that steer the sweep rather than name a DecodeConfig field: the kernel names' mode,
+# splits relative to the gather heuristic's / the library heuristic's, a program-count target, overrides of the
+# library heuristic's config instead of the gather base, the Triton kernel's heuristic config.
+SWEEP_KEYS = frozenset({"names", "splits_factor", "heuristic_splits_factor", "programs_target", "on_heuristic",
+                        "triton_heuristic"})
 # Config variants for --variants (None fields: the heuristic's value).
 VARIANTS: dict[str, dict[str, Any]] = {
     "heuristic": {},
