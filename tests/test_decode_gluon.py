@@ -179,3 +179,30 @@ def test_heuristic_gluon_rule():
     assert cfg(8, 32768, gluon=False).kernel == "triton"
     assert cfg(8, 32768, page=None).kernel == "triton"
     assert cfg(8, 32768, num_splits=5).num_splits == 5  # a caller's splits are kept
+
+
+@requires_gpu
+def test_gluon_heuristic_under_cuda_graph_capture():
+    """The heuristic's Gluon plan (B 8, 16384 tokens: 8 splits and the combine kernel) replays, captures into a CUDA
+    graph (its per-call partials allocate from the graph's pool), and the graph's replay with new q equals an eager
+    call."""
+    case = Case((16384,) * 8, 32, 8, d=128, page=16)
+    q, kc, vc, bt, sl, ks, vs = _make(case, "cuda", seed=5)
+    kw = dict(k_descale=ks, v_descale=vs)
+    dec._PLANS.clear()
+    dec._REPLAYS.clear()
+    dec.decode_attention(q, kc, vc, bt, sl, **kw)
+    assert [p.gluon for p in dec._PLANS.values()] == [True]
+    dec.decode_attention(q, kc, vc, bt, sl, **kw)  # replayed
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        dec.decode_attention(q, kc, vc, bt, sl, **kw)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = dec.decode_attention(q, kc, vc, bt, sl, **kw)
+    q.copy_(torch.randn_like(q))
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, dec.decode_attention(q, kc, vc, bt, sl, **kw))
