@@ -170,7 +170,8 @@ def test_heuristic_gluon_rule():
     for b, splits in ((8, 8), (16, 4), (32, 2), (64, 1), (128, 1)):
         for page in (16, 64):
             c = cfg(b, 32768, page=page)
-            assert (c.kernel, c.num_splits, c.block_n, c.num_stages, c.merge) == ("gluon", splits, 32, 3, "kernel")
+            assert (c.kernel, c.num_splits, c.block_n, c.num_stages, c.merge, c.pdl) == (
+                "gluon", splits, 32, 3, "kernel", splits > 1)
     assert cfg(8, dec.GLUON_MIN_CONTEXT).kernel == "gluon"
     assert cfg(8, dec.GLUON_MIN_CONTEXT - 1).kernel == "triton"
     assert cfg(8, 4096).kernel == "triton" and cfg(32, 4096).kernel == "triton"

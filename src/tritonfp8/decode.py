@@ -265,7 +265,8 @@ TMA_V_STAGE = True
 # Session 23 call 6 (decode-nvidia-h200-20261204-180126.json): ctx 16384 B 8 1.04-1.05x, B 16 (Hq 64) 1.02x, B 32
 # 1.07x the Triton heuristic; ctx 8192 B 32 1.03-1.05x but B 8 0.99x: the bound stays at 16384. B 1 ctx 32768 (64
 # splits of 512 tokens) 1.18x on pages of 16 and 0.67x on pages of 64, both runs noisy (13-77% spread): not taken
-# under GLUON_MIN_PAIRS (B x Hkv) pairs.
+# under GLUON_MIN_PAIRS (B x Hkv) pairs. The combine kernel as a programmatic dependent launch (pdl, several splits):
+# call 4 (-175407.json, at the Triton rule's splits) 1.01-1.04x the plain launch; at the rule's own splits: call 8.
 GLUON_PROGRAMS = 512
 GLUON_MIN_CONTEXT = 16384
 GLUON_MIN_PAIRS = 64
@@ -324,7 +325,8 @@ def decode_config(
     if (gluon and tma_page is not None and 0 < rows <= 8 and max_len >= GLUON_MIN_CONTEXT
             and pairs >= GLUON_MIN_PAIRS and num_splits > 0):
         s = num_splits if given else max(1, min(GLUON_PROGRAMS // pairs, MAX_SPLITS))
-        return DecodeConfig(kernel="gluon", merge="kernel", block_n=32, num_warps=1, num_stages=3, num_splits=s)
+        return DecodeConfig(kernel="gluon", merge="kernel", block_n=32, num_warps=1, num_stages=3, num_splits=s,
+                            pdl=s > 1)
     if tma_page is not None and block_m == 16 and tma_page >= 64 and pairs > 0 and num_splits > 0:
         s = num_splits if given else min(triton.cdiv(TMA_MIN_PROGRAMS, pairs), MAX_SPLITS)
         if pairs * s >= TMA_MIN_PROGRAMS and max_len // s >= TMA_MIN_SPLIT_LEN:

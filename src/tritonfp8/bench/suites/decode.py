@@ -312,6 +312,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "glp512": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 32, "num_stages": 3,
                "programs_target": 512},
     "triton": {"triton_heuristic": True},
+    "nopdl": {"on_heuristic": True, "pdl": False},
 }
 VARIANT_CASES = ((8, 4096, 32, 16), (1, 32768, 64, 16), (32, 4096, 32, 64), (128, 1024, 32, 16), (8, 32768, 64, 16),
                  (128, 4096, 32, 16))
