@@ -266,7 +266,8 @@ TMA_V_STAGE = True
 # 1.07x the Triton heuristic; ctx 8192 B 32 1.03-1.05x but B 8 0.99x: the bound stays at 16384. B 1 ctx 32768 (64
 # splits of 512 tokens) 1.18x on pages of 16 and 0.67x on pages of 64, both runs noisy (13-77% spread): not taken
 # under GLUON_MIN_PAIRS (B x Hkv) pairs. The combine kernel as a programmatic dependent launch (pdl, several splits):
-# call 4 (-175407.json, at the Triton rule's splits) 1.01-1.04x the plain launch; at the rule's own splits: call 8.
+# at the rule's splits 1.010-1.011x the plain launch at B 8 ctx 32768 (5 rounds, 0.0-0.1% spread), 1.019x at B 8 ctx
+# 16384, 0.996x at B 32 ctx 32768 (2-3% spread) (-181151.json); at the Triton rule's splits 1.01-1.04x (-175407.json).
 GLUON_PROGRAMS = 512
 GLUON_MIN_CONTEXT = 16384
 GLUON_MIN_PAIRS = 64
