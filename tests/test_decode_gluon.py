@@ -15,6 +15,7 @@ import torch
 
 from conftest import HAS_CUDA, requires_gpu
 from test_decode import Case, _make, assert_decode_close
+from test_decode_gpu import assert_graph_replay_equals_eager
 from tritonfp8 import decode as dec
 
 GLUON = dict(kernel="gluon", merge="kernel")
@@ -194,16 +195,29 @@ def test_gluon_heuristic_under_cuda_graph_capture():
     dec._REPLAYS.clear()
     dec.decode_attention(q, kc, vc, bt, sl, **kw)
     assert [p.gluon for p in dec._PLANS.values()] == [True]
-    dec.decode_attention(q, kc, vc, bt, sl, **kw)  # replayed
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        dec.decode_attention(q, kc, vc, bt, sl, **kw)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        out = dec.decode_attention(q, kc, vc, bt, sl, **kw)
-    q.copy_(torch.randn_like(q))
-    g.replay()
-    torch.cuda.synchronize()
-    assert torch.equal(out, dec.decode_attention(q, kc, vc, bt, sl, **kw))
+    assert_graph_replay_equals_eager(q, kc, vc, bt, sl, kw)
+
+
+def test_gluon_plan_fields(monkeypatch):
+    """The plan the Gluon config builds (no launch: the device checks are stubbed): grid (splits, Hkv, B), the
+    kernel's constexprs, the [box, 128] descriptors' geometry, the combine launch as a PDL, the kernel name."""
+    from tritonfp8 import _backend
+
+    monkeypatch.setattr(dec, "gluon_available", lambda device: True)
+    monkeypatch.setattr(_backend, "arch_of", lambda device: 90)
+    nb, page, hkv, d, bsz, hq = 40, 16, 2, 128, 3, 8
+    kstr = (page * hkv * d, hkv * d, d, 1)
+    cfg = dec.DecodeConfig(**GLUON, block_n=64, num_stages=2, num_splits=5, pdl=True)
+    key = (torch.device("cpu"), torch.bfloat16, torch.float8_e4m3fn, torch.bfloat16, bsz, 1, hq, hkv, d, page, 20, nb,
+           kstr, kstr, True, False, 320, None, cfg, "cutlass", True)
+    p = dec._plan(key)
+    assert p.gluon and p.grid == (5, hkv, bsz) and p.splits == 5 and not p.inline
+    assert {k: p.consts[k] for k in ("GROUP", "PAGE", "BOX", "STEP", "STAGES", "K_DESCALE_STRIDE",
+                                     "V_DESCALE_STRIDE", "Q_POW2_SCALE", "WRITE_PARTIAL", "num_warps")} == dict(
+        GROUP=4, PAGE=16, BOX=16, STEP=64, STAGES=2, K_DESCALE_STRIDE=1, V_DESCALE_STRIDE=0, Q_POW2_SCALE=True,
+        WRITE_PARTIAL=True, num_warps=1)
+    assert p.tma == ((nb * page, hkv * d), (hkv * d, 1), [16, d])
+    assert p.combine_grid == (hq, 1, bsz) and p.combine_consts["PDL"] and p.combine_consts["launch_pdl"]
+    assert p.consts["KERNEL_NAME"].startswith("cutlass_sm90_decode_e4m3_bf16_f32_bf16_8x64x128_w1s2_pagedsplitkvcombine")
+    one = dec._plan(key[:17] + (1, dataclasses.replace(cfg, num_splits=1)) + key[19:])
+    assert one.combine is None and not one.consts["WRITE_PARTIAL"]

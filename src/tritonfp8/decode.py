@@ -826,7 +826,6 @@ class _Plan:
 def _gluon_plan(key, cfg: DecodeConfig, splits: int) -> _Plan:
     """The launch plan of ``DecodeConfig(kernel="gluon")`` (see the field): the Gluon kernel, then the combine
     kernel for several splits. Raises ValueError where the kernel cannot run."""
-    from tritonfp8._kernels import decode as kern
     from tritonfp8._kernels import decode_gluon as kg
 
     (device, q_dtype, c_dtype, out_dtype, bsz, sq, hq, hkv, d, page, max_blocks, nblocks, kstr, vstr, k_head,
@@ -857,18 +856,26 @@ def _gluon_plan(key, cfg: DecodeConfig, splits: int) -> _Plan:
     p.consts = dict(GROUP=group, PAGE=page, BOX=box, STEP=cfg.block_n, STAGES=cfg.num_stages,
                     K_DESCALE_STRIDE=int(k_head), V_DESCALE_STRIDE=int(v_head), Q_POW2_SCALE=q_dtype == torch.bfloat16,
                     WRITE_PARTIAL=splits > 1, KERNEL_NAME=name, num_warps=1)
+    _set_combine(p, splits > 1, splits, (hq, sq, bsz), d, d, out_dtype, arch, mode, cfg.pdl and arch >= 90)
+    return p
+
+
+def _set_combine(p: _Plan, on: bool, splits: int, grid: tuple, d: int, block_d: int, out_dtype, arch: int, mode,
+                 pdl: bool) -> None:
+    """The plan's second launch, the combine kernel merging ``splits`` partials (a programmatic dependent launch
+    with ``pdl``), or none (``on`` False)."""
+    from tritonfp8._kernels import decode as kern
+
     p.combine = p.combine_grid = p.combine_consts = None
-    if splits > 1:
-        pdl = cfg.pdl and arch >= 90
+    if on:
         block_s = _next_pow2(splits)
         p.combine = kern._combine_kernel
-        p.combine_grid = (hq, sq, bsz)
+        p.combine_grid = grid
         p.combine_consts = dict(
-            HEAD_DIM=d, BLOCK_D=d, BLOCK_S=block_s, PDL=pdl,
+            HEAD_DIM=d, BLOCK_D=block_d, BLOCK_S=block_s, PDL=pdl,
             KERNEL_NAME=kern.combine_kernel_name(arch, short_name(out_dtype), block_s, d, pdl).build(mode), num_warps=4,
             **({"launch_pdl": True} if pdl else {}),
         )
-    return p
 
 
 def _plan(key) -> _Plan:
@@ -946,16 +953,8 @@ def _plan(key) -> _Plan:
         L2_HINT=kern.l2hint.VERSION if l2ef else 0,
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}),
     )
-    p.combine = p.combine_grid = p.combine_consts = p.ws = p.fast = None
-    if splits > 1 and not inline:
-        block_s = _next_pow2(splits)
-        p.combine = kern._combine_kernel
-        p.combine_grid = (hq, sq, bsz)
-        p.combine_consts = dict(
-            HEAD_DIM=d, BLOCK_D=block_d, BLOCK_S=block_s, PDL=pdl,
-            KERNEL_NAME=kern.combine_kernel_name(arch, short_name(out_dtype), block_s, d, pdl).build(mode), num_warps=4,
-            **({"launch_pdl": True} if pdl else {}),
-        )
+    p.ws = p.fast = None
+    _set_combine(p, splits > 1 and not inline, splits, (hq, sq, bsz), d, block_d, out_dtype, arch, mode, pdl)
     return p
 
 

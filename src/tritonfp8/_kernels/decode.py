@@ -121,6 +121,19 @@ def _write_kv_kernel(
 
 
 @triton.jit
+def split_range(seq_lens_ptr, b, split, num_splits, max_blocks, PAGE: tl.constexpr, STEP: tl.constexpr):
+    """(seq_len, start, end) of split ``split`` of sequence ``b``: its length clipped to the table's width, and the
+    token range of the split's share of its STEP-token tiles, ``[split * c, (split + 1) * c)`` with ``c =
+    cdiv(cdiv(seq_len, STEP), num_splits) * STEP``, cut at seq_len (empty when start >= seq_len). Shared with the
+    Gluon kernel (_kernels/decode_gluon.py)."""
+    seq_len = tl.load(seq_lens_ptr + b)
+    seq_len = tl.minimum(tl.maximum(seq_len, 0), max_blocks * PAGE)
+    tiles_per_split = tl.cdiv(tl.cdiv(seq_len, STEP), num_splits)
+    start = split * tiles_per_split * STEP
+    return seq_len, start, tl.minimum(start + tiles_per_split * STEP, seq_len)
+
+
+@triton.jit
 def _softmax_step(s, m_i, l_i, n, n_ok, score_scale, last_visible, MASKED: tl.constexpr):
     """Online-softmax update of a step's raw scores ``s`` [BLOCK_M, BLOCK_N] (query rows x cache tokens ``n``):
     scaled to log2 units, masked (tokens not ``n_ok``; with MASKED also the causal rule), new row max, P, the
@@ -601,12 +614,7 @@ def _decode_kernel(
     split = pid_m % num_splits
     row_block = (pid_m // num_splits).to(tl.int64)
 
-    seq_len = tl.load(seq_lens_ptr + b)
-    seq_len = tl.minimum(tl.maximum(seq_len, 0), max_blocks * PAGE)
-    n_tiles = tl.cdiv(seq_len, BLOCK_N)
-    tiles_per_split = tl.cdiv(n_tiles, num_splits)
-    start = split * tiles_per_split * BLOCK_N
-    end = tl.minimum(start + tiles_per_split * BLOCK_N, seq_len)
+    seq_len, start, end = split_range(seq_lens_ptr, b, split, num_splits, max_blocks, PAGE, BLOCK_N)
 
     rows = row_block * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < SQ * GROUP

@@ -34,6 +34,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import mma_v2
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
+from tritonfp8._kernels import decode as _triton_decode
 from tritonfp8.naming import _repr_from_constexpr
 
 HEAD_DIM = 128
@@ -57,6 +58,9 @@ _LVM: gl.constexpr = gl.DistributedLinearLayout(
     reg_bases=[[1, 0], [0, 1], [2, 0], [0, 2], [0, 4], [0, 8]],
     lane_bases=[[4, 0], [8, 0], [0, 16], [0, 32], [0, 64]], warp_bases=[], block_bases=[], shape=[16, 128])
 _QL: gl.constexpr = gl.BlockedLayout([1, 4], [2, 16], [1, 1], [1, 0])  # q [8, 128] as loaded from global memory
+
+
+_split_range = gluon.jit(_triton_decode.split_range.fn)  # the Triton kernel's split bounds, compiled as Gluon
 
 
 @gluon.jit
@@ -166,12 +170,7 @@ def decode_gluon_kernel(
     b = gl.program_id(2).to(gl.int64)
     hq = GROUP * gl.num_programs(1)
 
-    seq_len = gl.load(seq_lens_ptr + b)
-    seq_len = gl.minimum(gl.maximum(seq_len, 0), max_blocks * PAGE)
-    n_tiles = gl.cdiv(seq_len, STEP)
-    tiles_per_split = gl.cdiv(n_tiles, num_splits)
-    start = split * tiles_per_split * STEP
-    end = gl.minimum(start + tiles_per_split * STEP, seq_len)
+    seq_len, start, end = _split_range(seq_lens_ptr, b, split, num_splits, max_blocks, PAGE, STEP)
     n_steps = gl.maximum(gl.cdiv(end - start, STEP), 0)
     n_full = gl.maximum(end - start, 0) // STEP
     bt_row = block_table_ptr + b * stride_btb
