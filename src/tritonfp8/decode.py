@@ -132,8 +132,8 @@ class DecodeConfig:
     # instructions per cache token at pages of 64 against the Triton kernel's 18.9, 150 registers against 255).
     # Needs sm_90+, an E4M3 cache TMA can address (as kv_load="tma"), D = 128 and Hq / Hkv x Sq <= 8; block_n is
     # its step (32 or 64 tokens), num_stages its ring of TMA buffers; several splits are merged by the combine
-    # kernel (merge="kernel"). Not in the interpreter; the other fields (kv_load, v_stage, num_warps, ...) are not
-    # read.
+    # kernel (merge="kernel", pdl as for the Triton kernel). Not in the interpreter; the other fields (kv_load,
+    # v_stage, num_warps, ...) are not read. decode_config takes it for long contexts (GLUON_MIN_CONTEXT).
     kernel: str = "triton"
 
     def __post_init__(self):

@@ -19,8 +19,8 @@ the (at most 8) query rows as N = 8, with every register layout chosen explicitl
   registers per lane).
 
 K/V pages arrive by TMA into a ring of STAGES buffers of STEP tokens (one box per page, or a sub-box of a page),
-each with an mbarrier; the block-table entries of the step STAGES ahead are loaded at the top of an iteration and
-used at its end, after the step's products. Split-KV as the Triton kernel (the same partials layout, merged by its
+each with an mbarrier; after a step's products its slot is refilled with the step STAGES ahead (its block-table
+entries loaded there, just before the copies are issued; the step's own entries are read again for the masks). Split-KV as the Triton kernel (the same partials layout, merged by its
 combine kernel); one split writes the output directly.
 """
 
