@@ -154,8 +154,24 @@ def test_gluon_bad_pages_and_nan_garbage_are_not_read():
 
 
 @requires_gpu
+def test_gluon_strided_block_table():
+    """A block table whose rows are not contiguous (every other column of a wider one) reads the same pages."""
+    case = Case((339, 17, 64), 8, 2, d=128, page=16)
+    q, kc, vc, bt, sl, ks, vs = _make(case, "cuda", seed=9)
+    wide = torch.full((bt.shape[0], 2 * bt.shape[1]), -7, dtype=torch.int32, device="cuda")
+    wide[:, ::2] = bt
+    strided = wide[:, ::2]
+    assert strided.stride(1) == 2
+    cfg = dec.DecodeConfig(**GLUON, block_n=32, num_stages=3, num_splits=2)
+    out = dec.decode_attention(q, kc, vc, strided, sl, k_descale=ks, v_descale=vs, config=cfg, out_dtype=torch.float32)
+    ref = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg, out_dtype=torch.float32)
+    assert torch.equal(out, ref)
+
+
+@requires_gpu
 def test_gluon_refuses_what_it_cannot_run():
-    for case, match in ((Case((17,), 16, 1, d=128, page=16), "<= 8"), (Case((17,), 4, 1, d=64, page=16), "D = 128")):
+    for case, match in ((Case((17,), 16, 1, d=128, page=16), "<= 8"), (Case((17,), 4, 1, d=64, page=16), "D = 128"),
+                        (Case((17,), 2, 1, d=128, page=16, sq=2), "Sq = 1")):
         q, kc, vc, bt, sl, ks, vs = _make(case, "cuda")
         with pytest.raises(ValueError, match=match):
             dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=dec.DecodeConfig(**GLUON))
@@ -221,3 +237,21 @@ def test_gluon_plan_fields(monkeypatch):
     assert p.consts["KERNEL_NAME"].startswith("cutlass_sm90_decode_e4m3_bf16_f32_bf16_8x64x128_w1s2_pagedsplitkvcombine")
     one = dec._plan(key[:17] + (1, dataclasses.replace(cfg, num_splits=1)) + key[19:])
     assert one.combine is None and not one.consts["WRITE_PARTIAL"]
+
+
+def test_gluon_heuristic_needs_one_new_token(monkeypatch):
+    """GQA 4 x Sq 2 is 8 rows, within the rule's bound, but the Gluon kernel takes one new token (no causal masks):
+    the planned default stays on the Triton kernel, and a pinned Gluon config is refused by name."""
+    from tritonfp8 import _backend
+
+    monkeypatch.setattr(dec, "gluon_available", lambda device: True)
+    monkeypatch.setattr(_backend, "arch_of", lambda device: 90)
+    page, hkv, d, nb = 16, 8, 128, 8 * 2048
+    kstr = (page * hkv * d, hkv * d, d, 1)
+    for sq, want in ((1, True), (2, False)):
+        key = (torch.device("cpu"), torch.bfloat16, torch.float8_e4m3fn, torch.bfloat16, 8, sq, 32, hkv, d, page,
+               2048, nb, kstr, kstr, True, True, 32768, None, None, "cutlass", True)
+        assert dec._plan(key).gluon is want
+    key = key[:18] + (dec.DecodeConfig(**GLUON),) + key[19:]
+    with pytest.raises(ValueError, match="Sq = 1"):
+        dec._plan(key)

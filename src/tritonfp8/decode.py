@@ -130,7 +130,7 @@ class DecodeConfig:
     # "gluon" (session 23): the Gluon kernel of _kernels/decode_gluon.py, one warp per program with the cache tokens
     # as the MMA's M and at most 8 query rows as N, every register layout explicit (offline sm_90: 12.4 warp-
     # instructions per cache token at pages of 64 against the Triton kernel's 18.9, 150 registers against 255).
-    # Needs sm_90+, an E4M3 cache TMA can address (as kv_load="tma"), D = 128 and Hq / Hkv x Sq <= 8; block_n is
+    # Needs sm_90+, an E4M3 cache TMA can address (as kv_load="tma"), D = 128, Sq = 1 and Hq / Hkv <= 8; block_n is
     # its step (32 or 64 tokens), num_stages its ring of TMA buffers; several splits are merged by the combine
     # kernel (merge="kernel", pdl as for the Triton kernel). Not in the interpreter; the other fields (kv_load,
     # v_stage, num_warps, ...) are not read. decode_config takes it for long contexts (GLUON_MIN_CONTEXT).
@@ -790,7 +790,7 @@ class _Plan:
             args = (q, decode_gluon.descriptor(k_cache, shape, strides, block[0]),
                     decode_gluon.descriptor(v_cache, shape, strides, block[0]), block_table, seq_lens, kd, vd, out,
                     part_o, part_lse, sm_scale_log2, self.nblocks, self.max_blocks, splits, q.stride(0), q.stride(2),
-                    block_table.stride(0))
+                    block_table.stride(0), block_table.stride(1))
         elif self.tma is not None:  # the kernel reads K/V through descriptors (its stride arguments go unused)
             # Geometry checked by _tma_geometry; tuples: the direct launcher finds the encoded CUtensorMaps of
             # these caches (same address and geometry) and encodes nothing on repeat calls (_direct.descriptor).
@@ -834,9 +834,9 @@ def _gluon_plan(key, cfg: DecodeConfig, splits: int) -> _Plan:
     op = "decode_attention"
     if not gluon_available(device):
         raise ValueError(f"{op}: config: kernel='gluon' needs an sm_90+ CUDA device (not the interpreter)")
-    if c_dtype != torch.float8_e4m3fn or d != kg.HEAD_DIM or group * sq > 8:
-        raise ValueError(f"{op}: config: kernel='gluon' needs an E4M3 cache, D = {kg.HEAD_DIM} and Hq / Hkv x Sq <= 8, "
-                         f"got {c_dtype}, D = {d}, Hq / Hkv x Sq = {group * sq}")
+    if c_dtype != torch.float8_e4m3fn or d != kg.HEAD_DIM or sq != 1 or group > 8:
+        raise ValueError(f"{op}: config: kernel='gluon' needs an E4M3 cache, D = {kg.HEAD_DIM}, one new token (Sq = 1) "
+                         f"and Hq / Hkv <= 8, got {c_dtype}, D = {d}, Sq = {sq}, Hq / Hkv = {group}")
     box = kg.box_tokens(page, cfg.block_n)
     tma = _tma_geometry((nblocks, page, hkv, d), kstr, vstr, 1, box, aligned)
     if tma is None or page < 16:
@@ -889,7 +889,7 @@ def _plan(key) -> _Plan:
     rows = group * sq
     if cfg is None:
         tma_ok = _tma_geometry((nblocks, page, hkv, d), kstr, vstr, c_dtype.itemsize, TMA_BLOCK_N, aligned) is not None
-        gluon_ok = (tma_ok and d == 128 and page >= 16 and c_dtype == torch.float8_e4m3fn
+        gluon_ok = (tma_ok and d == 128 and page >= 16 and sq == 1 and c_dtype == torch.float8_e4m3fn
                     and gluon_available(device))
         cfg = decode_config(bsz, hkv, rows, int(bound), num_sms(device), num_splits, page if tma_ok else None,
                             kv_bytes=2 * bsz * hkv * int(bound) * d * c_dtype.itemsize, gluon=gluon_ok)

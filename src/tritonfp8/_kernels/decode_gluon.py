@@ -93,28 +93,28 @@ def _v_operand(v_sub, row_ok, MASKED: gl.constexpr):
 
 
 @gluon.jit
-def _box_row(bt_row, nj, end, num_blocks, PAGE: gl.constexpr):
+def _box_row(bt_row, stride_btn, nj, end, num_blocks, PAGE: gl.constexpr):
     """(row in the [num_blocks * PAGE, Hkv * D] view, in range) of the box starting at token nj: past the view's
     end (zeros) for a page outside [0, num_blocks) or nj >= end (its table entry is not read)."""
-    page = gl.load(bt_row + nj // PAGE, mask=nj < end, other=-1)
+    page = gl.load(bt_row + (nj // PAGE) * stride_btn, mask=nj < end, other=-1)
     ok = (page >= 0) & (page < num_blocks)
     return gl.where(ok, page * PAGE + nj % PAGE, num_blocks * PAGE), ok
 
 
 @gluon.jit
-def _issue(k_desc, v_desc, k_buf, v_buf, bar, bt_row, n0, end, num_blocks, col, PAGE: gl.constexpr,
+def _issue(k_desc, v_desc, k_buf, v_buf, bar, bt_row, stride_btn, n0, end, num_blocks, col, PAGE: gl.constexpr,
            BOX: gl.constexpr, STEP: gl.constexpr):
     """TMA copies of the step at token n0 (STEP // BOX boxes of K and of V) into one ring slot."""
     mbarrier.expect(bar, 2 * STEP * 128)
     for j in gl.static_range(STEP // BOX):
-        row, ok = _box_row(bt_row, n0 + j * BOX, end, num_blocks, PAGE)
+        row, ok = _box_row(bt_row, stride_btn, n0 + j * BOX, end, num_blocks, PAGE)
         tma.async_copy_global_to_shared(k_desc, [row, col], bar, k_buf.slice(j * BOX, BOX))
         tma.async_copy_global_to_shared(v_desc, [row, col], bar, v_buf.slice(j * BOX, BOX))
 
 
 @gluon.jit
-def _step(k_buf, v_buf, qt, acc, m_i, l_part, bt_row, n0, end, num_blocks, score_scale, PAGE: gl.constexpr,
-          BOX: gl.constexpr, STEP: gl.constexpr, MASKED: gl.constexpr):
+def _step(k_buf, v_buf, qt, acc, m_i, l_part, bt_row, stride_btn, n0, end, num_blocks, score_scale,
+          PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr, MASKED: gl.constexpr):
     """One step of STEP tokens from a ring slot: S^T per 16-token sub-tile, one online-softmax update (row max
     over the step, one rescale of acc), P^T.V per sub-tile. ``l_part`` [16, 8] keeps each lane's partial row sums
     (reduced across lanes once, after the loop)."""
@@ -124,7 +124,7 @@ def _step(k_buf, v_buf, qt, acc, m_i, l_part, bt_row, n0, end, num_blocks, score
     oks = ()
     for u in gl.static_range(U):
         nb = n0 + (16 * u) // BOX * BOX  # the sub-tile's box (BOX >= 16: a sub-tile lies in one box)
-        page = gl.load(bt_row + nb // PAGE, mask=nb < end, other=-1)
+        page = gl.load(bt_row + (nb // PAGE) * stride_btn, mask=nb < end, other=-1)
         page_ok = (page >= 0) & (page < num_blocks)
         st = mma_v2(_k_operand(k_buf.slice(16 * u, 16)), qt, gl.full([16, ROWS], 0.0, gl.float32, _MMA))
         st = st * score_scale[None, :]
@@ -156,7 +156,7 @@ def _step(k_buf, v_buf, qt, acc, m_i, l_part, bt_row, n0, end, num_blocks, score
 @gluon.jit(repr=_repr_from_constexpr, do_not_specialize=["num_blocks"])
 def decode_gluon_kernel(
     q_ptr, k_desc, v_desc, block_table_ptr, seq_lens_ptr, k_descale_ptr, v_descale_ptr, out_ptr, part_o_ptr,
-    part_lse_ptr, sm_scale_log2, num_blocks, max_blocks, num_splits, stride_qb, stride_qh, stride_btb,
+    part_lse_ptr, sm_scale_log2, num_blocks, max_blocks, num_splits, stride_qb, stride_qh, stride_btb, stride_btn,
     GROUP: gl.constexpr, PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr, STAGES: gl.constexpr,
     K_DESCALE_STRIDE: gl.constexpr, V_DESCALE_STRIDE: gl.constexpr, Q_POW2_SCALE: gl.constexpr,
     WRITE_PARTIAL: gl.constexpr, KERNEL_NAME: gl.constexpr,
@@ -185,7 +185,8 @@ def decode_gluon_kernel(
     fence_async_shared()
     for i in gl.static_range(STAGES):
         if i < n_steps:
-            _issue(k_desc, v_desc, k_ring.index(i), v_ring.index(i), ready.index(i), bt_row, start + i * STEP, end,
+            _issue(k_desc, v_desc, k_ring.index(i), v_ring.index(i), ready.index(i), bt_row, stride_btn,
+                   start + i * STEP, end,
                    num_blocks, col, PAGE, BOX, STEP)
 
     # q^T [128, 8] as the B operand: row r = query head kvh * GROUP + r (rows >= GROUP are zero), the head
@@ -214,17 +215,17 @@ def decode_gluon_kernel(
         s = i % STAGES
         mbarrier.wait(ready.index(s), (i // STAGES) & 1)
         acc, m_i, l_part = _step(k_ring.index(s), v_ring.index(s), qt, acc, m_i, l_part, bt_row,
-                                 start + i * STEP, end, num_blocks, score_scale, PAGE, BOX, STEP, False)
+                                 stride_btn, start + i * STEP, end, num_blocks, score_scale, PAGE, BOX, STEP, False)
         nxt = i + STAGES
         if nxt < n_steps:
             fence_async_shared()  # this slot's shared-memory reads before the copy engine overwrites it
-            _issue(k_desc, v_desc, k_ring.index(s), v_ring.index(s), ready.index(s), bt_row, start + nxt * STEP,
-                   end, num_blocks, col, PAGE, BOX, STEP)
+            _issue(k_desc, v_desc, k_ring.index(s), v_ring.index(s), ready.index(s), bt_row, stride_btn,
+                   start + nxt * STEP, end, num_blocks, col, PAGE, BOX, STEP)
     if n_full < n_steps:  # the last, partial step: token masks
         s = n_full % STAGES
         mbarrier.wait(ready.index(s), (n_full // STAGES) & 1)
         acc, m_i, l_part = _step(k_ring.index(s), v_ring.index(s), qt, acc, m_i, l_part, bt_row,
-                                 start + n_full * STEP, end, num_blocks, score_scale, PAGE, BOX, STEP, True)
+                                 stride_btn, start + n_full * STEP, end, num_blocks, score_scale, PAGE, BOX, STEP, True)
     for i in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(i))
 
@@ -296,7 +297,8 @@ def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4
            "k_descale_ptr": "*fp32", "v_descale_ptr": "*fp32", "out_ptr": "*bf16", "part_o_ptr": "*fp32",
            "part_lse_ptr": "*fp32", "sm_scale_log2": "fp32", "num_blocks": "i32", "max_blocks": "i32",
            "num_splits": "i32", "stride_qb": "i32", "stride_qh": "i32", "stride_btb": "i32"}
-    const = dict(GROUP=group, PAGE=page, BOX=box, STEP=step, STAGES=stages, K_DESCALE_STRIDE=1, V_DESCALE_STRIDE=1,
+    # stride_btn: 1 for a contiguous block table, which Triton's launcher specializes into a constant
+    const = dict(stride_btn=1, GROUP=group, PAGE=page, BOX=box, STEP=step, STAGES=stages, K_DESCALE_STRIDE=1, V_DESCALE_STRIDE=1,
                  Q_POW2_SCALE=True, WRITE_PARTIAL=split)
     for k in const:
         sig[k] = "constexpr"
