@@ -133,11 +133,18 @@ def _decode_cases():
     from tritonfp8.bench.suites import decode as suite
 
     cases = {}
-    for b, ctx, hq, page in ((8, 4096, 32, 64), (8, 4096, 32, 16), (8, 32768, 32, 16), (32, 4096, 32, 64)):
+    # PROFILE_DECODE=gluon (prepared in session 23, not run): the Gluon kernel at B 8 ctx 4096 (pinned, 8 splits:
+    # where it lost, 0.81-0.96x) and the heuristic's Gluon pick at B 8 ctx 32768, to see its fixed costs.
+    gl_cfg = dec.DecodeConfig(kernel="gluon", merge="kernel", block_n=32, num_stages=3, num_splits=8, pdl=True)
+    todo = ((8, 4096, 32, 64, None), (8, 4096, 32, 16, None), (8, 32768, 32, 16, None), (32, 4096, 32, 64, None))
+    if os.environ.get("PROFILE_DECODE") == "gluon":
+        todo = ((8, 4096, 32, 64, gl_cfg), (8, 4096, 32, 64, None), (8, 32768, 32, 16, None))
+    for b, ctx, hq, page, cfg in todo:
         pc = suite._paged(b, ctx, page, "cuda")
         q = torch.randn(b, 1, hq, suite.D, device="cuda", dtype=torch.bfloat16)
-        cases[f"decode_B{b}_ctx{ctx}_hq{hq}_p{page}"] = (lambda pc, q: lambda: dec.decode_attention(
-            q, pc.k, pc.v, pc.table, pc.lens, k_descale=pc.descale, v_descale=pc.descale))(pc, q)
+        tag = "" if cfg is None else "_gluon"
+        cases[f"decode_B{b}_ctx{ctx}_hq{hq}_p{page}{tag}"] = (lambda pc, q, cfg: lambda: dec.decode_attention(
+            q, pc.k, pc.v, pc.table, pc.lens, k_descale=pc.descale, v_descale=pc.descale, config=cfg))(pc, q, cfg)
     return cases
 
 
