@@ -154,8 +154,21 @@ def test_gluon_bad_pages_and_nan_garbage_are_not_read():
 
 
 @requires_gpu
+def test_gluon_empty_sequences_and_splits():
+    """seq_len 0 (every split empty) and more splits than steps (empty splits among full ones) give zeros / merge
+    to nothing; prepared in session 23 after its last device call."""
+    case = Case((0, 40, 5), 8, 2, d=128, page=16)
+    for splits in (1, 6):
+        out, tri, ref, pt = _gluon_vs(case, 32, 3, splits, seed=11)
+        assert torch.equal(out[0], torch.zeros_like(out[0]))
+        assert_decode_close(out, ref, pt, 40, torch.float32)
+        torch.testing.assert_close(out, tri, rtol=2.0**-9, atol=2.0**-9)
+
+
+@requires_gpu
 def test_gluon_strided_block_table():
-    """A block table whose rows are not contiguous (every other column of a wider one) reads the same pages."""
+    """A block table whose rows are not contiguous (every other column of a wider one) reads the same pages
+    (prepared in session 23 after its last device call)."""
     case = Case((339, 17, 64), 8, 2, d=128, page=16)
     q, kc, vc, bt, sl, ks, vs = _make(case, "cuda", seed=9)
     wide = torch.full((bt.shape[0], 2 * bt.shape[1]), -7, dtype=torch.int32, device="cuda")
