@@ -254,7 +254,7 @@ TMA_BLOCK_N = 64  # tokens per step of that kernel: one page box
 # heuristic's configs 1.014-1.03x (B 32 ctx 4096, B 128 ctx 4096, B 8 ctx 32768: within noise, never slower).
 TMA_V_STAGE = True
 # Session 23: the Gluon kernel (DecodeConfig(kernel="gluon"), 32-token steps, 3 ring slots of 26.6 KB) for long
-# contexts where it may run (``gluon=True``: sm_90+, D = 128, a TMA-addressable E4M3 cache) and at most 8 query rows
+# contexts where it may run (``gluon=True``: sm_90+, D = 128, Sq = 1, a TMA-addressable E4M3 cache) and at most 8 rows
 # per KV head, with the splits that give about GLUON_PROGRAMS programs (B x Hkv x splits; one split from 512 pairs).
 # Eager, 3 rounds, against the Triton heuristic on the same caches (decode-nvidia-h200-20261204-175530.json): B 8
 # ctx 32768 8 splits 88.2 / 86.9% of copy (Hq 32 / 64, pages of 16; the Triton kernel 83.0 / 82.9) and 89.7 / 87.6%
@@ -294,9 +294,10 @@ def decode_config(
     programs, each >= :data:`TMAB_WAVE_MIN_SPLIT_LEN` tokens; both with ``v_stage`` (:data:`TMA_V_STAGE`). A caller's
     ``num_splits`` is kept and judged by the same bounds. ``kv_bytes``: the K and V bytes a step may read (an upper
     bound; None: unknown); the TMA configs take ``l2_evict_first`` when it is at most :data:`L2EF_MAX_BYTES`.
-    ``gluon``: the Gluon kernel can run (sm_90+, D = 128, a TMA-addressable E4M3 cache); with ``tma_page`` given, at
-    most 8 rows and ``max_len`` >= :data:`GLUON_MIN_CONTEXT` it is taken, with the splits that give about
-    :data:`GLUON_PROGRAMS` programs.
+    ``gluon``: the Gluon kernel can run for this call (sm_90+, D = 128, one new token, a TMA-addressable E4M3
+    cache); with ``tma_page`` given, at most 8 rows, at least :data:`GLUON_MIN_PAIRS` (batch x KV head) pairs and
+    ``max_len`` >= :data:`GLUON_MIN_CONTEXT` it is taken, with the splits that give about :data:`GLUON_PROGRAMS`
+    programs (the combine kernel as a programmatic dependent launch when there are several).
 
     Splits: as many (batch x KV head x split) programs as fit at once, :data:`RESIDENT_PER_SM` per SM (the issue's
     "B·Hkv·splits ≈ 2 x #SMs"), rounded down to whole splits, while every split keeps at least 256 tokens (16
