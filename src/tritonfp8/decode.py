@@ -780,7 +780,6 @@ class _Plan:
         else:
             part_o = part_lse = out  # unused
             counters = seq_lens  # unused
-        qs, ks, vs, bs = q.stride(), k_cache.stride(), v_cache.stride(), block_table.stride()
         record = self.fast is None and not replay and all(
             a.data_ptr() % 16 == 0 for a in (q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, part_o,
                                              part_lse, counters))
@@ -792,13 +791,14 @@ class _Plan:
                     decode_gluon.descriptor(v_cache, shape, strides, block[0]), block_table, seq_lens, kd, vd, out,
                     part_o, part_lse, sm_scale_log2, self.nblocks, self.max_blocks, splits, q.stride(0), q.stride(2),
                     block_table.stride(0), block_table.stride(1))
-        elif self.tma is not None:  # the kernel reads K/V through descriptors (its stride arguments go unused)
-            # Geometry checked by _tma_geometry; tuples: the direct launcher finds the encoded CUtensorMaps of
-            # these caches (same address and geometry) and encodes nothing on repeat calls (_direct.descriptor).
-            shape, strides, block = self.tma
-            k_cache = _direct.descriptor(k_cache, shape, strides, block)
-            v_cache = _direct.descriptor(v_cache, shape, strides, block)
-        if not self.gluon:
+        else:
+            qs, ks, vs, bs = q.stride(), k_cache.stride(), v_cache.stride(), block_table.stride()
+            if self.tma is not None:  # the kernel reads K/V through descriptors (its stride arguments go unused)
+                # Geometry checked by _tma_geometry; tuples: the direct launcher finds the encoded CUtensorMaps of
+                # these caches (same address and geometry) and encodes nothing on repeat calls (_direct.descriptor).
+                shape, strides, block = self.tma
+                k_cache = _direct.descriptor(k_cache, shape, strides, block)
+                v_cache = _direct.descriptor(v_cache, shape, strides, block)
             args = (q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, part_o, part_lse, counters,
                     sm_scale_log2, self.nblocks, self.max_blocks, splits,
                     qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], vs[0], vs[1], vs[2], bs[0], bs[1])
