@@ -313,6 +313,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
                "programs_target": 512},
     "triton": {"triton_heuristic": True},
     "nopdl": {"on_heuristic": True, "pdl": False},
+    # Session 24: the Gluon kernel at ctx 4096 with more programs per SM: 2 ring slots (16.4 KB of shared memory;
+    # its 128-150 registers allow 13 one-warp programs per SM) and absolute split counts, the combine as a PDL.
+    **{f"glx{sp}s{st}": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 32,
+                         "num_stages": st, "num_splits": sp, "pdl": True}
+       for sp, st in ((4, 3), (8, 2), (16, 2), (16, 3), (24, 2), (32, 2))},
 }
 VARIANT_CASES = ((8, 4096, 32, 16), (1, 32768, 64, 16), (32, 4096, 32, 64), (128, 1024, 32, 16), (8, 32768, 64, 16),
                  (128, 4096, 32, 16))
