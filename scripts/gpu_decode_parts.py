@@ -1,0 +1,111 @@
+"""Where the short decode steps spend their time above the read floor (session 24).
+
+Session 24's first call (scripts/gpu_decode_floor.py) put a pure paged TMA reader at 88-89% of the copy at B 32 ctx
+4096 (76 us) and 77-79% at B 8 (27 us), against the heuristic's 85 / 33 us. Here, interleaved under the bench's
+protocol (eager, after the write flush), for a few split counts of the Gluon kernel:
+
+- ``gluon xS``: the full call (split kernel + the combine kernel as a PDL);
+- ``gluon xS split only``: the split kernel alone (partials written, no combine: the output is not produced), so
+  full - split only is what the merge costs;
+- ``read xS``: the reader with the same grid and ring (gpu_decode_floor.paged_read_kernel), so split only - read is
+  what the products, the softmax and the epilogue add above the memory stream;
+
+next to the copy and the library's heuristic. Writes $OUT/results/decode-parts-<stamp>.json.
+Usage on the device: ``cd scripts && python gpu_decode_parts.py``.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+import torch
+
+from decode_case import case_inputs, pinned_call
+from gpu_decode_floor import paged_fn
+from tritonfp8 import decode as dec
+from tritonfp8.bench import harness as H
+from tritonfp8.bench.suites import decode as S
+
+# (B, ctx, Hq, page), [(splits, stages)] of the Gluon kernel (32-token steps)
+CASES = (
+    ((32, 4096, 32, 64), ((4, 3), (2, 3), (2, 4), (1, 6))),
+    ((8, 4096, 32, 64), ((16, 3), (8, 3))),
+    ((8, 32768, 32, 16), ((8, 3),)),
+)
+ROUNDS = 3
+
+
+def _split_only(q, pc, cfg):
+    """The plan's split kernel alone, replayed (as decode_attention's replay path) without the combine launch."""
+    dec._PLANS.clear()
+    dec._REPLAYS.clear()
+    full = pinned_call(q, pc, cfg)
+    full()
+    full()
+    (plan,) = dec._PLANS.values()
+    part = object.__new__(type(plan))
+    for slot in type(plan).__slots__:
+        setattr(part, slot, getattr(plan, slot))
+    part.fast = plan.fast[:1]  # launch() zips the recorded kernels with their arguments: the split kernel only
+    b, _, hq, d = q.shape
+    out = torch.empty(b, 1, hq, d, device=q.device, dtype=torch.bfloat16)
+    scale = 1.0 / math.sqrt(d) * 1.4426950408889634
+    return full, lambda: part.launch(q, pc.k, pc.v, pc.table, pc.lens, pc.descale, pc.descale, out, scale,
+                                     replay=True)
+
+
+def main() -> None:
+    out_dir = Path(os.environ.get("OUT", "")) / "results" if os.environ.get("OUT") else Path("benchmarks/results")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sms = dec.num_sms(torch.device("cuda"))
+    rows = []
+    for (b, ctx, hq, page), forms in CASES:
+        pc, q, nbytes, copy_fn, moved = case_inputs(b, ctx, hq, page, "cuda")
+        heur = dec.decode_config(b, S.HKV, hq // S.HKV, ctx, sms, tma_page=page, kv_bytes=S.cache_bytes(b, ctx, 1),
+                                 gluon=dec.gluon_available(torch.device("cuda")))
+        fns = {"copy": copy_fn, "heuristic": pinned_call(q, pc, heur)}
+        for sp, st in forms:
+            cfg = dec.DecodeConfig(kernel="gluon", block_n=32, num_warps=1, num_stages=st, num_splits=sp,
+                                   merge="kernel", pdl=sp > 1)
+            full, part = _split_only(q, pc, cfg)
+            fns[f"gluon x{sp} s{st}"] = full
+            if sp > 1:
+                fns[f"gluon x{sp} s{st} split only"] = part
+            fns[f"read x{sp} s{st}"] = paged_fn(pc, sp, 32, st)
+        for fn in fns.values():
+            fn()
+        torch.cuda.synchronize()
+        times = H.bench_interleaved(fns, repeats=ROUNDS)
+        t = {n: H.summarize(v) for n, v in times.items()}
+        copy_gbps = H.gbps(moved, t["copy"].median)
+        for name, tm in t.items():
+            moved_n = moved if name == "copy" else nbytes
+            rows.append({"B": b, "ctx": ctx, "Hq": hq, "page": page, "form": name, "us": 1e3 * tm.median,
+                         "us_rounds": [1e3 * x for x in times[name]],
+                         "pct_of_copy": H.pct(H.gbps(moved_n, tm.median), copy_gbps),
+                         "config": str(heur) if name == "heuristic" else None})
+        print(f"B{b} ctx{ctx} p{page}: " + ", ".join(
+            f"{r['form']} {r['us']:.1f}" for r in rows if (r["B"], r["ctx"], r["page"]) == (b, ctx, page)), flush=True)
+        del pc, fns
+        torch.cuda.empty_cache()
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = out_dir / f"decode-parts-{stamp}.json"
+    path.write_text(json.dumps({"env": H.environment_info(), "command": H.command_line(), "rounds": ROUNDS,
+                                "rows": rows}, indent=1))
+    from rich.console import Console
+    from rich.table import Table
+
+    tab = Table(title="decode step parts (eager, after the write flush)")
+    for c in ("case", "form", "us", "% copy"):
+        tab.add_column(c)
+    for r in rows:
+        tab.add_row(f"B{r['B']} c{r['ctx']} p{r['page']}", r["form"], f"{r['us']:.1f}", f"{r['pct_of_copy']:.1f}")
+    Console(width=140).print(tab)
+    print(path)
+
+
+if __name__ == "__main__":
+    main()
