@@ -61,15 +61,15 @@ def paged_read_kernel(k_desc, v_desc, block_table_ptr, seq_lens_ptr, sink_ptr, n
     fence_async_shared()
     for i in gl.static_range(STAGES):
         if i < n_steps:
-            kg._issue(k_desc, v_desc, k_ring.index(i), v_ring.index(i), ready.index(i), bt_row, 1,
-                      start + i * STEP, end, num_blocks, col, PAGE, BOX, STEP)
+            kg._issue(k_desc, v_desc, k_ring, v_ring, i, ready.index(i), bt_row, 1, i, (start,), (end,), num_blocks,
+                      col, PAGE, BOX, STEP, 1)
     for i in range(0, n_steps):
         s = i % STAGES
         mbarrier.wait(ready.index(s), (i // STAGES) & 1)
         nxt = i + STAGES
         if nxt < n_steps:
-            kg._issue(k_desc, v_desc, k_ring.index(s), v_ring.index(s), ready.index(s), bt_row, 1,
-                      start + nxt * STEP, end, num_blocks, col, PAGE, BOX, STEP)
+            kg._issue(k_desc, v_desc, k_ring, v_ring, s, ready.index(s), bt_row, 1, nxt, (start,), (end,),
+                      num_blocks, col, PAGE, BOX, STEP, 1)
     for i in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(i))
     pid = (b * gl.num_programs(1) + kvh) * gl.num_programs(0) + split

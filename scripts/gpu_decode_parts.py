@@ -11,6 +11,8 @@ protocol (eager, after the write flush), for a few split counts of the Gluon ker
   what the products, the softmax and the epilogue add above the memory stream;
 
 next to the copy and the library's heuristic. Writes $OUT/results/decode-parts-<stamp>.json.
+Call 3 adds the kernel with 2 / 4 warps per program (``w2`` / ``w4``: each warp on its own share of the program's
+tokens, merged on chip), each form's output checked against the first's before timing.
 Usage on the device: ``cd scripts && python gpu_decode_parts.py``.
 """
 from __future__ import annotations
@@ -29,11 +31,13 @@ from tritonfp8 import decode as dec
 from tritonfp8.bench import harness as H
 from tritonfp8.bench.suites import decode as S
 
-# (B, ctx, Hq, page), [(splits, stages)] of the Gluon kernel (32-token steps)
+# (B, ctx, Hq, page), [(splits, stages, warps)] of the Gluon kernel (32-token steps); session 24 call 3: several
+# warps per program (each on its own tokens, merged on chip)
 CASES = (
-    ((32, 4096, 32, 64), ((4, 3), (2, 3), (2, 4), (1, 6))),
-    ((8, 4096, 32, 64), ((16, 3), (8, 3))),
-    ((8, 32768, 32, 16), ((8, 3),)),
+    ((32, 4096, 32, 64), ((2, 3, 1), (1, 3, 2), (1, 2, 2), (2, 3, 2), (1, 2, 4), (1, 3, 4))),
+    ((32, 4096, 32, 16), ((2, 3, 1), (1, 3, 2), (1, 2, 4))),
+    ((8, 4096, 32, 64), ((8, 3, 1), (4, 3, 2), (8, 3, 2), (2, 3, 4), (4, 2, 4))),
+    ((8, 32768, 32, 16), ((8, 3, 1), (4, 3, 2), (2, 3, 4))),
 )
 ROUNDS = 3
 
@@ -67,14 +71,23 @@ def main() -> None:
         heur = dec.decode_config(b, S.HKV, hq // S.HKV, ctx, sms, tma_page=page, kv_bytes=S.cache_bytes(b, ctx, 1),
                                  gluon=dec.gluon_available(torch.device("cuda")))
         fns = {"copy": copy_fn, "heuristic": pinned_call(q, pc, heur)}
-        for sp, st in forms:
-            cfg = dec.DecodeConfig(kernel="gluon", block_n=32, num_warps=1, num_stages=st, num_splits=sp,
+        for sp, st, w in forms:
+            cfg = dec.DecodeConfig(kernel="gluon", block_n=32, num_warps=w, num_stages=st, num_splits=sp,
                                    merge="kernel", pdl=sp > 1)
             full, part = _split_only(q, pc, cfg)
-            fns[f"gluon x{sp} s{st}"] = full
-            if sp > 1:
-                fns[f"gluon x{sp} s{st} split only"] = part
-            fns[f"read x{sp} s{st}"] = paged_fn(pc, sp, 32, st)
+            name = f"gluon x{sp} s{st}" + (f" w{w}" if w > 1 else "")
+            fns[name] = full
+            if sp > 1 and w == 1:
+                fns[f"{name} split only"] = part
+            if w == 1:
+                fns[f"read x{sp} s{st}"] = paged_fn(pc, sp, 32, st)
+        # every form's output against the first's (bf16 out): the warps' merge is checked before it is timed
+        outs = {n: f() for n, f in fns.items() if n.startswith("gluon") and "split only" not in n}
+        first = next(iter(outs.values())).float()
+        for n, o in outs.items():
+            diff = (o.float() - first).abs().max().item()
+            if not diff <= 1e-2:
+                print(f"MISMATCH B{b} ctx{ctx} p{page} {n}: max |diff| {diff}", flush=True)
         for fn in fns.values():
             fn()
         torch.cuda.synchronize()

@@ -135,7 +135,7 @@ def _decode_cases():
     cases = {}
     # PROFILE_DECODE=gluon (prepared in session 23, not run): the Gluon kernel at B 8 ctx 4096 (pinned, 8 splits:
     # where it lost, 0.81-0.96x) and the heuristic's Gluon pick at B 8 ctx 32768, to see its fixed costs.
-    gl_cfg = dec.DecodeConfig(kernel="gluon", merge="kernel", block_n=32, num_stages=3, num_splits=8, pdl=True)
+    gl_cfg = dec.DecodeConfig(kernel="gluon", merge="kernel", block_n=32, num_warps=1, num_stages=3, num_splits=8, pdl=True)
     todo = ((8, 4096, 32, 64, None), (8, 4096, 32, 16, None), (8, 32768, 32, 16, None), (32, 4096, 32, 64, None))
     if os.environ.get("PROFILE_DECODE") == "gluon":
         todo = ((8, 4096, 32, 64, gl_cfg), (8, 4096, 32, 64, None), (8, 32768, 32, 16, None))

@@ -18,12 +18,15 @@ from test_decode import Case, _make, assert_decode_close
 from test_decode_gpu import assert_graph_replay_equals_eager
 from tritonfp8 import decode as dec
 
-GLUON = dict(kernel="gluon", merge="kernel")
+GLUON = dict(kernel="gluon", merge="kernel", num_warps=1)
 
 
 def test_gluon_config_is_validated():
     dec.DecodeConfig(**GLUON, block_n=32, num_stages=4)
-    for bad in (dict(block_n=128), dict(block_n=16), dict(num_stages=0), dict(num_stages=9)):
+    dec.DecodeConfig(**{**GLUON, "num_warps": 2})
+    dec.DecodeConfig(**{**GLUON, "num_warps": 4})
+    for bad in (dict(block_n=128), dict(block_n=16), dict(num_stages=0), dict(num_stages=9), dict(num_warps=3),
+                dict(num_warps=8)):
         with pytest.raises(ValueError, match="kernel='gluon'"):
             dec.DecodeConfig(**{**GLUON, **bad})
     with pytest.raises(ValueError, match="merge='kernel'"):
@@ -82,6 +85,21 @@ def test_gluon_sass_sm90(page, step, stages, loop_reports):
     assert lp["per_token"] < 16, lp
 
 
+@pytest.mark.parametrize("page,step,stages,warps", [(64, 32, 3, 2), (16, 32, 3, 4)], ids=lambda x: str(x))
+def test_gluon_warps_sass_sm90(page, step, stages, warps, loop_reports):
+    """Several warps per program (each on its own tokens): each warp's loop keeps the one-warp form's products and
+    loads (16 mma.sync and 8 16-byte shared loads per 16 of its tokens), no spills, <= 168 registers; a block-wide
+    barrier per step (the slot's reads before its refill)."""
+    r = loop_reports[f"decode_gluon_page{page}_step{step}s{stages}w{warps}"]
+    assert r["spill_stores"] == 0 and r["spill_loads"] == 0, r
+    assert r["registers"] <= 168, r
+    lp = r["loops"][0]
+    ops = lp["ops"]
+    assert ops.get("HMMA", 0) == step, ops
+    assert ops.get("LDS", 0) == lp["lds128"] == step // 2, (ops, lp["lds128"])
+    assert ops.get("BAR", 0) >= 1, ops
+
+
 # --- GPU ------------------------------------------------------------------------------------------------------------
 
 # (case, block_n (step), stages, splits): pages 16 / 32 / 64 / 128 (a page longer than a step: sub-boxes), GQA
@@ -96,13 +114,22 @@ GPU_CASES = [
     (Case((333, 32), 8, 1, d=128, page=32, per_head=False), 32, 4, 1),
     (Case((333, 32), 16, 2, d=128, page=32, q_dtype=torch.float16), 32, 2, 4),
 ]
+# Several warps per program (session 24): each warp on its own share of the program's tokens (ragged shares: a
+# warp with fewer steps or none, splits starting mid-page), merged on chip before the partial / output.
+GPU_WARP_CASES = [
+    (Case((1, 17, 339, 64), 8, 2, d=128, page=16), 32, 3, 1, 2),
+    (Case((4096, 100, 65), 32, 4, d=128, page=64), 32, 3, 2, 2),
+    (Case((4096, 2000), 64, 8, d=128, page=16), 32, 2, 3, 4),
+    (Case((339, 1, 48, 17), 16, 2, d=128, page=64), 64, 2, 1, 4),
+    (Case((300, 129), 4, 4, d=128, page=128), 64, 2, 2, 2),
+]
 
 
-def _gluon_vs(case, step, stages, splits, out_dtype=torch.float32, seed=31, mutate=None):
+def _gluon_vs(case, step, stages, splits, out_dtype=torch.float32, seed=31, mutate=None, warps=1):
     q, kc, vc, bt, sl, ks, vs = _make(case, "cuda", seed=seed)
     if mutate is not None:
         mutate(kc, vc, bt, sl)
-    cfg = dec.DecodeConfig(**GLUON, block_n=step, num_stages=stages, num_splits=splits)
+    cfg = dec.DecodeConfig(**{**GLUON, "num_warps": warps}, block_n=step, num_stages=stages, num_splits=splits)
     out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg, out_dtype=out_dtype)
     tri = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, num_splits=splits, out_dtype=out_dtype)
     ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
@@ -114,6 +141,14 @@ def _gluon_vs(case, step, stages, splits, out_dtype=torch.float32, seed=31, muta
 @pytest.mark.parametrize("case,step,stages,splits", GPU_CASES, ids=lambda x: str(x))
 def test_gluon_matches_reference_and_triton(case, step, stages, splits):
     out, tri, ref, pt = _gluon_vs(case, step, stages, splits)
+    assert_decode_close(out, ref, pt, max(case.lens), torch.float32)
+    torch.testing.assert_close(out, tri, rtol=2.0**-9, atol=2.0**-9)
+
+
+@requires_gpu
+@pytest.mark.parametrize("case,step,stages,splits,warps", GPU_WARP_CASES, ids=lambda x: str(x))
+def test_gluon_warps_match_reference_and_triton(case, step, stages, splits, warps):
+    out, tri, ref, pt = _gluon_vs(case, step, stages, splits, warps=warps)
     assert_decode_close(out, ref, pt, max(case.lens), torch.float32)
     torch.testing.assert_close(out, tri, rtol=2.0**-9, atol=2.0**-9)
 
@@ -143,8 +178,8 @@ def test_gluon_bad_pages_and_nan_garbage_are_not_read():
 
     q, kc, vc, bt, sl, ks, vs = _make(case, "cuda", seed=7)
     mutate(kc, vc, bt, sl)
-    for step, stages, splits in ((64, 2, 1), (32, 3, 3)):
-        cfg = dec.DecodeConfig(**GLUON, block_n=step, num_stages=stages, num_splits=splits)
+    for step, stages, splits, warps in ((64, 2, 1, 1), (32, 3, 3, 1), (32, 3, 1, 2), (32, 2, 2, 4)):
+        cfg = dec.DecodeConfig(**{**GLUON, "num_warps": warps}, block_n=step, num_stages=stages, num_splits=splits)
         out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg, out_dtype=torch.float32)
         tri = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, num_splits=splits,
                                    out_dtype=torch.float32, config=dataclasses.replace(
@@ -158,8 +193,8 @@ def test_gluon_empty_sequences_and_splits():
     """seq_len 0 (every split empty) and more splits than steps (empty splits among full ones) give zeros / merge
     to nothing; prepared in session 23 after its last device call."""
     case = Case((0, 40, 5), 8, 2, d=128, page=16)
-    for splits in (1, 6):
-        out, tri, ref, pt = _gluon_vs(case, 32, 3, splits, seed=11)
+    for splits, warps in ((1, 1), (6, 1), (1, 4), (3, 2)):
+        out, tri, ref, pt = _gluon_vs(case, 32, 3, splits, seed=11, warps=warps)
         assert torch.equal(out[0], torch.zeros_like(out[0]))
         assert_decode_close(out, ref, pt, 40, torch.float32)
         torch.testing.assert_close(out, tri, rtol=2.0**-9, atol=2.0**-9)
@@ -250,6 +285,9 @@ def test_gluon_plan_fields(monkeypatch):
     assert p.consts["KERNEL_NAME"].startswith("cutlass_sm90_decode_e4m3_bf16_f32_bf16_8x64x128_w1s2_pagedsplitkvcombine")
     one = dec._plan(key[:17] + (1, dataclasses.replace(cfg, num_splits=1)) + key[19:])
     assert one.combine is None and not one.consts["WRITE_PARTIAL"]
+    two = dec._plan(key[:18] + (dataclasses.replace(cfg, num_warps=2),) + key[19:])
+    assert two.consts["num_warps"] == 2 and two.grid == (5, hkv, bsz)
+    assert "_8x64x128_w2s2_" in two.consts["KERNEL_NAME"]
 
 
 def test_gluon_heuristic_needs_one_new_token(monkeypatch):

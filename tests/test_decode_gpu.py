@@ -134,7 +134,7 @@ def test_write_kv_cache_large_bit_exact():
     ([300, 17, 4096, 1], 64, dec.DecodeConfig(num_splits=8, merge="kernel", pdl=True)),  # two launches
     ([2048] * 2, 64, dec.DecodeConfig(num_splits=1)),  # unsplit
     ([16384, 300, 17, 9000] * 2, 16, None),  # the Gluon kernel (the heuristic's long-context rule) + combine
-    ([300, 17, 4096, 1], 64, dec.DecodeConfig(kernel="gluon", merge="kernel", num_splits=3, block_n=32, pdl=True)),
+    ([300, 17, 4096, 1], 64, dec.DecodeConfig(kernel="gluon", merge="kernel", num_splits=3, block_n=32, num_warps=1, pdl=True)),
 ])
 def test_replay_matches_the_full_path(lens, page, cfg):
     """decode._REPLAYS: the second call with the same metadata replays the plan's compiled launches (recorded) and

@@ -132,18 +132,21 @@ class DecodeConfig:
     # instructions per cache token at pages of 64 against the Triton kernel's 18.9, 150 registers against 255).
     # Needs sm_90+, an E4M3 cache TMA can address (as kv_load="tma"), D = 128, Sq = 1 and Hq / Hkv <= 8; block_n is
     # its step (32 or 64 tokens), num_stages its ring of TMA buffers; several splits are merged by the combine
-    # kernel (merge="kernel", pdl as for the Triton kernel). Not in the interpreter; the other fields (kv_load,
-    # v_stage, num_warps, ...) are not read. decode_config takes it for long contexts (GLUON_MIN_CONTEXT).
+    # kernel (merge="kernel", pdl as for the Triton kernel). num_warps (1, 2 or 4; session 24): warps per program,
+    # each on its own share of the program's tokens with its own softmax, merged on chip (no partials between
+    # them). Not in the interpreter; the other fields (kv_load, v_stage, ...) are not read. decode_config takes it
+    # for long contexts (GLUON_MIN_CONTEXT).
     kernel: str = "triton"
 
     def __post_init__(self):
         if self.kernel not in ("triton", "gluon"):
             raise ValueError(f"kernel: expected 'triton' or 'gluon', got {self.kernel!r}")
         if self.kernel == "gluon" and (self.block_n not in (32, 64) or self.merge != "kernel"
-                                       or not 1 <= self.num_stages <= 8):
+                                       or not 1 <= self.num_stages <= 8 or self.num_warps not in (1, 2, 4)):
             raise ValueError(
-                f"kernel='gluon': expected block_n 32 or 64, merge='kernel' and 1 <= num_stages <= 8, got "
-                f"block_n={self.block_n}, merge={self.merge!r}, num_stages={self.num_stages}")
+                f"kernel='gluon': expected block_n 32 or 64, merge='kernel', 1 <= num_stages <= 8 and num_warps 1, 2 "
+                f"or 4, got block_n={self.block_n}, merge={self.merge!r}, num_stages={self.num_stages}, "
+                f"num_warps={self.num_warps}")
         if self.merge not in ("inline", "kernel"):
             raise ValueError(f"merge: expected 'inline' or 'kernel', got {self.merge!r}")
         if self.loop not in ("single", "tail"):
@@ -853,10 +856,10 @@ def _gluon_plan(key, cfg: DecodeConfig, splits: int) -> _Plan:
     p.part_rows = bsz * sq * hq * splits
     p.counters_n = 0
     name = kg.kernel_name(page, cfg.block_n, cfg.num_stages, group, short_name(q_dtype), short_name(out_dtype),
-                          splits > 1, bool(k_head or v_head)).build(mode)
+                          splits > 1, bool(k_head or v_head), cfg.num_warps).build(mode)
     p.consts = dict(GROUP=group, PAGE=page, BOX=box, STEP=cfg.block_n, STAGES=cfg.num_stages,
                     K_DESCALE_STRIDE=int(k_head), V_DESCALE_STRIDE=int(v_head), Q_POW2_SCALE=q_dtype == torch.bfloat16,
-                    WRITE_PARTIAL=splits > 1, KERNEL_NAME=name, num_warps=1)
+                    WRITE_PARTIAL=splits > 1, KERNEL_NAME=name, num_warps=cfg.num_warps)
     _set_combine(p, splits > 1, splits, (hq, sq, bsz), d, d, out_dtype, arch, mode, cfg.pdl and arch >= 90)
     return p
 

@@ -33,6 +33,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import mma_v2
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
+from triton.runtime.jit import constexpr_function
 
 from tritonfp8._kernels import decode as _triton_decode
 from tritonfp8.naming import _repr_from_constexpr
@@ -40,24 +41,59 @@ from tritonfp8.naming import _repr_from_constexpr
 HEAD_DIM = 128
 ROWS = gl.constexpr(8)  # the MMA's N: query rows (heads of a KV head x new tokens) per program, padded
 
-_MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[1, 1], instr_shape=[16, 8])
-_DA: gl.constexpr = gl.DotOperandLayout(0, _MMA, 2)
-_DB: gl.constexpr = gl.DotOperandLayout(1, _MMA, 2)
-# K sub-tile [16 cache rows, 128 bytes] as loaded: lane 4g + c holds rows sigma(g) and sigma(g) + 2 (sigma(g) =
-# 4 (g >> 1) + (g & 1)) and bytes [32c, 32c + 32) of each (registers: bytes, then the second row).
-_LK: gl.constexpr = gl.DistributedLinearLayout(
-    reg_bases=[[0, 1], [0, 2], [0, 4], [0, 8], [0, 16], [2, 0]],
-    lane_bases=[[0, 32], [0, 64], [1, 0], [4, 0], [8, 0]], warp_bases=[], block_bases=[], shape=[16, 128])
-# V sub-tile [16 cache rows, 128 bytes] as loaded: lane 4g + c holds rows 4c .. 4c + 3, bytes [16g, 16g + 16)
-_LV: gl.constexpr = gl.DistributedLinearLayout(
-    reg_bases=[[0, 1], [0, 2], [0, 4], [0, 8], [1, 0], [2, 0]],
-    lane_bases=[[4, 0], [8, 0], [0, 16], [0, 32], [0, 64]], warp_bases=[], block_bases=[], shape=[16, 128])
-# ... the same elements with the registers ordered (row bit 0, column bit 0, row bit 1, columns): after the fp16
-# conversion each 32-bit register pairs two adjacent rows (tokens) of one column, as the A operand wants.
-_LVM: gl.constexpr = gl.DistributedLinearLayout(
-    reg_bases=[[1, 0], [0, 1], [2, 0], [0, 2], [0, 4], [0, 8]],
-    lane_bases=[[4, 0], [8, 0], [0, 16], [0, 32], [0, 64]], warp_bases=[], block_bases=[], shape=[16, 128])
-_QL: gl.constexpr = gl.BlockedLayout([1, 4], [2, 16], [1, 1], [1, 0])  # q [8, 128] as loaded from global memory
+
+# Every register tensor carries a leading warp dimension W (the program's warps, each on its own token range, one
+# softmax each, merged on chip at the end); the layouts below put it on the warp bits.
+@constexpr_function
+def _warp_bases(w: int) -> list:
+    return [[1 << i, 0, 0] for i in range(w.bit_length() - 1)]
+
+
+@constexpr_function
+def _mma(w):
+    return gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[w, 1, 1], instr_shape=[1, 16, 8])
+
+
+@constexpr_function
+def _lk(w):
+    """K sub-tile [W, 16 cache rows, 128 bytes] as loaded: lane 4g + c holds rows sigma(g) and sigma(g) + 2 (sigma(g)
+    = 4 (g >> 1) + (g & 1)) and bytes [32c, 32c + 32) of each (registers: bytes, then the second row)."""
+    return gl.DistributedLinearLayout(
+        reg_bases=[[0, 0, 1], [0, 0, 2], [0, 0, 4], [0, 0, 8], [0, 0, 16], [0, 2, 0]],
+        lane_bases=[[0, 0, 32], [0, 0, 64], [0, 1, 0], [0, 4, 0], [0, 8, 0]], warp_bases=_warp_bases(w),
+        block_bases=[], shape=[w, 16, 128])
+
+
+@constexpr_function
+def _lv(w):
+    """V sub-tile [W, 16 cache rows, 128 bytes] as loaded: lane 4g + c holds rows 4c .. 4c + 3, bytes [16g, 16g +
+    16)."""
+    return gl.DistributedLinearLayout(
+        reg_bases=[[0, 0, 1], [0, 0, 2], [0, 0, 4], [0, 0, 8], [0, 1, 0], [0, 2, 0]],
+        lane_bases=[[0, 4, 0], [0, 8, 0], [0, 0, 16], [0, 0, 32], [0, 0, 64]], warp_bases=_warp_bases(w),
+        block_bases=[], shape=[w, 16, 128])
+
+
+@constexpr_function
+def _lvm(w):
+    """... the same elements with the registers ordered (row bit 0, column bit 0, row bit 1, columns): after the
+    fp16 conversion each 32-bit register pairs two adjacent rows (tokens) of one column, as the A operand wants."""
+    return gl.DistributedLinearLayout(
+        reg_bases=[[0, 1, 0], [0, 0, 1], [0, 2, 0], [0, 0, 2], [0, 0, 4], [0, 0, 8]],
+        lane_bases=[[0, 4, 0], [0, 8, 0], [0, 0, 16], [0, 0, 32], [0, 0, 64]], warp_bases=_warp_bases(w),
+        block_bases=[], shape=[w, 16, 128])
+
+
+@constexpr_function
+def _ql(w):
+    """q [W, 8, 128] as loaded from global memory (each warp its own copy)."""
+    return gl.BlockedLayout([1, 1, 4], [1, 2, 16], [w, 1, 1], [2, 1, 0])
+
+
+@constexpr_function
+def _wvec(layout):
+    """Layout of a [W] vector broadcast along the last two dimensions of ``layout``."""
+    return gl.SliceLayout(1, gl.SliceLayout(2, layout))
 
 
 _split_range = gluon.jit(_triton_decode.split_range.fn)  # the Triton kernel's split bounds, compiled as Gluon
@@ -70,26 +106,35 @@ def _sigma(m):
 
 
 @gluon.jit
-def _k_operand(k_sub):
-    """A operand [16 tokens, 128] fp16 of a K sub-tile in shared memory: A[m, k] = K[sigma(m), pi_k(k)] with
-    pi_k(16 kk + 2c + j0 + 8 j1) = 32c + 4 kk + 2 j1 + j0 (q is permuted alike)."""
-    k = k_sub.load(_LK).to(gl.float16)
-    k = gl.reshape(k, [4, 2, 2, 4, 8, 2, 2])  # rows (c', h, b), bytes (c, kk, j1, j0)
-    k = gl.permute(k, (1, 0, 2, 4, 5, 3, 6))  # tokens (h, c', b), k (kk, j1, c, j0)
-    return gl.convert_layout(gl.reshape(k, [16, 128]), _DA)
+def _per_warp(vals, w_idx, W: gl.constexpr):
+    """The [W] vector (layout of ``w_idx``) of the scalars ``vals`` (one per warp)."""
+    v = gl.where(w_idx == 0, vals[0], 0)
+    for w in gl.static_range(1, W):
+        v = gl.where(w_idx == w, vals[w], v)
+    return v
 
 
 @gluon.jit
-def _v_operand(v_sub, row_ok, MASKED: gl.constexpr):
-    """A operand [128, 16 tokens] fp16 of a V sub-tile: A[n, t] = V[sigma(t), pi_v(n)] with pi_v(n) = 16 (n % 8) +
-    n // 8. MASKED: rows (cache rows, [16] bool) that are not ``row_ok`` read as 0 (slots past the sequence's end
-    may hold any bytes, NaN included)."""
-    v = gl.convert_layout(v_sub.load(_LV).to(gl.float16), _LVM)
+def _k_operand(k_sub, W: gl.constexpr):
+    """A operand [W, 16 tokens, 128] fp16 of K sub-tiles in shared memory: A[w, m, k] = K_w[sigma(m), pi_k(k)] with
+    pi_k(16 kk + 2c + j0 + 8 j1) = 32c + 4 kk + 2 j1 + j0 (q is permuted alike)."""
+    k = k_sub.load(_lk(W)).to(gl.float16)
+    k = gl.reshape(k, [W, 4, 2, 2, 4, 8, 2, 2])  # rows (c', h, b), bytes (c, kk, j1, j0)
+    k = gl.permute(k, (0, 2, 1, 3, 5, 6, 4, 7))  # tokens (h, c', b), k (kk, j1, c, j0)
+    return gl.convert_layout(gl.reshape(k, [W, 16, 128]), gl.DotOperandLayout(0, _mma(W), 2))
+
+
+@gluon.jit
+def _v_operand(v_sub, row_ok, W: gl.constexpr, MASKED: gl.constexpr):
+    """A operand [W, 128, 16 tokens] fp16 of V sub-tiles: A[w, n, t] = V_w[sigma(t), pi_v(n)] with pi_v(n) = 16 (n %
+    8) + n // 8. MASKED: rows ([W, 16] bool) that are not ``row_ok`` read as 0 (slots past the sequence's end may
+    hold any bytes, NaN included)."""
+    v = gl.convert_layout(v_sub.load(_lv(W)).to(gl.float16), _lvm(W))
     if MASKED:
-        v = gl.where(gl.convert_layout(row_ok, gl.SliceLayout(1, _LVM))[:, None], v, 0.0)
-    v = gl.reshape(v, [4, 2, 2, 8, 16])  # rows (c, h, b), columns (g, j)
-    v = gl.permute(v, (4, 3, 1, 0, 2))  # n (j, g), tokens (h, c, b)
-    return gl.convert_layout(gl.reshape(v, [128, 16]), _DA)
+        v = gl.where(gl.convert_layout(row_ok, gl.SliceLayout(2, _lvm(W)))[:, :, None], v, 0.0)
+    v = gl.reshape(v, [W, 4, 2, 2, 8, 16])  # rows (c, h, b), columns (g, j)
+    v = gl.permute(v, (0, 5, 4, 2, 1, 3))  # n (j, g), tokens (h, c, b)
+    return gl.convert_layout(gl.reshape(v, [W, 128, 16]), gl.DotOperandLayout(0, _mma(W), 2))
 
 
 @gluon.jit
@@ -102,54 +147,73 @@ def _box_row(bt_row, stride_btn, nj, end, num_blocks, PAGE: gl.constexpr):
 
 
 @gluon.jit
-def _issue(k_desc, v_desc, k_buf, v_buf, bar, bt_row, stride_btn, n0, end, num_blocks, col, PAGE: gl.constexpr,
-           BOX: gl.constexpr, STEP: gl.constexpr):
-    """TMA copies of the step at token n0 (STEP // BOX boxes of K and of V) into one ring slot."""
-    mbarrier.expect(bar, 2 * STEP * 128)
-    for j in gl.static_range(STEP // BOX):
-        row, ok = _box_row(bt_row, stride_btn, n0 + j * BOX, end, num_blocks, PAGE)
-        tma.async_copy_global_to_shared(k_desc, [row, col], bar, k_buf.slice(j * BOX, BOX))
-        tma.async_copy_global_to_shared(v_desc, [row, col], bar, v_buf.slice(j * BOX, BOX))
+def _issue(k_desc, v_desc, k_ring, v_ring, slot, bar, bt_row, stride_btn, i, starts, ends, num_blocks, col,
+           PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr, W: gl.constexpr):
+    """TMA copies of step ``i`` of every warp's range (STEP // BOX boxes of K and of V each) into ring slot
+    ``slot`` (warp w's tokens at rows [w STEP, (w + 1) STEP))."""
+    mbarrier.expect(bar, W * 2 * STEP * 128)
+    for w in gl.static_range(W):
+        n0 = starts[w] + i * STEP
+        for j in gl.static_range(STEP // BOX):
+            row, ok = _box_row(bt_row, stride_btn, n0 + j * BOX, ends[w], num_blocks, PAGE)
+            tma.async_copy_global_to_shared(k_desc, [row, col], bar, k_ring.index(slot).slice(w * STEP + j * BOX, BOX))
+            tma.async_copy_global_to_shared(v_desc, [row, col], bar, v_ring.index(slot).slice(w * STEP + j * BOX, BOX))
 
 
 @gluon.jit
-def _step(k_buf, v_buf, qt, acc, m_i, l_part, bt_row, stride_btn, n0, end, num_blocks, score_scale,
-          PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr, MASKED: gl.constexpr):
-    """One step of STEP tokens from a ring slot: S^T per 16-token sub-tile, one online-softmax update (row max
-    over the step, one rescale of acc), P^T.V per sub-tile. ``l_part`` [16, 8] keeps each lane's partial row sums
-    (reduced across lanes once, after the loop)."""
+def _refill(k_desc, v_desc, k_ring, v_ring, ready, bt_row, stride_btn, i, n_steps, starts, ends, num_blocks, col,
+            PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr, STAGES: gl.constexpr, W: gl.constexpr):
+    """After step ``i``: its ring slot refilled with step i + STAGES (if any)."""
+    nxt = i + STAGES
+    if nxt < n_steps:
+        if W > 1:
+            gl.thread_barrier()  # every warp done with this slot
+        fence_async_shared()  # this slot's shared-memory reads before the copy engine overwrites it
+        s = i % STAGES
+        _issue(k_desc, v_desc, k_ring, v_ring, s, ready.index(s), bt_row, stride_btn, nxt, starts, ends, num_blocks,
+               col, PAGE, BOX, STEP, W)
+
+
+@gluon.jit
+def _step(k_bufs, v_bufs, qt, acc, m_i, l_part, bt_row, stride_btn, n0, end, num_blocks, score_scale,
+          PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr, W: gl.constexpr, MASKED: gl.constexpr):
+    """One step of STEP tokens per warp from a ring slot ([W, STEP, 128] buffers; ``n0``, ``end``: the warps' [W]
+    first token and range end): S^T per 16-token sub-tile, one online-softmax update (row max over the step, one
+    rescale of acc), P^T.V per sub-tile. ``l_part`` [W, 16, 8] keeps each lane's partial row sums (reduced across
+    lanes once, after the loop)."""
     U: gl.constexpr = STEP // 16
-    m_idx = gl.arange(0, 16, layout=gl.SliceLayout(1, _MMA))
+    MMA: gl.constexpr = _mma(W)
+    m_idx = gl.arange(0, 16, layout=gl.SliceLayout(0, gl.SliceLayout(2, MMA)))
     ss = ()
     oks = ()
     for u in gl.static_range(U):
         nb = n0 + (16 * u) // BOX * BOX  # the sub-tile's box (BOX >= 16: a sub-tile lies in one box)
         page = gl.load(bt_row + (nb // PAGE) * stride_btn, mask=nb < end, other=-1)
-        page_ok = (page >= 0) & (page < num_blocks)
-        st = mma_v2(_k_operand(k_buf.slice(16 * u, 16)), qt, gl.full([16, ROWS], 0.0, gl.float32, _MMA))
-        st = st * score_scale[None, :]
+        page_ok = (page >= 0) & (page < num_blocks)  # [W]
+        st = mma_v2(_k_operand(k_bufs.slice(16 * u, 16, dim=1), W), qt, gl.full([W, 16, ROWS], 0.0, gl.float32, MMA))
+        st = st * score_scale[:, None, :]
         if MASKED:
-            tok_ok = page_ok & (n0 + 16 * u + _sigma(m_idx) < end)
-            st = gl.where(tok_ok[:, None], st, float("-inf"))
-            rows = gl.arange(0, 16, layout=gl.SliceLayout(1, _LVM))
-            oks = oks + (page_ok & (n0 + 16 * u + rows < end),)
+            tok_ok = page_ok[:, None] & (n0[:, None] + 16 * u + _sigma(m_idx)[None, :] < end[:, None])
+            st = gl.where(tok_ok[:, :, None], st, float("-inf"))
+            rows = gl.arange(0, 16, layout=gl.SliceLayout(0, gl.SliceLayout(2, MMA)))
+            oks = oks + (page_ok[:, None] & (n0[:, None] + 16 * u + rows[None, :] < end[:, None]),)
         else:
-            st = gl.where(page_ok, st, float("-inf"))
+            st = gl.where(page_ok[:, None, None], st, float("-inf"))
             oks = oks + (page_ok,)
         ss = ss + (st,)
-    row_max = gl.max(ss[0], axis=0)
+    row_max = gl.max(ss[0], axis=1)
     for u in gl.static_range(1, U):
-        row_max = gl.maximum(row_max, gl.max(ss[u], axis=0))
+        row_max = gl.maximum(row_max, gl.max(ss[u], axis=1))
     m_new = gl.maximum(m_i, row_max)
     m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
     alpha = gl.exp2(m_i - m_use)
-    acc = acc * alpha[None, :]
-    l_part = l_part * alpha[None, :]
+    acc = acc * alpha[:, None, :]
+    l_part = l_part * alpha[:, None, :]
     for u in gl.static_range(U):
-        p = gl.exp2(ss[u] - m_use[None, :])
+        p = gl.exp2(ss[u] - m_use[:, None, :])
         l_part = l_part + p
-        pb = gl.convert_layout(p.to(gl.float16), _DB)
-        acc = mma_v2(_v_operand(v_buf.slice(16 * u, 16), oks[u], MASKED), pb, acc)
+        pb = gl.convert_layout(p.to(gl.float16), gl.DotOperandLayout(1, MMA, 2))
+        acc = mma_v2(_v_operand(v_bufs.slice(16 * u, 16, dim=1), oks[u], W, MASKED), pb, acc)
     return acc, m_new, l_part
 
 
@@ -161,86 +225,120 @@ def decode_gluon_kernel(
     K_DESCALE_STRIDE: gl.constexpr, V_DESCALE_STRIDE: gl.constexpr, Q_POW2_SCALE: gl.constexpr,
     WRITE_PARTIAL: gl.constexpr, KERNEL_NAME: gl.constexpr,
 ):
-    """Grid (num_splits, Hkv, B), one warp. q (B, 1, Hq, D) bf16 / fp16 (D = 128, head stride 128); caches as TMA
-    descriptors of the [num_blocks * PAGE, Hkv * D] E4M3 views with [BOX, 128] boxes; out (B, 1, Hq, D)
+    """Grid (num_splits, Hkv, B), W = num_warps warps (1, 2 or 4): warp w takes split ``split * W + w`` of
+    ``num_splits * W`` of the sequence's tokens with its own online softmax, and the warps' results are merged on
+    chip before the program's output or partial. q (B, 1, Hq, D) bf16 / fp16 (D = 128, head stride 128); caches as
+    TMA descriptors of the [num_blocks * PAGE, Hkv * D] E4M3 views with [BOX, 128] boxes; out (B, 1, Hq, D)
     contiguous; partials (WRITE_PARTIAL): lse (B, 1, Hq, num_splits), o (B, 1, Hq, num_splits, D), o normalized
     by its own row sum and times v_descale, lse in log2 units (-inf for an empty split), as the Triton kernel."""
+    W: gl.constexpr = gl.num_warps()
+    MMA: gl.constexpr = _mma(W)
     split = gl.program_id(0)
     kvh = gl.program_id(1)
     b = gl.program_id(2).to(gl.int64)
     hq = GROUP * gl.num_programs(1)
 
-    seq_len, start, end = _split_range(seq_lens_ptr, b, split, num_splits, max_blocks, PAGE, STEP)
-    n_steps = gl.maximum(gl.cdiv(end - start, STEP), 0)
-    n_full = gl.maximum(end - start, 0) // STEP
+    starts = ()
+    ends = ()
+    n_steps = 0
+    n_full = 1 << 30
+    for w in gl.static_range(W):
+        seq_len, start_w, end_w = _split_range(seq_lens_ptr, b, split * W + w, num_splits * W, max_blocks, PAGE, STEP)
+        starts = starts + (start_w,)
+        ends = ends + (end_w,)
+        n_steps = gl.maximum(n_steps, gl.cdiv(gl.maximum(end_w - start_w, 0), STEP))
+        n_full = gl.minimum(n_full, gl.maximum(end_w - start_w, 0) // STEP)
+    w_idx = gl.arange(0, W, layout=_wvec(MMA))
+    start_v = _per_warp(starts, w_idx, W)
+    end_v = _per_warp(ends, w_idx, W)
     bt_row = block_table_ptr + b * stride_btb
     col = kvh * 128
 
     SH: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
-    k_ring = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, STEP, 128], SH)
-    v_ring = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, STEP, 128], SH)
+    k_ring = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, W * STEP, 128], SH)  # slot: the warps' steps
+    v_ring = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, W * STEP, 128], SH)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)
     fence_async_shared()
     for i in gl.static_range(STAGES):
         if i < n_steps:
-            _issue(k_desc, v_desc, k_ring.index(i), v_ring.index(i), ready.index(i), bt_row, stride_btn,
-                   start + i * STEP, end,
-                   num_blocks, col, PAGE, BOX, STEP)
+            _issue(k_desc, v_desc, k_ring, v_ring, i, ready.index(i), bt_row, stride_btn, i, starts, ends,
+                   num_blocks, col, PAGE, BOX, STEP, W)
 
-    # q^T [128, 8] as the B operand: row r = query head kvh * GROUP + r (rows >= GROUP are zero), the head
-    # dimension permuted as K's (pi_k), bf16 brought into fp16 by a per-row power of two (as the Triton kernel).
-    r_q = gl.arange(0, ROWS, layout=gl.SliceLayout(1, _QL))
-    k_q = gl.arange(0, 128, layout=gl.SliceLayout(0, _QL))
+    # q^T [W, 128, 8] as the B operand (each warp its copy): row r = query head kvh * GROUP + r (rows >= GROUP are
+    # zero), the head dimension permuted as K's (pi_k), bf16 brought into fp16 by a per-row power of two (as the
+    # Triton kernel).
+    QL: gl.constexpr = _ql(W)
+    r_q = gl.arange(0, ROWS, layout=gl.SliceLayout(0, gl.SliceLayout(2, QL)))
+    k_q = gl.arange(0, 128, layout=gl.SliceLayout(0, gl.SliceLayout(1, QL)))
+    w_q = gl.arange(0, W, layout=_wvec(QL))
     d_q = ((k_q >> 1) & 3) * 32 + (k_q >> 4) * 4 + ((k_q >> 3) & 1) * 2 + (k_q & 1)
-    qf = gl.load(q_ptr + b * stride_qb + (kvh * GROUP + r_q)[:, None] * stride_qh + d_q[None, :],
-                 mask=(r_q < GROUP)[:, None], other=0.0).to(gl.float32)
+    q_off = (kvh * GROUP + r_q)[None, :, None] * stride_qh + d_q[None, None, :] + 0 * w_q[:, None, None]
+    qf = gl.load(q_ptr + b * stride_qb + q_off, mask=(r_q < GROUP)[None, :, None], other=0.0).to(gl.float32)
     if Q_POW2_SCALE:
-        e = (gl.max(gl.abs(qf), axis=1).to(gl.int32, bitcast=True) >> 23) & 0xFF
+        e = (gl.max(gl.abs(qf), axis=2).to(gl.int32, bitcast=True) >> 23) & 0xFF
         sb = gl.minimum(gl.maximum(268 - e, 1), 253)
-        qf = qf * ((sb << 23).to(gl.float32, bitcast=True))[:, None]
+        qf = qf * ((sb << 23).to(gl.float32, bitcast=True))[:, :, None]
         row_scale = ((254 - sb) << 23).to(gl.float32, bitcast=True)
     else:
-        row_scale = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, _QL))
-    qt = gl.convert_layout(gl.permute(qf.to(gl.float16), (1, 0)), _DB)
+        row_scale = gl.full([W, ROWS], 1.0, gl.float32, gl.SliceLayout(2, QL))
+    qt = gl.convert_layout(gl.permute(qf.to(gl.float16), (0, 2, 1)), gl.DotOperandLayout(1, MMA, 2))
     k_ds = gl.load(k_descale_ptr + kvh * K_DESCALE_STRIDE)
     v_ds = gl.load(v_descale_ptr + kvh * V_DESCALE_STRIDE)
-    score_scale = gl.convert_layout(row_scale, gl.SliceLayout(0, _MMA)) * (sm_scale_log2 * k_ds)
+    score_scale = gl.convert_layout(row_scale, gl.SliceLayout(1, MMA)) * (sm_scale_log2 * k_ds)
 
-    acc = gl.full([128, ROWS], 0.0, gl.float32, _MMA)  # O^T
-    l_part = gl.full([16, ROWS], 0.0, gl.float32, _MMA)
-    m_i = gl.full([ROWS], float("-inf"), gl.float32, gl.SliceLayout(0, _MMA))
+    acc = gl.full([W, 128, ROWS], 0.0, gl.float32, MMA)  # O^T per warp
+    l_part = gl.full([W, 16, ROWS], 0.0, gl.float32, MMA)
+    m_i = gl.full([W, ROWS], float("-inf"), gl.float32, gl.SliceLayout(1, MMA))
     for i in range(0, n_full):
         s = i % STAGES
         mbarrier.wait(ready.index(s), (i // STAGES) & 1)
-        acc, m_i, l_part = _step(k_ring.index(s), v_ring.index(s), qt, acc, m_i, l_part, bt_row,
-                                 stride_btn, start + i * STEP, end, num_blocks, score_scale, PAGE, BOX, STEP, False)
-        nxt = i + STAGES
-        if nxt < n_steps:
-            fence_async_shared()  # this slot's shared-memory reads before the copy engine overwrites it
-            _issue(k_desc, v_desc, k_ring.index(s), v_ring.index(s), ready.index(s), bt_row, stride_btn,
-                   start + nxt * STEP, end, num_blocks, col, PAGE, BOX, STEP)
-    if n_full < n_steps:  # the last, partial step: token masks
-        s = n_full % STAGES
-        mbarrier.wait(ready.index(s), (n_full // STAGES) & 1)
-        acc, m_i, l_part = _step(k_ring.index(s), v_ring.index(s), qt, acc, m_i, l_part, bt_row,
-                                 stride_btn, start + n_full * STEP, end, num_blocks, score_scale, PAGE, BOX, STEP, True)
+        kb = k_ring.index(s).reshape([W, STEP, 128])
+        vb = v_ring.index(s).reshape([W, STEP, 128])
+        acc, m_i, l_part = _step(kb, vb, qt, acc, m_i, l_part, bt_row, stride_btn, start_v + i * STEP, end_v,
+                                 num_blocks, score_scale, PAGE, BOX, STEP, W, False)
+        _refill(k_desc, v_desc, k_ring, v_ring, ready, bt_row, stride_btn, i, n_steps, starts, ends, num_blocks, col,
+                PAGE, BOX, STEP, STAGES, W)
+    if W == 1:  # at most one masked step (the last, partial one): nothing left to refill
+        if n_full < n_steps:
+            s = n_full % STAGES
+            mbarrier.wait(ready.index(s), (n_full // STAGES) & 1)
+            acc, m_i, l_part = _step(k_ring.index(s).reshape([W, STEP, 128]), v_ring.index(s).reshape([W, STEP, 128]),
+                                     qt, acc, m_i, l_part, bt_row, stride_btn, start_v + n_full * STEP, end_v,
+                                     num_blocks, score_scale, PAGE, BOX, STEP, W, True)
+    else:
+        for i in range(n_full, n_steps):  # each warp's last, partial step and any past its share: token masks
+            s = i % STAGES
+            mbarrier.wait(ready.index(s), (i // STAGES) & 1)
+            kb = k_ring.index(s).reshape([W, STEP, 128])
+            vb = v_ring.index(s).reshape([W, STEP, 128])
+            acc, m_i, l_part = _step(kb, vb, qt, acc, m_i, l_part, bt_row, stride_btn, start_v + i * STEP, end_v,
+                                     num_blocks, score_scale, PAGE, BOX, STEP, W, True)
+            _refill(k_desc, v_desc, k_ring, v_ring, ready, bt_row, stride_btn, i, n_steps, starts, ends, num_blocks,
+                    col, PAGE, BOX, STEP, STAGES, W)
     for i in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(i))
 
-    l_i = gl.sum(l_part, axis=0)
+    # The warps' (m, l, O^T) merged: weights 2^(m_w - m) (0 for a warp without tokens).
+    l_w = gl.sum(l_part, axis=1)  # [W, 8]
+    m_all = gl.max(m_i, axis=0)
+    m_use = gl.where(m_all == float("-inf"), 0.0, m_all)
+    wgt = gl.exp2(m_i - m_use[None, :])
+    l_i = gl.sum(l_w * wgt, axis=0)
+    o = gl.sum(acc * wgt[:, None, :], axis=0)  # [128, 8]
     has = l_i > 0.0
-    o = acc * gl.where(has, v_ds / gl.where(has, l_i, 1.0), 0.0)[None, :]
-    r_o = gl.arange(0, ROWS, layout=gl.SliceLayout(0, _MMA))
-    n_o = gl.arange(0, 128, layout=gl.SliceLayout(1, _MMA))
+    OL: gl.constexpr = gl.SliceLayout(0, MMA)
+    o = o * gl.convert_layout(gl.where(has, v_ds / gl.where(has, l_i, 1.0), 0.0), gl.SliceLayout(0, OL))[None, :]
+    r_o = gl.arange(0, ROWS, layout=gl.SliceLayout(0, OL))
+    n_o = gl.arange(0, 128, layout=gl.SliceLayout(1, OL))
     d_o = (n_o % 8) * 16 + n_o // 8  # pi_v: V's (and so O's) permuted columns back to the head dimension
     row_ok = r_o < GROUP
     o_row = b * hq + kvh * GROUP + r_o  # (B, 1, Hq) flattened
     if WRITE_PARTIAL:
-        lse = gl.where(has, m_i + gl.log2(gl.where(has, l_i, 1.0)), float("-inf"))
+        lse = gl.where(has, m_all + gl.log2(gl.where(has, l_i, 1.0)), float("-inf"))
         p_row = o_row * num_splits + split
-        gl.store(part_lse_ptr + p_row, lse, mask=row_ok)
+        gl.store(part_lse_ptr + p_row, gl.convert_layout(lse, gl.SliceLayout(0, OL)), mask=row_ok)
         gl.store(part_o_ptr + p_row[None, :] * 128 + d_o[:, None], o, mask=row_ok[None, :])
     else:
         gl.store(out_ptr + o_row[None, :] * 128 + d_o[:, None], o.to(out_ptr.dtype.element_ty),
@@ -257,13 +355,14 @@ def box_tokens(page: int, step: int) -> int:
 
 
 @functools.lru_cache(maxsize=64)
-def kernel_name(page: int, step: int, stages: int, group: int, q: str, out: str, split: bool, per_head: bool):
+def kernel_name(page: int, step: int, stages: int, group: int, q: str, out: str, split: bool, per_head: bool,
+                warps: int = 1):
     """Types: cache element, q element, accumulator, output; tile: 8 query rows (as N) x STEP cache tokens x head
     dim. Schedule as the Triton kernel's (``pagedsplitkvcombine``: partials merged by its combine kernel); extras
     ``gluon`` and ``tokm`` (cache tokens as the MMA's M)."""
     from tritonfp8.naming import KernelName
 
-    return KernelName(arch=90, op="decode", types=("e4m3", q, "f32", out), tile=(8, step, HEAD_DIM), warps=1,
+    return KernelName(arch=90, op="decode", types=("e4m3", q, "f32", out), tile=(8, step, HEAD_DIM), warps=warps,
                       stages=stages, schedule="paged" + ("splitkvcombine" if split else ""),
                       scaling="headwise" if per_head else "tensorwise",
                       extras=(f"page{page}", f"g{group}", "gluon", "tokm"))
@@ -286,7 +385,7 @@ def _shared_layout():
     return gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
 
 
-def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4, split: bool = True):
+def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4, split: bool = True, warps: int = 1):
     """Offline compile spec (sm_90) of one configuration."""
     from tritonfp8.codegen import CodegenSpec
 
@@ -303,17 +402,20 @@ def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=decode_gluon_kernel, signature=sig, constexprs=const,
-                       name=kernel_name(page, step, stages, group, "bf16", "bf16", split, True), num_warps=1,
+                       name=kernel_name(page, step, stages, group, "bf16", "bf16", split, True, warps),
+                       num_warps=warps,
                        num_stages=stages, min_arch=90,
                        description=f"Gluon paged decode, cache tokens as M, page {page}, {step}-token steps",
                        divisible=("q_ptr", "block_table_ptr", "seq_lens_ptr", "k_descale_ptr", "v_descale_ptr",
                                   "out_ptr", "part_o_ptr", "part_lse_ptr", "stride_qb", "stride_qh", "stride_btb"))
 
 
-# (page, step, stages) of the offline specs: pages of 64 and 16 at the benchmark's shapes, a page longer than a step
-# (sub-boxes), 32-token steps
-SPEC_CONFIGS = ((64, 64, 2), (16, 64, 2), (16, 32, 3), (128, 64, 2), (32, 32, 4))
+# (page, step, stages, warps) of the offline specs: pages of 64 and 16 at the benchmark's shapes, a page longer than
+# a step (sub-boxes), 32-token steps; 2 and 4 warps (each on its own token range, merged on chip)
+SPEC_CONFIGS = ((64, 64, 2, 1), (16, 64, 2, 1), (16, 32, 3, 1), (128, 64, 2, 1), (32, 32, 4, 1), (64, 32, 3, 2),
+                (16, 32, 3, 4))
 
 
 def codegen_specs() -> dict:
-    return {f"decode_gluon_page{p}_step{s}s{st}": codegen_spec(p, s, st) for p, s, st in SPEC_CONFIGS}
+    return {f"decode_gluon_page{p}_step{s}s{st}" + (f"w{w}" if w > 1 else ""): codegen_spec(p, s, st, warps=w)
+            for p, s, st, w in SPEC_CONFIGS}

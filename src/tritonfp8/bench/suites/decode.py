@@ -72,6 +72,8 @@ def _ws(block_n: int, warps: int, stages: int, splits: int, v_stage: bool = True
 SWEEP_KEYS = frozenset({"names", "splits_factor", "heuristic_splits_factor", "programs_target", "on_heuristic",
                         "triton_heuristic"})
 # Config variants for --variants (None fields: the heuristic's value).
+# The Gluon kernel's variant fields over the heuristic's config: one warp per program unless a variant says otherwise.
+_GLUON: dict[str, Any] = {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "num_warps": 1}
 VARIANTS: dict[str, dict[str, Any]] = {
     "heuristic": {},
     "gather": {},  # the gather heuristic: differs from "heuristic" where the long-context TMA rule applies
@@ -291,33 +293,31 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # 1.07-1.14x from graphs, 0.75x eager when that step was host-bound, before the replayed launches).
     "hmk": {"on_heuristic": True, "merge": "kernel"},
     "hmkpdl": {"on_heuristic": True, "merge": "kernel", "pdl": True},
-    # DecodeConfig(kernel="gluon") (session 23, _kernels/decode_gluon.py): the Gluon kernel with the cache tokens as
-    # the MMA's M, at the heuristic's splits ("h": half of them), STEP tokens x STAGES ring slots: 32 x 3 = 26.6 KB
-    # of shared memory (8 programs per SM), 64 x 2 = 34.8 KB (6 per SM); offline 15.3 / 12.1-13.6 warp-instructions
-    # per token against the Triton kernel's 18.9 (pages of 64) / 24.4 (pages of 16).
-    "gl32s3": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 32, "num_stages": 3},
-    "gl32s3pdl": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 32, "num_stages": 3,
-                  "pdl": True},
-    "gl64s2": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 64, "num_stages": 2},
-    "gl64s2h": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 64, "num_stages": 2,
-                "heuristic_splits_factor": 0.5},
-    "gl32s3h": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 32, "num_stages": 3,
-                "heuristic_splits_factor": 0.5},
-    "gl32s3q": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 32, "num_stages": 3,
-                "heuristic_splits_factor": 0.25},
-    "gl32s4h": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 32, "num_stages": 4,
-                "heuristic_splits_factor": 0.5},
+    # DecodeConfig(kernel="gluon") (session 23, _kernels/decode_gluon.py; _GLUON): the Gluon kernel with the cache
+    # tokens as the MMA's M, at the heuristic's splits ("h": half of them), STEP tokens x STAGES ring slots: 32 x 3 =
+    # 26.6 KB of shared memory (8 programs per SM), 64 x 2 = 34.8 KB (6 per SM); offline 15.3 / 12.1-13.6
+    # warp-instructions per token against the Triton kernel's 18.9 (pages of 64) / 24.4 (pages of 16).
+    "gl32s3": {**_GLUON, "block_n": 32, "num_stages": 3},
+    "gl32s3pdl": {**_GLUON, "block_n": 32, "num_stages": 3, "pdl": True},
+    "gl64s2": {**_GLUON, "block_n": 64, "num_stages": 2},
+    "gl64s2h": {**_GLUON, "block_n": 64, "num_stages": 2, "heuristic_splits_factor": 0.5},
+    "gl32s3h": {**_GLUON, "block_n": 32, "num_stages": 3, "heuristic_splits_factor": 0.5},
+    "gl32s3q": {**_GLUON, "block_n": 32, "num_stages": 3, "heuristic_splits_factor": 0.25},
+    "gl32s4h": {**_GLUON, "block_n": 32, "num_stages": 4, "heuristic_splits_factor": 0.5},
     # The Gluon rule's form (about 512 programs) at any context, and the Triton kernel's heuristic where the
     # library's heuristic takes the Gluon kernel (decode_config(gluon=False)).
-    "glp512": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 32, "num_stages": 3,
-               "programs_target": 512},
+    "glp512": {**_GLUON, "block_n": 32, "num_stages": 3, "programs_target": 512},
     "triton": {"triton_heuristic": True},
     "nopdl": {"on_heuristic": True, "pdl": False},
     # Session 24: the Gluon kernel at ctx 4096 with more programs per SM: 2 ring slots (16.4 KB of shared memory;
     # its 128-150 registers allow 13 one-warp programs per SM) and absolute split counts, the combine as a PDL.
-    **{f"glx{sp}s{st}": {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "block_n": 32,
-                         "num_stages": st, "num_splits": sp, "pdl": True}
+    **{f"glx{sp}s{st}": {**_GLUON, "block_n": 32, "num_stages": st, "num_splits": sp, "pdl": True}
        for sp, st in ((4, 3), (8, 2), (16, 2), (16, 3), (24, 2), (32, 2))},
+    # Session 25: W warps per program, each with its own split of the program's range (splits x W in all) and its
+    # own online softmax, merged on chip: the combine kernel's work shrinks by W (none at one split).
+    **{f"glw{w}x{sp}s{st}": {**_GLUON, "block_n": 32, "num_warps": w, "num_stages": st, "num_splits": sp,
+                             "pdl": sp > 1}
+       for w, sp, st in ((2, 1, 3), (2, 2, 3), (2, 4, 3), (2, 8, 3), (4, 1, 3), (4, 2, 3), (4, 4, 2))},
 }
 VARIANT_CASES = ((8, 4096, 32, 16), (1, 32768, 64, 16), (32, 4096, 32, 64), (128, 1024, 32, 16), (8, 32768, 64, 16),
                  (128, 4096, 32, 16))
