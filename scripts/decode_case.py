@@ -1,6 +1,11 @@
-"""Shared setup of the decode device diagnostics (gpu_decode_small / _fixed / _merge2): one benchmark case's paged
+"""Shared setup of the decode device diagnostics (gpu_decode_small / _fixed / _merge2 / _floor / _parts): one benchmark case's paged
 E4M3 cache, bf16 q, the bytes a decode step reads and writes, the same-size copy, and a call with a pinned config."""
 from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
 
 import torch
 
@@ -39,3 +44,48 @@ def checked_calls(q, pc, cfgs: dict, on_diff) -> dict:
             on_diff(name, diff)
         fns[name] = fn
     return fns
+
+
+def time_rows(fns: dict, case: tuple, moved: int, nbytes: int, rounds: int, heur_cfg) -> list[dict]:
+    """Times ``fns`` (a "copy" entry among them) interleaved under the bench protocol and returns one row per form
+    of ``case`` = (B, ctx, Hq, page): median and per-round microseconds and the share of the copy's bandwidth
+    (the copy moves ``moved`` bytes, every other form ``nbytes``); prints the case's line."""
+    for fn in fns.values():
+        fn()
+    torch.cuda.synchronize()
+    times = H.bench_interleaved(fns, repeats=rounds)
+    t = {n: H.summarize(v) for n, v in times.items()}
+    copy_gbps = H.gbps(moved, t["copy"].median)
+    b, ctx, hq, page = case
+    rows = []
+    for name, tm in t.items():
+        moved_n = moved if name == "copy" else nbytes
+        rows.append({"B": b, "ctx": ctx, "Hq": hq, "page": page, "form": name, "us": 1e3 * tm.median,
+                     "us_rounds": [1e3 * x for x in times[name]], "gbps": H.gbps(moved_n, tm.median),
+                     "pct_of_copy": H.pct(H.gbps(moved_n, tm.median), copy_gbps),
+                     "config": str(heur_cfg) if name == "heuristic" else None})
+    print(f"B{b} ctx{ctx} Hq{hq} p{page}: " + ", ".join(f"{r['form']} {r['us']:.1f}us {r['pct_of_copy']:.1f}%"
+                                                      for r in rows), flush=True)
+    return rows
+
+
+def write_report(prefix: str, title: str, rows: list[dict], rounds: int) -> Path:
+    """$OUT/results/<prefix>-<stamp>.json (benchmarks/results when $OUT is unset) with the environment, and the
+    rows as a table."""
+    from rich.console import Console
+    from rich.table import Table
+
+    out_dir = Path(os.environ["OUT"]) / "results" if os.environ.get("OUT") else Path("benchmarks/results")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps({"env": H.environment_info(), "command": H.command_line(), "rounds": rounds,
+                                "rows": rows}, indent=1))
+    tab = Table(title=title)
+    for c in ("case", "form", "us", "% copy"):
+        tab.add_column(c)
+    for r in rows:
+        tab.add_row(f"B{r['B']} c{r['ctx']} Hq{r['Hq']} p{r['page']}", r["form"], f"{r['us']:.1f}",
+                    f"{r['pct_of_copy']:.1f}")
+    Console(width=140).print(tab)
+    print(path)
+    return path

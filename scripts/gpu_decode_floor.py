@@ -21,11 +21,6 @@ Usage on the device: ``python scripts/gpu_decode_floor.py``.
 """
 from __future__ import annotations
 
-import json
-import os
-import time
-from pathlib import Path
-
 import torch
 import triton
 import triton.language as tl
@@ -33,10 +28,9 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
 
-from decode_case import case_inputs
+from decode_case import case_inputs, pinned_call, time_rows, write_report
 from tritonfp8 import decode as dec
 from tritonfp8._kernels import decode_gluon as kg
-from tritonfp8.bench import harness as H
 from tritonfp8.bench.suites import decode as S
 
 
@@ -119,52 +113,21 @@ ROUNDS = 3
 
 
 def main() -> None:
-    out_dir = Path(os.environ.get("OUT", "")) / "results" if os.environ.get("OUT") else Path("benchmarks/results")
-    out_dir.mkdir(parents=True, exist_ok=True)
     sms = dec.num_sms(torch.device("cuda"))
     rows = []
     for (b, ctx, hq, page), forms in CASES:
         pc, q, nbytes, copy_fn, moved = case_inputs(b, ctx, hq, page, "cuda")
         cfg = dec.decode_config(b, S.HKV, hq // S.HKV, ctx, sms, tma_page=page, kv_bytes=S.cache_bytes(b, ctx, 1),
                                 gluon=dec.gluon_available(torch.device("cuda")))
-        fns = {"copy": copy_fn,
-               "heuristic": lambda: dec.decode_attention(q, pc.k, pc.v, pc.table, pc.lens, k_descale=pc.descale,
-                                                         v_descale=pc.descale, config=cfg)}
+        fns = {"copy": copy_fn, "heuristic": pinned_call(q, pc, cfg)}
         for sp, st, sg in forms:
             fns[f"paged x{sp} step{st} s{sg}"] = paged_fn(pc, sp, st, sg)
         for waves in (1, 4):
             fns[f"flat {waves}w"] = flat_fn(S.cache_bytes(b, ctx, 1), sms * 4 * waves)
-        for fn in fns.values():
-            fn()
-        torch.cuda.synchronize()
-        times = H.bench_interleaved(fns, repeats=ROUNDS)
-        t = {n: H.summarize(v) for n, v in times.items()}
-        copy_gbps = H.gbps(moved, t["copy"].median)
-        for name, tm in t.items():
-            moved_n = moved if name == "copy" else nbytes
-            rows.append({"B": b, "ctx": ctx, "Hq": hq, "page": page, "form": name, "us": 1e3 * tm.median,
-                         "us_rounds": [1e3 * x for x in times[name]], "gbps": H.gbps(moved_n, tm.median),
-                         "pct_of_copy": H.pct(H.gbps(moved_n, tm.median), copy_gbps),
-                         "config": str(cfg) if name == "heuristic" else None})
-        print(f"B{b} ctx{ctx} Hq{hq} p{page}: " + ", ".join(
-            f"{r['form']} {r['us']:.1f}us {r['pct_of_copy']:.1f}%" for r in rows if (r["B"], r["ctx"], r["page"])
-            == (b, ctx, page)), flush=True)
+        rows += time_rows(fns, (b, ctx, hq, page), moved, nbytes, ROUNDS, cfg)
         del pc, fns
         torch.cuda.empty_cache()
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    path = out_dir / f"decode-floor-{stamp}.json"
-    path.write_text(json.dumps({"env": H.environment_info(), "command": H.command_line(), "rounds": ROUNDS,
-                                "rows": rows}, indent=1))
-    from rich.console import Console
-    from rich.table import Table
-
-    tab = Table(title="decode step read floors (eager, after the write flush)")
-    for c in ("case", "form", "us", "% copy"):
-        tab.add_column(c)
-    for r in rows:
-        tab.add_row(f"B{r['B']} c{r['ctx']} p{r['page']}", r["form"], f"{r['us']:.1f}", f"{r['pct_of_copy']:.1f}")
-    Console(width=140).print(tab)
-    print(path)
+    write_report("decode-floor", "decode step read floors (eager, after the write flush)", rows, ROUNDS)
 
 
 if __name__ == "__main__":

@@ -17,18 +17,13 @@ Usage on the device: ``cd scripts && python gpu_decode_parts.py``.
 """
 from __future__ import annotations
 
-import json
 import math
-import os
-import time
-from pathlib import Path
 
 import torch
 
-from decode_case import case_inputs, pinned_call
+from decode_case import case_inputs, pinned_call, time_rows, write_report
 from gpu_decode_floor import paged_fn
 from tritonfp8 import decode as dec
-from tritonfp8.bench import harness as H
 from tritonfp8.bench.suites import decode as S
 
 # (B, ctx, Hq, page), [(splits, stages, warps)] of the Gluon kernel (32-token steps); session 24 call 3: several
@@ -62,8 +57,6 @@ def _split_only(q, pc, cfg):
 
 
 def main() -> None:
-    out_dir = Path(os.environ.get("OUT", "")) / "results" if os.environ.get("OUT") else Path("benchmarks/results")
-    out_dir.mkdir(parents=True, exist_ok=True)
     sms = dec.num_sms(torch.device("cuda"))
     rows = []
     for (b, ctx, hq, page), forms in CASES:
@@ -88,36 +81,10 @@ def main() -> None:
             diff = (o.float() - first).abs().max().item()
             if not diff <= 1e-2:
                 print(f"MISMATCH B{b} ctx{ctx} p{page} {n}: max |diff| {diff}", flush=True)
-        for fn in fns.values():
-            fn()
-        torch.cuda.synchronize()
-        times = H.bench_interleaved(fns, repeats=ROUNDS)
-        t = {n: H.summarize(v) for n, v in times.items()}
-        copy_gbps = H.gbps(moved, t["copy"].median)
-        for name, tm in t.items():
-            moved_n = moved if name == "copy" else nbytes
-            rows.append({"B": b, "ctx": ctx, "Hq": hq, "page": page, "form": name, "us": 1e3 * tm.median,
-                         "us_rounds": [1e3 * x for x in times[name]],
-                         "pct_of_copy": H.pct(H.gbps(moved_n, tm.median), copy_gbps),
-                         "config": str(heur) if name == "heuristic" else None})
-        print(f"B{b} ctx{ctx} p{page}: " + ", ".join(
-            f"{r['form']} {r['us']:.1f}" for r in rows if (r["B"], r["ctx"], r["page"]) == (b, ctx, page)), flush=True)
+        rows += time_rows(fns, (b, ctx, hq, page), moved, nbytes, ROUNDS, heur)
         del pc, fns
         torch.cuda.empty_cache()
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    path = out_dir / f"decode-parts-{stamp}.json"
-    path.write_text(json.dumps({"env": H.environment_info(), "command": H.command_line(), "rounds": ROUNDS,
-                                "rows": rows}, indent=1))
-    from rich.console import Console
-    from rich.table import Table
-
-    tab = Table(title="decode step parts (eager, after the write flush)")
-    for c in ("case", "form", "us", "% copy"):
-        tab.add_column(c)
-    for r in rows:
-        tab.add_row(f"B{r['B']} c{r['ctx']} p{r['page']}", r["form"], f"{r['us']:.1f}", f"{r['pct_of_copy']:.1f}")
-    Console(width=140).print(tab)
-    print(path)
+    write_report("decode-parts", "decode step parts (eager, after the write flush)", rows, ROUNDS)
 
 
 if __name__ == "__main__":
