@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Session 25 call 3: decode_config's 2-warp Gluon rule (256-512 pairs, 4096 <= ctx < 16384): the issue matrix's
+# ctx 4096 rows with the peers (SDPA on the BF16 cache, our BF16-cache kernel), the decode GPU tests, then the ctx
+# 32768 rows in the time left (each step bounded so the call ends inside its 600 s).
+source scripts/gpu_common.sh
+left() { echo $(( 570 - $(date +%s) + T0 )); }
+el matrix-ctx4096
+timeout 240 python3 -m tritonfp8 bench decode --batch 8 --batch 32 --batch 128 --context 4096 --repeats 3 2>&1 | tail -20
+save
+el tests
+pytest_v 200 -n 4 tests/test_decode_gluon.py tests/test_decode_gpu.py
+save
+el matrix-ctx32768 "$(left) s left"
+timeout "$(left)" python3 -m tritonfp8 bench decode --batch 8 --batch 32 --batch 128 --context 32768 --repeats 3 2>&1 \
+  | tail -20
+save
+el done
