@@ -1,4 +1,5 @@
-"""Paged FP8 decode attention in Gluon: one warp per (split, KV head, sequence), cache tokens as the MMA's M.
+"""Paged FP8 decode attention in Gluon: one program of 1, 2 or 4 warps per (split, KV head, sequence), cache tokens
+as the MMA's M.
 
 ``DecodeConfig(kernel="gluon")`` (sm_90, an E4M3 cache with TMA-addressable pages, head dim 128, one new token
 and at most 8 query heads per KV head). The Triton kernel (``decode.py``) puts the query rows on the mma.sync M
@@ -21,7 +22,9 @@ the (at most 8) query rows as N = 8, with every register layout chosen explicitl
 K/V pages arrive by TMA into a ring of STAGES buffers of STEP tokens (one box per page, or a sub-box of a page),
 each with an mbarrier; after a step's products its slot is refilled with the step STAGES ahead (its block-table
 entries loaded there, just before the copies are issued; the step's own entries are read again for the masks). Split-KV as the Triton kernel (the same partials layout, merged by its
-combine kernel); one split writes the output directly.
+combine kernel); one split writes the output directly. With W > 1 warps each warp runs the loop on its own share
+of the program's tokens (its own online softmax; a ring slot holds every warp's step) and the warps' results are
+merged on chip after the loop, so the program writes one output or partial.
 """
 
 from __future__ import annotations
