@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 25 call 3: decode_config's 2-warp Gluon rule (256-512 pairs, 4096 <= ctx < 16384): the issue matrix's
-# B 8 / 32 ctx 4096 rows with the peers (SDPA on the BF16 cache, our BF16-cache kernel), the decode GPU tests, 4 warps on
-# pages of 16, then the ctx 32768 rows in the time left (each step bounded so the call ends inside its 600 s).
+# B 8 / 32 ctx 4096 rows with the peers (SDPA on the BF16 cache, our BF16-cache kernel), the decode GPU tests,
+# 4 warps on pages of 16, then B 128 ctx 4096 and the ctx 32768 rows in the time left (each step bounded so the
+# call ends inside its 600 s).
 source scripts/gpu_common.sh
 left() { echo $(( 570 - $(date +%s) + T0 )); }
 el matrix-ctx4096
