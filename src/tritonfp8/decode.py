@@ -274,16 +274,19 @@ TMA_V_STAGE = True
 GLUON_PROGRAMS = 512
 GLUON_MIN_CONTEXT = 16384
 GLUON_MIN_PAIRS = 64
-# Session 25: below GLUON_MIN_CONTEXT, from GLUON_WARPS_MIN_CONTEXT tokens and for GLUON_WARPS_PAIRS (batch x KV
-# head) pairs, the Gluon kernel with 2 warps per program (each warp half of the sequence, merged on chip), one
-# split (no combine kernel) and 2 ring slots. H100, eager, 3 interleaved rounds against the Triton heuristic
-# (decode-nvidia-h100-80gb-hbm3-20261205-072349.json): B 32 ctx 4096 pages of 64 88.1 / 87.1% of copy (Hq 32 / 64;
-# 1.097 / 1.080x), pages of 16 84.1 / 83.7% (1.067 / 1.068x), B 64 ctx 4096 pages of 16 89.7% (1.076x), B 32 ctx
-# 8192 pages of 16 89.9% (1.070x); 4 warps 1.01-1.08x, 2 warps with 2 splits 1.00-1.03x. B 16 ctx 4096 (128 pairs):
-# 2 warps 0.92-0.97x (4 warps 1.05x, not taken); B 8 ctx 4096: 2 / 4 warps at 2-8 splits 0.93-0.96x
-# (decode-parts-20261205-072224.json). Not measured from 1024 pairs (B 128 ctx 4096 keeps the one-split tmab rule).
+# Session 25: for GLUON_WARPS_PAIRS (batch x KV head) pairs, contexts in [GLUON_WARPS_MIN_CONTEXT,
+# GLUON_WARPS_MAX_CONTEXT) and pages of at least 32 tokens (one TMA box per warp and step), the Gluon kernel with 2
+# warps per program (each warp on half of the sequence, merged on chip), one split (no combine kernel) and 2 ring
+# slots. Eager, 3 interleaved rounds against the Triton heuristic: H100 (decode-nvidia-h100-80gb-hbm3-20261205-
+# 072349.json) B 32 ctx 4096 pages of 64 88.1 / 87.1% of copy (Hq 32 / 64; 1.097 / 1.080x); H200 matrix
+# (decode-nvidia-h200-20261205-081506.json) 85.4 / 83.6%, 1.65 / 1.64x SDPA. Pages of 16 are left out: 1.07x on
+# the H100 but 0.97-0.99x at B 32 ctx 4096 and 0.93x at ctx 8192 on the H200 (-081654.json; 1.04x at B 64).
+# B 16 ctx 4096 (128 pairs): 0.92-0.97x; B 8: 0.93-0.96x (decode-parts-20261205-072224.json). Not measured from
+# 1024 pairs (B 128 ctx 4096 keeps the one-split tmab rule, 94-99% of copy).
 GLUON_WARPS_MIN_CONTEXT = 4096
+GLUON_WARPS_MAX_CONTEXT = 8192
 GLUON_WARPS_PAIRS = (256, 512)
+GLUON_WARPS_MIN_PAGE = 32
 
 
 def gluon_available(device: torch.device) -> bool:
@@ -310,9 +313,10 @@ def decode_config(
     ``gluon``: the Gluon kernel can run for this call (sm_90+, D = 128, one new token, a TMA-addressable E4M3
     cache); with ``tma_page`` given, at most 8 rows, at least :data:`GLUON_MIN_PAIRS` (batch x KV head) pairs and
     ``max_len`` >= :data:`GLUON_MIN_CONTEXT` it is taken, with the splits that give about :data:`GLUON_PROGRAMS`
-    programs (the combine kernel as a programmatic dependent launch when there are several); from
-    :data:`GLUON_WARPS_MIN_CONTEXT` tokens below that bound, for B x Hkv within :data:`GLUON_WARPS_PAIRS`, it is taken
-    with 2 warps per program (each on half of the sequence, merged on chip), one split and 2 ring slots.
+    programs (the combine kernel as a programmatic dependent launch when there are several); with ``max_len`` in
+    [:data:`GLUON_WARPS_MIN_CONTEXT`, :data:`GLUON_WARPS_MAX_CONTEXT`), B x Hkv within :data:`GLUON_WARPS_PAIRS` and
+    pages of at least :data:`GLUON_WARPS_MIN_PAGE` tokens it is taken with 2 warps per program (each on half of the
+    sequence, merged on chip), one split and 2 ring slots.
 
     Splits: as many (batch x KV head x split) programs as fit at once, :data:`RESIDENT_PER_SM` per SM (the issue's
     "B·Hkv·splits ≈ 2 x #SMs"), rounded down to whole splits, while every split keeps at least 256 tokens (16
@@ -344,7 +348,8 @@ def decode_config(
         s = num_splits if given else max(1, min(GLUON_PROGRAMS // pairs, MAX_SPLITS))
         return DecodeConfig(kernel="gluon", merge="kernel", block_n=32, num_warps=1, num_stages=3, num_splits=s,
                             pdl=s > 1)
-    if (gluon and tma_page is not None and 0 < rows <= 8 and GLUON_WARPS_MIN_CONTEXT <= max_len < GLUON_MIN_CONTEXT
+    if (gluon and tma_page is not None and tma_page >= GLUON_WARPS_MIN_PAGE and 0 < rows <= 8
+            and GLUON_WARPS_MIN_CONTEXT <= max_len < GLUON_WARPS_MAX_CONTEXT
             and GLUON_WARPS_PAIRS[0] <= pairs <= GLUON_WARPS_PAIRS[1] and num_splits > 0
             and (not given or num_splits == 1)):
         return DecodeConfig(kernel="gluon", merge="kernel", block_n=32, num_warps=2, num_stages=2, num_splits=1)
