@@ -24,6 +24,14 @@ def case_inputs(b: int, ctx: int, hq: int, page: int, device):
     return pc, q, nbytes, copy_fn, moved
 
 
+def heuristic_config(b: int, ctx: int, hq: int, page: int, device="cuda"):
+    """The library's heuristic config for bench decode's case (the TMA and Gluon rules included: the case's cache is
+    dense and aligned)."""
+    dev = torch.device(device)
+    return dec.decode_config(b, S.HKV, hq // S.HKV, ctx, dec.num_sms(dev), tma_page=page,
+                             kv_bytes=S.cache_bytes(b, ctx, 1), gluon=dec.gluon_available(dev))
+
+
 def pinned_call(q, pc, cfg, seq_lens=None):
     """decode_attention on the case's cache with ``cfg`` pinned (and ``seq_lens`` instead of the case's)."""
     lens = pc.lens if seq_lens is None else seq_lens

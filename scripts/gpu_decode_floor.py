@@ -28,7 +28,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
 
-from decode_case import case_inputs, pinned_call, time_rows, write_report
+from decode_case import case_inputs, heuristic_config, pinned_call, time_rows, write_report
 from tritonfp8 import decode as dec
 from tritonfp8._kernels import decode_gluon as kg
 from tritonfp8.bench.suites import decode as S
@@ -117,8 +117,7 @@ def main() -> None:
     rows = []
     for (b, ctx, hq, page), forms in CASES:
         pc, q, nbytes, copy_fn, moved = case_inputs(b, ctx, hq, page, "cuda")
-        cfg = dec.decode_config(b, S.HKV, hq // S.HKV, ctx, sms, tma_page=page, kv_bytes=S.cache_bytes(b, ctx, 1),
-                                gluon=dec.gluon_available(torch.device("cuda")))
+        cfg = heuristic_config(b, ctx, hq, page)
         fns = {"copy": copy_fn, "heuristic": pinned_call(q, pc, cfg)}
         for sp, st, sg in forms:
             fns[f"paged x{sp} step{st} s{sg}"] = paged_fn(pc, sp, st, sg)

@@ -21,10 +21,9 @@ import math
 
 import torch
 
-from decode_case import case_inputs, pinned_call, time_rows, write_report
+from decode_case import case_inputs, heuristic_config, pinned_call, time_rows, write_report
 from gpu_decode_floor import paged_fn
 from tritonfp8 import decode as dec
-from tritonfp8.bench.suites import decode as S
 
 # (B, ctx, Hq, page), [(splits, stages, warps)] of the Gluon kernel (32-token steps); session 24 call 3: several
 # warps per program (each on its own tokens, merged on chip)
@@ -57,12 +56,10 @@ def _split_only(q, pc, cfg):
 
 
 def main() -> None:
-    sms = dec.num_sms(torch.device("cuda"))
     rows = []
     for (b, ctx, hq, page), forms in CASES:
         pc, q, nbytes, copy_fn, moved = case_inputs(b, ctx, hq, page, "cuda")
-        heur = dec.decode_config(b, S.HKV, hq // S.HKV, ctx, sms, tma_page=page, kv_bytes=S.cache_bytes(b, ctx, 1),
-                                 gluon=dec.gluon_available(torch.device("cuda")))
+        heur = heuristic_config(b, ctx, hq, page)
         fns = {"copy": copy_fn, "heuristic": pinned_call(q, pc, heur)}
         for sp, st, w in forms:
             cfg = dec.DecodeConfig(kernel="gluon", block_n=32, num_warps=w, num_stages=st, num_splits=sp,
