@@ -122,6 +122,9 @@ GPU_WARP_CASES = [
     (Case((4096, 2000), 64, 8, d=128, page=16), 32, 2, 3, 4),
     (Case((339, 1, 48, 17), 16, 2, d=128, page=64), 64, 2, 1, 4),
     (Case((300, 129), 4, 4, d=128, page=128), 64, 2, 2, 2),
+    # decode_config's 2-warp form (32-token steps, 2 slots, one split) on pages of 32 and 128 (sub-boxes)
+    (Case((4096, 2000, 33), 32, 4, d=128, page=32), 32, 2, 1, 2),
+    (Case((4096, 129, 1000), 64, 8, d=128, page=128), 32, 2, 1, 2),
 ]
 
 
