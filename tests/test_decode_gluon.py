@@ -141,16 +141,9 @@ def _gluon_vs(case, step, stages, splits, out_dtype=torch.float32, seed=31, muta
 
 
 @requires_gpu
-@pytest.mark.parametrize("case,step,stages,splits", GPU_CASES, ids=lambda x: str(x))
-def test_gluon_matches_reference_and_triton(case, step, stages, splits):
-    out, tri, ref, pt = _gluon_vs(case, step, stages, splits)
-    assert_decode_close(out, ref, pt, max(case.lens), torch.float32)
-    torch.testing.assert_close(out, tri, rtol=2.0**-9, atol=2.0**-9)
-
-
-@requires_gpu
-@pytest.mark.parametrize("case,step,stages,splits,warps", GPU_WARP_CASES, ids=lambda x: str(x))
-def test_gluon_warps_match_reference_and_triton(case, step, stages, splits, warps):
+@pytest.mark.parametrize("case,step,stages,splits,warps", [c + (1,) for c in GPU_CASES] + GPU_WARP_CASES,
+                         ids=lambda x: str(x))
+def test_gluon_matches_reference_and_triton(case, step, stages, splits, warps):
     out, tri, ref, pt = _gluon_vs(case, step, stages, splits, warps=warps)
     assert_decode_close(out, ref, pt, max(case.lens), torch.float32)
     torch.testing.assert_close(out, tri, rtol=2.0**-9, atol=2.0**-9)

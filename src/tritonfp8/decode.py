@@ -134,7 +134,8 @@ class DecodeConfig:
     # its step (32 or 64 tokens), num_stages its ring of TMA buffers; several splits are merged by the combine
     # kernel (merge="kernel", pdl as for the Triton kernel). num_warps (1, 2 or 4; session 24): warps per program,
     # each on its own share of the program's tokens with its own softmax, merged on chip (no partials between
-    # them). Not in the interpreter; the other fields (kv_load, v_stage, ...) are not read. decode_config takes it
+    # them); the field's default (4) applies here too, so the one-warp kernel needs num_warps=1. Not in the
+    # interpreter; the other fields (kv_load, v_stage, ...) are not read. decode_config takes it
     # for long contexts (GLUON_MIN_CONTEXT).
     kernel: str = "triton"
 

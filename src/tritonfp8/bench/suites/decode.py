@@ -317,7 +317,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # own online softmax, merged on chip: the combine kernel's work shrinks by W (none at one split).
     **{f"glw{w}x{sp}s{st}": {**_GLUON, "block_n": 32, "num_warps": w, "num_stages": st, "num_splits": sp,
                              "pdl": sp > 1}
-       for w, sp, st in ((2, 1, 2), (2, 1, 3), (2, 2, 3), (2, 4, 3), (2, 8, 3), (4, 1, 2), (4, 1, 3), (4, 2, 3), (4, 4, 2))},
+       for w, sp, st in ((2, 1, 2), (2, 1, 3), (2, 2, 3), (2, 4, 3), (2, 8, 3), (4, 1, 2), (4, 1, 3), (4, 2, 3),
+                         (4, 4, 2))},
 }
 VARIANT_CASES = ((8, 4096, 32, 16), (1, 32768, 64, 16), (32, 4096, 32, 64), (128, 1024, 32, 16), (8, 32768, 64, 16),
                  (128, 4096, 32, 16))
