@@ -8,7 +8,9 @@ else:
 
 - ``paged``: the Gluon decode kernel's memory side alone (_kernels/decode_gluon.py): grid (splits, Hkv, B), one
   warp, a ring of STAGES slots of STEP tokens filled by TMA page boxes from the block table, each slot refilled
-  as soon as its barrier completes (no products, no softmax, no partials, no merge). Its time bounds any kernel
+  as soon as its barrier completes (no products, no softmax, no partials, no merge). Since session 26 the refill's
+  table entries are loaded before the wait, as the kernel does (session 24 measured the form that loaded each
+  entry just before its copy). Its time bounds any kernel
   that reads the cache this way with that many programs.
 - ``flat``: one Triton kernel reading the same number of bytes from one contiguous buffer (16-byte loads, a sum
   per program): the floor of any single kernel reading that many bytes.
@@ -55,15 +57,16 @@ def paged_read_kernel(k_desc, v_desc, block_table_ptr, seq_lens_ptr, sink_ptr, n
     fence_async_shared()
     for i in gl.static_range(STAGES):
         if i < n_steps:
-            kg._issue(k_desc, v_desc, k_ring, v_ring, i, ready.index(i), bt_row, 1, i, (start,), (end,), num_blocks,
-                      col, PAGE, BOX, STEP, 1)
+            pages = kg._step_pages(bt_row, 1, i, (start,), (end,), PAGE, BOX, STEP, 1)
+            kg._issue(k_desc, v_desc, k_ring, v_ring, i, ready.index(i), pages, i, (start,), num_blocks, col, PAGE, BOX,
+                      STEP, 1)
     for i in range(0, n_steps):
         s = i % STAGES
+        ahead = kg._step_pages(bt_row, 1, i + STAGES, (start,), (end,), PAGE, BOX, STEP, 1)
         mbarrier.wait(ready.index(s), (i // STAGES) & 1)
-        nxt = i + STAGES
-        if nxt < n_steps:
-            kg._issue(k_desc, v_desc, k_ring, v_ring, s, ready.index(s), bt_row, 1, nxt, (start,), (end,),
-                      num_blocks, col, PAGE, BOX, STEP, 1)
+        if i + STAGES < n_steps:
+            kg._issue(k_desc, v_desc, k_ring, v_ring, s, ready.index(s), ahead, i + STAGES, (start,), num_blocks, col,
+                      PAGE, BOX, STEP, 1)
     for i in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(i))
     pid = (b * gl.num_programs(1) + kvh) * gl.num_programs(0) + split

@@ -20,9 +20,10 @@ the (at most 8) query rows as N = 8, with every register layout chosen explicitl
   registers per lane).
 
 K/V pages arrive by TMA into a ring of STAGES buffers of STEP tokens (one box per page, or a sub-box of a page),
-each with an mbarrier; after a step's products its slot is refilled with the step STAGES ahead (its block-table
-entries loaded there, just before the copies are issued; the step's own entries are read again for the masks). Split-KV as the Triton kernel (the same partials layout, merged by its
-combine kernel); one split writes the output directly. With W > 1 warps each warp runs the loop on its own share
+each with an mbarrier; after a step's products its slot is refilled with the step STAGES ahead, whose block-table
+entries were loaded together at the top of the step (session 26: their latency behind the products, not one wait
+per copy; the step's own entries are read again for the masks). Split-KV as the Triton kernel (the same partials
+layout, merged by its combine kernel); one split writes the output directly. With W > 1 warps each warp runs the loop on its own share
 of the program's tokens (its own online softmax; a ring slot holds every warp's step) and the warps' results are
 merged on chip after the loop, so the program writes one output or partial.
 """
@@ -31,7 +32,6 @@ from __future__ import annotations
 
 import functools
 
-import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import mma_v2
@@ -141,40 +141,51 @@ def _v_operand(v_sub, row_ok, W: gl.constexpr, MASKED: gl.constexpr):
 
 
 @gluon.jit
-def _box_row(bt_row, stride_btn, nj, end, num_blocks, PAGE: gl.constexpr):
-    """(row in the [num_blocks * PAGE, Hkv * D] view, in range) of the box starting at token nj: past the view's
-    end (zeros) for a page outside [0, num_blocks) or nj >= end (its table entry is not read)."""
-    page = gl.load(bt_row + (nj // PAGE) * stride_btn, mask=nj < end, other=-1)
-    ok = (page >= 0) & (page < num_blocks)
-    return gl.where(ok, page * PAGE + nj % PAGE, num_blocks * PAGE), ok
+def _step_pages(bt_row, stride_btn, i, starts, ends, PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr,
+                W: gl.constexpr):
+    """The block-table entries of step ``i``'s boxes, every warp's (a tuple of W * STEP // BOX, warp-major; -1 past a
+    warp's end, not read), loaded together before any copy is issued so that their latencies overlap (issued one
+    before each copy, each load waited for in turn: W * STEP // BOX latencies per step, 4 at pages of 16 with 2
+    warps)."""
+    pages = ()
+    for w in gl.static_range(W):
+        n0 = starts[w] + i * STEP
+        for j in gl.static_range(STEP // BOX):
+            nj = n0 + j * BOX
+            pages = pages + (gl.load(bt_row + (nj // PAGE) * stride_btn, mask=nj < ends[w], other=-1),)
+    return pages
 
 
 @gluon.jit
-def _issue(k_desc, v_desc, k_ring, v_ring, slot, bar, bt_row, stride_btn, i, starts, ends, num_blocks, col,
-           PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr, W: gl.constexpr):
-    """TMA copies of step ``i`` of every warp's range (STEP // BOX boxes of K and of V each) into ring slot
-    ``slot`` (warp w's tokens at rows [w STEP, (w + 1) STEP))."""
+def _issue(k_desc, v_desc, k_ring, v_ring, slot, bar, pages, i, starts, num_blocks, col, PAGE: gl.constexpr,
+           BOX: gl.constexpr, STEP: gl.constexpr, W: gl.constexpr):
+    """TMA copies of step ``i`` of every warp's range (STEP // BOX boxes of K and of V each, from ``pages`` of
+    _step_pages) into ring slot ``slot`` (warp w's tokens at rows [w STEP, (w + 1) STEP)). A box of a page outside
+    [0, num_blocks) or past the warp's end (page -1) reads past the view's end (zeros)."""
     mbarrier.expect(bar, W * 2 * STEP * 128)
     for w in gl.static_range(W):
         n0 = starts[w] + i * STEP
         for j in gl.static_range(STEP // BOX):
-            row, ok = _box_row(bt_row, stride_btn, n0 + j * BOX, ends[w], num_blocks, PAGE)
+            page = pages[w * (STEP // BOX) + j]
+            ok = (page >= 0) & (page < num_blocks)
+            row = gl.where(ok, page * PAGE + (n0 + j * BOX) % PAGE, num_blocks * PAGE)
             tma.async_copy_global_to_shared(k_desc, [row, col], bar, k_ring.index(slot).slice(w * STEP + j * BOX, BOX))
             tma.async_copy_global_to_shared(v_desc, [row, col], bar, v_ring.index(slot).slice(w * STEP + j * BOX, BOX))
 
 
 @gluon.jit
-def _refill(k_desc, v_desc, k_ring, v_ring, ready, bt_row, stride_btn, i, n_steps, starts, ends, num_blocks, col,
-            PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr, STAGES: gl.constexpr, W: gl.constexpr):
-    """After step ``i``: its ring slot refilled with step i + STAGES (if any)."""
+def _refill(k_desc, v_desc, k_ring, v_ring, ready, pages, i, n_steps, starts, num_blocks, col, PAGE: gl.constexpr,
+            BOX: gl.constexpr, STEP: gl.constexpr, STAGES: gl.constexpr, W: gl.constexpr):
+    """After step ``i``: its ring slot refilled with step i + STAGES (if any), whose table entries ``pages`` were
+    loaded at the top of step i (their latency hidden behind the step's products)."""
     nxt = i + STAGES
     if nxt < n_steps:
         if W > 1:
             gl.thread_barrier()  # every warp done with this slot
         fence_async_shared()  # this slot's shared-memory reads before the copy engine overwrites it
         s = i % STAGES
-        _issue(k_desc, v_desc, k_ring, v_ring, s, ready.index(s), bt_row, stride_btn, nxt, starts, ends, num_blocks,
-               col, PAGE, BOX, STEP, W)
+        _issue(k_desc, v_desc, k_ring, v_ring, s, ready.index(s), pages, nxt, starts, num_blocks, col, PAGE, BOX, STEP,
+               W)
 
 
 @gluon.jit
@@ -264,10 +275,13 @@ def decode_gluon_kernel(
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)
     fence_async_shared()
+    first = ()  # every prologue step's table entries loaded before the first copy (none past the warps' ends)
+    for i in gl.static_range(STAGES):
+        first = first + (_step_pages(bt_row, stride_btn, i, starts, ends, PAGE, BOX, STEP, W),)
     for i in gl.static_range(STAGES):
         if i < n_steps:
-            _issue(k_desc, v_desc, k_ring, v_ring, i, ready.index(i), bt_row, stride_btn, i, starts, ends,
-                   num_blocks, col, PAGE, BOX, STEP, W)
+            _issue(k_desc, v_desc, k_ring, v_ring, i, ready.index(i), first[i], i, starts, num_blocks, col, PAGE, BOX,
+                   STEP, W)
 
     # q^T [W, 128, 8] as the B operand (each warp its copy): row r = query head kvh * GROUP + r (rows >= GROUP are
     # zero), the head dimension permuted as K's (pi_k), bf16 brought into fp16 by a per-row power of two (as the
@@ -296,13 +310,14 @@ def decode_gluon_kernel(
     m_i = gl.full([W, ROWS], float("-inf"), gl.float32, gl.SliceLayout(1, MMA))
     for i in range(0, n_full):
         s = i % STAGES
+        ahead = _step_pages(bt_row, stride_btn, i + STAGES, starts, ends, PAGE, BOX, STEP, W)
         mbarrier.wait(ready.index(s), (i // STAGES) & 1)
         kb = k_ring.index(s).reshape([W, STEP, 128])
         vb = v_ring.index(s).reshape([W, STEP, 128])
         acc, m_i, l_part = _step(kb, vb, qt, acc, m_i, l_part, bt_row, stride_btn, start_v + i * STEP, end_v,
                                  num_blocks, score_scale, PAGE, BOX, STEP, W, False)
-        _refill(k_desc, v_desc, k_ring, v_ring, ready, bt_row, stride_btn, i, n_steps, starts, ends, num_blocks, col,
-                PAGE, BOX, STEP, STAGES, W)
+        _refill(k_desc, v_desc, k_ring, v_ring, ready, ahead, i, n_steps, starts, num_blocks, col, PAGE, BOX, STEP,
+                STAGES, W)
     if W == 1:  # at most one masked step (the last, partial one): nothing left to refill
         if n_full < n_steps:
             s = n_full % STAGES
@@ -313,13 +328,14 @@ def decode_gluon_kernel(
     else:
         for i in range(n_full, n_steps):  # each warp's last, partial step and any past its share: token masks
             s = i % STAGES
+            ahead = _step_pages(bt_row, stride_btn, i + STAGES, starts, ends, PAGE, BOX, STEP, W)
             mbarrier.wait(ready.index(s), (i // STAGES) & 1)
             kb = k_ring.index(s).reshape([W, STEP, 128])
             vb = v_ring.index(s).reshape([W, STEP, 128])
             acc, m_i, l_part = _step(kb, vb, qt, acc, m_i, l_part, bt_row, stride_btn, start_v + i * STEP, end_v,
                                      num_blocks, score_scale, PAGE, BOX, STEP, W, True)
-            _refill(k_desc, v_desc, k_ring, v_ring, ready, bt_row, stride_btn, i, n_steps, starts, ends, num_blocks,
-                    col, PAGE, BOX, STEP, STAGES, W)
+            _refill(k_desc, v_desc, k_ring, v_ring, ready, ahead, i, n_steps, starts, num_blocks, col, PAGE, BOX, STEP,
+                STAGES, W)
     for i in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(i))
 
