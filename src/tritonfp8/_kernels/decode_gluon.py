@@ -328,14 +328,16 @@ def decode_gluon_kernel(
     else:
         for i in range(n_full, n_steps):  # each warp's last, partial step and any past its share: token masks
             s = i % STAGES
-            ahead = _step_pages(bt_row, stride_btn, i + STAGES, starts, ends, PAGE, BOX, STEP, W)
             mbarrier.wait(ready.index(s), (i // STAGES) & 1)
             kb = k_ring.index(s).reshape([W, STEP, 128])
             vb = v_ring.index(s).reshape([W, STEP, 128])
             acc, m_i, l_part = _step(kb, vb, qt, acc, m_i, l_part, bt_row, stride_btn, start_v + i * STEP, end_v,
                                      num_blocks, score_scale, PAGE, BOX, STEP, W, True)
+            # (the refill's entries loaded here, after the step: ahead of it they cost 5 registers in this loop,
+            # which runs only for the warps' last, partial steps)
+            ahead = _step_pages(bt_row, stride_btn, i + STAGES, starts, ends, PAGE, BOX, STEP, W)
             _refill(k_desc, v_desc, k_ring, v_ring, ready, ahead, i, n_steps, starts, num_blocks, col, PAGE, BOX, STEP,
-                STAGES, W)
+                    STAGES, W)
     for i in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(i))
 
