@@ -6,6 +6,6 @@ el ahead
 (cd scripts && timeout 330 python3 gpu_decode_ahead.py ../.ab/decode_gluon_s25.py 2>&1 | tail -130)
 save
 el tests
-pytest_v 200 -n 4 tests/test_decode_gluon.py tests/test_decode_gpu.py
+pytest_v 200 -n 8 tests/test_decode_gluon.py tests/test_decode_gpu.py
 save
 el done
