@@ -237,16 +237,16 @@ def test_heuristic_gluon_rule():
     assert cfg(8, dec.GLUON_MIN_CONTEXT).kernel == "gluon"
     assert cfg(8, dec.GLUON_MIN_CONTEXT - 1).kernel == "triton"
     assert cfg(8, 4096).kernel == "triton" and cfg(16, 8192).kernel == "triton"  # 64 / 128 pairs
-    # 256-512 pairs, GLUON_WARPS_MIN_CONTEXT <= ctx < GLUON_WARPS_MAX_CONTEXT, pages >= 32: 2 warps, one split
+    # 256-512 pairs, GLUON_WARPS_MIN_CONTEXT <= ctx < GLUON_WARPS_MAX_CONTEXT, any TMA page: 2 warps, one split
     for b, ctx in ((32, 4096), (64, 4096), (32, dec.GLUON_WARPS_MAX_CONTEXT - 1)):
-        for page in (32, 64, 128):
+        for page in (16, 32, 64, 128):
             for rows in (4, 8):
                 c = cfg(b, ctx, rows=rows, page=page)
                 assert (c.kernel, c.num_warps, c.num_splits, c.block_n, c.num_stages, c.merge, c.pdl) == (
                     "gluon", 2, 1, 32, 2, "kernel", False)
-    assert cfg(32, 4096, page=16).kernel == "triton"  # pages of 16: not this rule
     assert cfg(32, 4096, page=64, num_splits=1).num_warps == 2
     assert cfg(32, 4096, page=64, num_splits=2).kernel == "triton"  # a caller's splits other than one
+    assert cfg(32, 4096, page=16, num_splits=4).kernel == "triton"
     assert cfg(32, dec.GLUON_WARPS_MIN_CONTEXT - 1, page=64).kernel == "triton"
     assert cfg(32, dec.GLUON_WARPS_MAX_CONTEXT, page=64).kernel == "triton"
     assert cfg(128, 4096, page=64).kernel == "triton" and cfg(16, 4096, page=64).kernel == "triton"  # 1024 / 128

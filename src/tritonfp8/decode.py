@@ -276,18 +276,21 @@ GLUON_PROGRAMS = 512
 GLUON_MIN_CONTEXT = 16384
 GLUON_MIN_PAIRS = 64
 # Session 25: for GLUON_WARPS_PAIRS (batch x KV head) pairs, contexts in [GLUON_WARPS_MIN_CONTEXT,
-# GLUON_WARPS_MAX_CONTEXT) and pages of at least 32 tokens (one TMA box per warp and step), the Gluon kernel with 2
+# GLUON_WARPS_MAX_CONTEXT) and pages of at least GLUON_WARPS_MIN_PAGE tokens, the Gluon kernel with 2
 # warps per program (each warp on half of the sequence, merged on chip), one split (no combine kernel) and 2 ring
 # slots. Eager, 3 interleaved rounds against the Triton heuristic: H100 (decode-nvidia-h100-80gb-hbm3-20261205-
 # 072349.json) B 32 ctx 4096 pages of 64 88.1 / 87.1% of copy (Hq 32 / 64; 1.097 / 1.080x); H200 matrix
-# (decode-nvidia-h200-20261205-081506.json) 85.4 / 83.6%, 1.65 / 1.64x SDPA. Pages of 16 are left out: 1.07x on
-# the H100 but 0.97-0.99x at B 32 ctx 4096 and 0.93x at ctx 8192 on the H200 (-081654.json; 1.04x at B 64).
+# (decode-nvidia-h200-20261205-081506.json) 85.4 / 83.6%, 1.65 / 1.64x SDPA. Pages of 16 were left out in session
+# 25 (1.07x on the H100 but 0.97-0.99x at B 32 ctx 4096 on the H200, -081654.json), when each of their 4 TMA boxes
+# per step waited for its own block-table load; with a step's entries loaded a step ahead (session 27, same bits)
+# the H200 ran them at 1.068 / 1.051x the Triton heuristic at B 32 ctx 4096 (81.4 / 80.2% of copy) and 1.081x at
+# B 64 (decode-nvidia-h200-20261205-170857.json; H100 1.09x, decode-ahead-20261205-162654.json), so they take it.
 # B 16 ctx 4096 (128 pairs): 0.92-0.97x; B 8: 0.93-0.96x (decode-parts-20261205-072224.json). Not measured from
 # 1024 pairs (B 128 ctx 4096 keeps the one-split tmab rule, 94-99% of copy).
 GLUON_WARPS_MIN_CONTEXT = 4096
 GLUON_WARPS_MAX_CONTEXT = 8192
 GLUON_WARPS_PAIRS = (256, 512)
-GLUON_WARPS_MIN_PAGE = 32
+GLUON_WARPS_MIN_PAGE = 16
 
 
 def gluon_available(device: torch.device) -> bool:
