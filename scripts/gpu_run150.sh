@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 27 call 3: issue 6's matrix at ctx 4096 (B 8 / 32 / 128, pages of 16 and 64, Hq 32 / 64, peers) with pages
-# of 16 on the 2-warp Gluon rule (GLUON_WARPS_MIN_PAGE 16, after call 2), then the decode GPU tests.
+# of 16 on the 2-warp Gluon rule (pages of 16 now on it, after call 2), then the decode GPU tests.
 source scripts/gpu_common.sh
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 el matrix-ctx4096

@@ -276,13 +276,13 @@ GLUON_PROGRAMS = 512
 GLUON_MIN_CONTEXT = 16384
 GLUON_MIN_PAIRS = 64
 # Session 25: for GLUON_WARPS_PAIRS (batch x KV head) pairs, contexts in [GLUON_WARPS_MIN_CONTEXT,
-# GLUON_WARPS_MAX_CONTEXT) and pages of at least GLUON_WARPS_MIN_PAGE tokens, the Gluon kernel with 2
+# GLUON_WARPS_MAX_CONTEXT) and any TMA page size, the Gluon kernel with 2
 # warps per program (each warp on half of the sequence, merged on chip), one split (no combine kernel) and 2 ring
 # slots. Eager, 3 interleaved rounds against the Triton heuristic: H100 (decode-nvidia-h100-80gb-hbm3-20261205-
 # 072349.json) B 32 ctx 4096 pages of 64 88.1 / 87.1% of copy (Hq 32 / 64; 1.097 / 1.080x); H200 matrix
 # (decode-nvidia-h200-20261205-081506.json) 85.4 / 83.6%, 1.65 / 1.64x SDPA. Pages of 16 were left out in session
 # 25 (1.07x on the H100 but 0.97-0.99x at B 32 ctx 4096 on the H200, -081654.json), when each of their 4 TMA boxes
-# per step waited for its own block-table load; with a step's entries loaded a step ahead (session 27, same bits)
+# per step waited for its own block-table load; with a step's entries loaded a step ahead (session 26, same bits)
 # the H200 ran them at 1.068 / 1.051x the Triton heuristic at B 32 ctx 4096 (81.4 / 80.2% of copy) and 1.081x at
 # B 64 (decode-nvidia-h200-20261205-170857.json; H100 1.09x, decode-ahead-20261205-162654.json), so they take it.
 # B 16 ctx 4096 (128 pairs): 0.92-0.97x; B 8: 0.93-0.96x (decode-parts-20261205-072224.json). Not measured from
@@ -290,7 +290,6 @@ GLUON_MIN_PAIRS = 64
 GLUON_WARPS_MIN_CONTEXT = 4096
 GLUON_WARPS_MAX_CONTEXT = 8192
 GLUON_WARPS_PAIRS = (256, 512)
-GLUON_WARPS_MIN_PAGE = 16
 
 
 def gluon_available(device: torch.device) -> bool:
@@ -318,8 +317,8 @@ def decode_config(
     cache); with ``tma_page`` given, at most 8 rows, at least :data:`GLUON_MIN_PAIRS` (batch x KV head) pairs and
     ``max_len`` >= :data:`GLUON_MIN_CONTEXT` it is taken, with the splits that give about :data:`GLUON_PROGRAMS`
     programs (the combine kernel as a programmatic dependent launch when there are several); with ``max_len`` in
-    [:data:`GLUON_WARPS_MIN_CONTEXT`, :data:`GLUON_WARPS_MAX_CONTEXT`), B x Hkv within :data:`GLUON_WARPS_PAIRS` and
-    pages of at least :data:`GLUON_WARPS_MIN_PAGE` tokens it is taken with 2 warps per program (each on half of the
+    [:data:`GLUON_WARPS_MIN_CONTEXT`, :data:`GLUON_WARPS_MAX_CONTEXT`), B x Hkv within :data:`GLUON_WARPS_PAIRS` it is
+    taken with 2 warps per program (each on half of the
     sequence, merged on chip), one split and 2 ring slots.
 
     Splits: as many (batch x KV head x split) programs as fit at once, :data:`RESIDENT_PER_SM` per SM (the issue's
@@ -352,7 +351,7 @@ def decode_config(
         s = num_splits if given else max(1, min(GLUON_PROGRAMS // pairs, MAX_SPLITS))
         return DecodeConfig(kernel="gluon", merge="kernel", block_n=32, num_warps=1, num_stages=3, num_splits=s,
                             pdl=s > 1)
-    if (gluon and tma_page is not None and tma_page >= GLUON_WARPS_MIN_PAGE and 0 < rows <= 8
+    if (gluon and tma_page is not None and 0 < rows <= 8
             and GLUON_WARPS_MIN_CONTEXT <= max_len < GLUON_WARPS_MAX_CONTEXT
             and GLUON_WARPS_PAIRS[0] <= pairs <= GLUON_WARPS_PAIRS[1] and num_splits > 0
             and (not given or num_splits == 1)):
