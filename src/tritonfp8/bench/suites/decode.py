@@ -261,6 +261,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "tmabw1bn64s3splitsx4vsl2ef": _w1("tmab", 64, 3, 4.0, v_stage=True, l2_evict_first=True),
     "tmabw1bn64s3splitsx2vsl2ef": _w1("tmab", 64, 3, 2.0, v_stage=True, l2_evict_first=True),
     "tmabw1bn32s4splitsx2vsl2ef": _w1("tmab", 32, 4, 2.0, v_stage=True, l2_evict_first=True),
+    # Session 29: pages of 64 at B 8 ctx 4096 in the pages-of-16 wave form's shape (32-token steps, 3 stages, 8 splits;
+    # on pages of 64 each step is half a page box)
+    "tmaw1bn32s3splitsx2vsl2ef": _w1("tma", 32, 3, 2.0, v_stage=True, l2_evict_first=True),
     # Session 23: overrides of the heuristic's own config (its splits and hints kept). 64-token per-box steps at
     # 2 stages: offline sm_90 (GQA 4, pages of 16, v_stage) 22.6 warp-instructions per token against the 32-token
     # step's 24.4 at 3 stages, 20.6 vs 20.5 KB of shared memory (the same 16 KB of K/V in flight: one 64-token step
