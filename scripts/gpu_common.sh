@@ -37,3 +37,12 @@ decode_variants() {
   timeout 200 python3 -m tritonfp8 bench decode --variants-only --repeats 3 --variant-names "$1" --variant-cases "$2" \
     2>&1 | tail -"${3:-22}"
 }
+# matrix_until SECONDS_FROM_T0 CTX: issue 6's decode matrix (B 8 / 32 / 128, pages of 16 and 64, Hq 32 / 64, peers)
+# at one context, bounded to end SECONDS_FROM_T0 after the script's start, then `save`.
+matrix_until() {
+  local left=$(( $1 - $(date +%s) + T0 ))
+  el "matrix-ctx$2" "$left s left"
+  timeout "$left" python3 -m tritonfp8 bench decode --batch 8 --batch 32 --batch 128 --context "$2" --repeats 3 2>&1 \
+    | tail -18
+  save
+}

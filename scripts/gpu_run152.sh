@@ -3,7 +3,6 @@
 # B 8 ctx 4096 (the only cells under the targets in call 1: 67-75% of copy, 1.49-1.69x SDPA): pages of 64 in the
 # pages-of-16 wave form (per-box, 3 stages, 8 splits), fewer splits, the Gluon kernel's split forms.
 source scripts/gpu_common.sh
-left() { echo $(( 570 - $(date +%s) + T0 )); }
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 el variants-b8
 timeout 280 python3 -m tritonfp8 bench decode --variants-only --repeats 5 \
@@ -11,8 +10,5 @@ timeout 280 python3 -m tritonfp8 bench decode --variants-only --repeats 5 \
   --variant-names tmabw1bn64s3splitsx2vsl2ef,tmaw1bn32s3splitsx2vsl2ef,hbn64s3,hbn64s2,hx8,hs4,hmkpdl,glx8s2,glx16s2,glx16s3,glw2x4s3,glw2x8s3 \
   2>&1 | tail -70
 save
-el matrix-ctx32768 "$(left) s left"
-timeout "$(left)" python3 -m tritonfp8 bench decode --batch 8 --batch 32 --batch 128 --context 32768 --repeats 3 2>&1 \
-  | tail -18
-save
+matrix_until 570 32768
 el done
