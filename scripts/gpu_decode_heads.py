@@ -107,10 +107,11 @@ def _issue_heads(k_desc, v_desc, k_ring, v_ring, slot, bar, pages, i, start, num
                                                 v_ring.index(slot).slice(h * STEP + j * BOX, BOX))
 
 
-def _descriptor(view, shape, strides, block, rank):
+def _descriptor3(view, shape, strides, block):
+    """Host TMA descriptor of the 3-D [Hkv, rows, D] view (the 2-D forms use the kernel's own ``kg.descriptor``)."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    layout = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=rank)
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=3)
     return TensorDescriptor(view, shape, strides, block, layout)
 
 
@@ -119,10 +120,10 @@ def heads_fn(pc, splits: int, step: int, stages: int, hw: int, t3: bool):
     nb, page, hkv, d = pc.k.shape
     box = kg.box_tokens(page, step)
     if t3:  # [Hkv, rows, D] view of the (rows, Hkv, D) cache: head stride D, row stride Hkv D
-        descs = [_descriptor(c.view(nb * page, hkv, d).permute(1, 0, 2), [hkv, nb * page, d], [d, hkv * d, 1],
-                             [hw, box, d], 3) for c in (pc.k, pc.v)]
+        descs = [_descriptor3(c.view(nb * page, hkv, d).permute(1, 0, 2), [hkv, nb * page, d], [d, hkv * d, 1],
+                              [hw, box, d]) for c in (pc.k, pc.v)]
     else:
-        descs = [_descriptor(c.view(nb * page, hkv * d), [nb * page, hkv * d], [hkv * d, 1], [box, d], 2)
+        descs = [kg.descriptor(c.view(nb * page, hkv * d), [nb * page, hkv * d], [hkv * d, 1], box)
                  for c in (pc.k, pc.v)]
     b = pc.table.shape[0]
     grid = (splits, hkv // hw, b)
