@@ -724,6 +724,28 @@ def test_write_kv_cache_zero_tokens(device):
     assert not kc.view(torch.uint8).any()
 
 
+def test_write_kv_cache_launch_consts_follow_geometry_and_naming_mode(monkeypatch, device):
+    """The per-geometry constexprs (cached since session 30) are those of this call's geometry, and the kernel name
+    follows the naming mode at call time: the cache is keyed on both."""
+    from tritonfp8 import _launch, naming
+
+    seen = []
+    monkeypatch.setattr(_launch, "launch", lambda fn, grid, *args, **kw: seen.append((grid, kw)))
+    s = torch.tensor(1.0, device=device)
+    for hkv, d, page, mode in ((3, 96, 16, "cutlass"), (3, 96, 16, "plain"), (2, 64, 64, "cutlass")):
+        kc = torch.zeros(2, page, hkv, d, dtype=E4M3, device=device)
+        k = torch.zeros(5, hkv, d, dtype=torch.float16, device=device)
+        with naming.kernel_names(mode):
+            dec.write_kv_cache(k, k, kc, kc.clone(), torch.arange(5, device=device), s, s)
+        grid, kw = seen[-1]
+        assert grid == (5,)
+        assert (kw["HEADS"], kw["HEAD_DIM"], kw["BLOCK_H"], kw["BLOCK_D"], kw["PAGE"]) == (
+            hkv, d, 4 if hkv == 3 else 2, 128 if d == 96 else 64, page)
+        assert kw["KERNEL_NAME"].startswith("cutlass" if mode == "cutlass" else "tfp8"), kw["KERNEL_NAME"]
+        assert kw["KERNEL_NAME"] == dec_kern.write_kv_kernel_name(
+            dec._backend.arch_of(kc.device), "f16", "e4m3", hkv, d, 4, False).build(mode)
+
+
 BAD_WRITE = [
     ("k", lambda a: a["k"].to(torch.int32), TypeError, "k: expected bf16, fp16 or fp32"),
     ("v", lambda a: a["v"][:2], ValueError, "v: shape"),
