@@ -821,6 +821,26 @@ def test_bench_suite_runs_and_writes_results(tmp_path, monkeypatch, device):
     assert data["rows"][1]["exact"]
 
 
+def test_bench_write_under_graph_mode_times_only_the_torch_reference_eager(monkeypatch, device):
+    """Under ``bench --graph`` the write's torch reference (host syncs: not capturable) is timed eager, ours and the
+    copy by the graph timer."""
+    import argparse
+
+    from tritonfp8.bench import harness as H
+    from tritonfp8.bench.suites import decode as suite
+
+    timed = []
+    monkeypatch.setattr(H, "timer_mode", lambda: "graph")
+    monkeypatch.setattr(H, "time_once", lambda fn, *a, **k: (timed.append("graph"), fn(), 1.0)[2])
+    monkeypatch.setattr(H, "time_events", lambda fn, *a, **k: (timed.append("events"), fn(), 1.0)[2])
+    monkeypatch.setattr(suite, "_DEVICE", device)
+    monkeypatch.setattr(suite, "WRITE_TOKENS_QUICK", (24,))
+    args = argparse.Namespace(quick=True, repeats=2)
+    rows = suite._run_write(args, H, H.make_console())
+    assert len(rows) == 1 and rows[0]["exact"]
+    assert sorted(timed) == ["events"] * 2 + ["graph"] * 4  # per round: torch eager; ours and the copy graphed
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # Replays of the public op (decode._REPLAYS): the key and the hit path (CPU), the real launches on the GPU
 # (tests/test_decode_gpu.py::test_replay_*).

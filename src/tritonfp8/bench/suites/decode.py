@@ -593,7 +593,8 @@ def _run_write(args, H, console) -> list[dict]:
             repeats=args.repeats,
             # The torch reference is always timed eager (do_bench): its boolean indexing syncs with the host and
             # cannot be captured into a CUDA graph. Ours and the copy follow the timer mode (graphs under --graph).
-            timer=lambda fn, *a: (H.time_events if fn is torch_fn else H.time_once)(fn, *a),
+            timer=(lambda fn, *a: (H.time_events if fn is torch_fn else H.time_once)(fn, *a))
+            if H.timer_mode() == "graph" else None,
         )
         t = {n: H.summarize(x) for n, x in times.items()}
         g = H.gbps(nbytes, t["ours"].median)
