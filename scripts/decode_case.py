@@ -77,17 +77,23 @@ def time_rows(fns: dict, case: tuple, moved: int, nbytes: int, rounds: int, heur
     return rows
 
 
-def write_report(prefix: str, title: str, rows: list[dict], rounds: int) -> Path:
-    """$OUT/results/<prefix>-<stamp>.json (benchmarks/results when $OUT is unset) with the environment, and the
-    rows as a table."""
-    from rich.console import Console
-    from rich.table import Table
-
+def save_results(prefix: str, payload: dict) -> Path:
+    """$OUT/results/<prefix>-<stamp>.json (benchmarks/results when $OUT is unset): ``payload`` with the environment
+    and the command line."""
     out_dir = Path(os.environ["OUT"]) / "results" if os.environ.get("OUT") else Path("benchmarks/results")
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps({"env": H.environment_info(), "command": H.command_line(), "rounds": rounds,
-                                "rows": rows}, indent=1))
+    path.write_text(json.dumps(H._jsonable({"env": H.environment_info(), "command": H.command_line(), **payload}),
+                               indent=1))
+    return path
+
+
+def write_report(prefix: str, title: str, rows: list[dict], rounds: int) -> Path:
+    """:func:`save_results` of the rows, and the rows as a table."""
+    from rich.console import Console
+    from rich.table import Table
+
+    path = save_results(prefix, {"rounds": rounds, "rows": rows})
     tab = Table(title=title)
     for c in ("case", "form", "us", "% copy"):
         tab.add_column(c)
