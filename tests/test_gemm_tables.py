@@ -6,8 +6,10 @@ issue 3's shape set. (On a GPU, tests/test_gemm_gpu.py::test_tuned_table_for_thi
 import json
 
 import pytest
+import torch
 
 from tritonfp8._kernels import gemm_configs as C
+from tritonfp8.gemm import error_bound
 from tritonfp8.tune import SHAPE_SET
 
 TABLES = sorted(C.CONFIG_DIR.glob("gemm_*.json"))
@@ -44,6 +46,8 @@ def test_shipped_table_is_consistent(path):
         assert C.smem_bytes(cfg, 2) + C.smem_spare(cfg) <= C.SMEM_BYTES_SM90, e["key"]
         assert e["measured"]["date"] and e["measured"]["timer"] in ("events", "eager", "graph"), e["key"]
         assert e["rel_error"] is not None and e["rel_error"] == e["rel_error"], e["key"]  # measured, not NaN
+        if not block:  # the tuner keeps only candidates within the format's bound (bf16 output, tensor-core sums)
+            assert e["rel_error"] <= error_bound(torch.bfloat16, K, e["accumulate"], tensor_core=True), e["key"]
 
 
 @pytest.mark.parametrize("path", TABLES, ids=[p.stem for p in TABLES])
