@@ -46,3 +46,10 @@ matrix_until() {
     | tail -18
   save
 }
+# require_gpu PATTERN: print the GPU's name and stop the script (exit 3) unless it matches PATTERN (a shell glob
+# word, e.g. H100): for runs whose result belongs to one part, such as its tuned table.
+require_gpu() {
+  local gpu; gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader)
+  echo "$gpu"
+  case "$gpu" in *"$1"*) ;; *) echo "not an $1: stop"; exit 3 ;; esac
+}

@@ -5,9 +5,7 @@
 # that loads this GPU's shipped table, runs every entry on its own shape against the fp64 reference and checks that
 # the library selects it.
 source scripts/gpu_common.sh
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader)
-echo "$gpu"
-case "$gpu" in *H100*) ;; *) echo "not an H100: stop"; exit 3 ;; esac
+require_gpu H100
 el tune
 timeout 420 python3 -m tritonfp8 tune gemm 2>&1 | tr '\r' '\n' | grep -v "tune gemm: .*%|" | tail -75
 el table-test

@@ -3,9 +3,7 @@
 # paired runs showed the heuristic's 128x256 Gluon config faster there): the table's GPU test, then `bench gemm`
 # over the 27 shapes in the three modes against cuBLAS, the numbers for the H100.
 source scripts/gpu_common.sh
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader)
-echo "$gpu"
-case "$gpu" in *H100*) ;; *) echo "not an H100: stop"; exit 3 ;; esac
+require_gpu H100
 el table-test
 pytest_v 120 tests/test_gemm_gpu.py -k tuned_table
 el bench-gemm
