@@ -100,6 +100,30 @@ def test_gluon_warps_sass_sm90(page, step, stages, warps, loop_reports):
     assert ops.get("BAR", 0) >= 1, ops
 
 
+def test_gluon_l2_evict_first_hints_reach_the_tma_loads():
+    """DecodeConfig(kernel="gluon", l2_evict_first=True) (session 32): the name's ``l2ef`` field makes l2hint's PTX
+    pass hint every K/V TMA load of the Gluon kernel (one createpolicy; each UTMALDG takes the policy's memory
+    descriptor in the SASS); an untagged Gluon spec has neither."""
+    import json
+    import subprocess
+    import sys
+
+    from test_codegen_decode import _PTX_COUNTS
+    from tests.conftest import codegen_env
+
+    tagged, plain = "decode_gluon_page64_step32s3_l2ef", "decode_gluon_page64_step64s2"
+    proc = subprocess.run([sys.executable, "-c", _PTX_COUNTS, tagged, plain], env=codegen_env(),
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads(proc.stdout)
+    t, p = r[tagged], r[plain]
+    assert t["copies"] > 0 and t["hinted"] == t["copies"], t
+    assert t["policies"] == 1, t
+    assert t["utmaldg"] and all("desc[" in x for x in t["utmaldg"]), t["utmaldg"]
+    assert p["copies"] > 0 and p["hinted"] == p["policies"] == 0, p
+    assert p["utmaldg"] and not any("desc[" in x for x in p["utmaldg"]), p["utmaldg"]
+
+
 # --- GPU ------------------------------------------------------------------------------------------------------------
 
 # (case, block_n (step), stages, splits): pages 16 / 32 / 64 / 128 (a page longer than a step: sub-boxes), GQA
@@ -147,6 +171,24 @@ def test_gluon_matches_reference_and_triton(case, step, stages, splits, warps):
     out, tri, ref, pt = _gluon_vs(case, step, stages, splits, warps=warps)
     assert_decode_close(out, ref, pt, max(case.lens), torch.float32)
     torch.testing.assert_close(out, tri, rtol=2.0**-9, atol=2.0**-9)
+
+
+@requires_gpu
+@pytest.mark.parametrize("splits,warps", [(8, 1), (1, 2)])
+def test_gluon_l2_evict_first_gives_the_same_bits(splits, warps):
+    """The evict-first hints change only where the K/V lines sit in L2: the hinted Gluon kernel gives the unhinted
+    one's bits (the split form with its combine, and the 2-warp one-split form), and its compiled PTX carries them."""
+    case = Case((4096, 17, 339, 64), 32, 4, d=128, page=64)
+    q, kc, vc, bt, sl, ks, vs = _make(case, "cuda", seed=5)
+    cfg = dec.DecodeConfig(**{**GLUON, "num_warps": warps}, block_n=32, num_stages=3, num_splits=splits)
+    hinted_cfg = dataclasses.replace(cfg, l2_evict_first=True)
+    kw = dict(k_descale=ks, v_descale=vs)
+    base = dec.decode_attention(q, kc, vc, bt, sl, config=cfg, **kw)
+    for _ in range(2):  # the full path, then the replay
+        assert torch.equal(dec.decode_attention(q, kc, vc, bt, sl, config=hinted_cfg, **kw), base)
+    rkey = dec._replay_key(q, kc, vc, bt, sl, ks, vs, None, None, torch.bfloat16, None, hinted_cfg)
+    kernel = dec._REPLAYS[rkey][0].fast[0][0]
+    assert kernel.metadata.name.endswith("_l2ef") and "L2::cache_hint" in kernel.asm["ptx"]
 
 
 @requires_gpu
@@ -301,6 +343,12 @@ def test_gluon_plan_fields(monkeypatch):
     two = dec._plan(key[:18] + (dataclasses.replace(cfg, num_warps=2),) + key[19:])
     assert two.consts["num_warps"] == 2 and two.grid == (5, hkv, bsz)
     assert "_8x64x128_w2s2_" in two.consts["KERNEL_NAME"]
+    assert p.consts["L2_HINT"] == 0 and "l2ef" not in p.consts["KERNEL_NAME"].split("_")
+    hinted = dec._plan(key[:18] + (dataclasses.replace(cfg, l2_evict_first=True),) + key[19:])
+    from tritonfp8._kernels import l2hint
+
+    assert hinted.consts["KERNEL_NAME"] == p.consts["KERNEL_NAME"] + "_l2ef"
+    assert hinted.consts["L2_HINT"] == l2hint.VERSION and l2hint.tagged(hinted.consts["KERNEL_NAME"])
 
 
 def test_gluon_heuristic_needs_one_new_token(monkeypatch):

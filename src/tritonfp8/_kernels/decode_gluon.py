@@ -237,14 +237,16 @@ def decode_gluon_kernel(
     part_lse_ptr, sm_scale_log2, num_blocks, max_blocks, num_splits, stride_qb, stride_qh, stride_btb, stride_btn,
     GROUP: gl.constexpr, PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr, STAGES: gl.constexpr,
     K_DESCALE_STRIDE: gl.constexpr, V_DESCALE_STRIDE: gl.constexpr, Q_POW2_SCALE: gl.constexpr,
-    WRITE_PARTIAL: gl.constexpr, KERNEL_NAME: gl.constexpr,
+    WRITE_PARTIAL: gl.constexpr, KERNEL_NAME: gl.constexpr, L2_HINT: gl.constexpr = 0,
 ):
     """Grid (num_splits, Hkv, B), W = num_warps warps (1, 2 or 4): warp w takes split ``split * W + w`` of
     ``num_splits * W`` of the sequence's tokens with its own online softmax, and the warps' results are merged on
     chip before the program's output or partial. q (B, 1, Hq, D) bf16 / fp16 (D = 128, head stride 128); caches as
     TMA descriptors of the [num_blocks * PAGE, Hkv * D] E4M3 views with [BOX, 128] boxes; out (B, 1, Hq, D)
     contiguous; partials (WRITE_PARTIAL): lse (B, 1, Hq, num_splits), o (B, 1, Hq, num_splits, D), o normalized
-    by its own row sum and times v_descale, lse in log2 units (-inf for an empty split), as the Triton kernel."""
+    by its own row sum and times v_descale, lse in log2 units (-inf for an empty split), as the Triton kernel.
+    L2_HINT: not read by the body; l2hint.VERSION when KERNEL_NAME carries ``l2ef`` (the PTX pass then adds evict-first
+    hints to the K/V TMA loads), so Triton's cache key holds the pass's version, as in the Triton kernel."""
     W: gl.constexpr = gl.num_warps()
     MMA: gl.constexpr = _mma(W)
     split = gl.program_id(0)
@@ -377,16 +379,18 @@ def box_tokens(page: int, step: int) -> int:
 
 @functools.lru_cache(maxsize=64)
 def kernel_name(page: int, step: int, stages: int, group: int, q: str, out: str, split: bool, per_head: bool,
-                warps: int = 1):
+                warps: int = 1, l2ef: bool = False):
     """Types: cache element, q element, accumulator, output; tile: 8 query rows (as N) x STEP cache tokens x head
     dim. Schedule as the Triton kernel's (``pagedsplitkvcombine``: partials merged by its combine kernel); extras
-    ``gluon`` and ``tokm`` (cache tokens as the MMA's M)."""
+    ``gluon`` and ``tokm`` (cache tokens as the MMA's M), and ``l2ef`` when the K/V TMA loads carry L2 evict-first
+    hints (the field :mod:`tritonfp8._kernels.l2hint`'s PTX pass keys on)."""
+    from tritonfp8._kernels import l2hint
     from tritonfp8.naming import KernelName
 
     return KernelName(arch=90, op="decode", types=("e4m3", q, "f32", out), tile=(8, step, HEAD_DIM), warps=warps,
                       stages=stages, schedule="paged" + ("splitkvcombine" if split else ""),
                       scaling="headwise" if per_head else "tensorwise",
-                      extras=(f"page{page}", f"g{group}", "gluon", "tokm"))
+                      extras=(f"page{page}", f"g{group}", "gluon", "tokm") + ((l2hint.TAG,) if l2ef else ()))
 
 
 def descriptor(cache, shape: tuple, strides: tuple, box: int):
@@ -406,8 +410,11 @@ def _shared_layout():
     return gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
 
 
-def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4, split: bool = True, warps: int = 1):
-    """Offline compile spec (sm_90) of one configuration."""
+def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4, split: bool = True, warps: int = 1,
+                 l2ef: bool = False):
+    """Offline compile spec (sm_90) of one configuration (``l2ef``: the evict-first hinted form, whose hints the PTX
+    pass adds when :func:`tritonfp8._kernels.l2hint.install` has run, as the decode kernels' import does)."""
+    from tritonfp8._kernels import l2hint
     from tritonfp8.codegen import CodegenSpec
 
     box = box_tokens(page, step)
@@ -419,11 +426,11 @@ def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4
            "num_splits": "i32", "stride_qb": "i32", "stride_qh": "i32", "stride_btb": "i32"}
     # stride_btn: 1 for a contiguous block table, which Triton's launcher specializes into a constant
     const = dict(stride_btn=1, GROUP=group, PAGE=page, BOX=box, STEP=step, STAGES=stages, K_DESCALE_STRIDE=1, V_DESCALE_STRIDE=1,
-                 Q_POW2_SCALE=True, WRITE_PARTIAL=split)
+                 Q_POW2_SCALE=True, WRITE_PARTIAL=split, L2_HINT=l2hint.VERSION if l2ef else 0)
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=decode_gluon_kernel, signature=sig, constexprs=const,
-                       name=kernel_name(page, step, stages, group, "bf16", "bf16", split, True, warps),
+                       name=kernel_name(page, step, stages, group, "bf16", "bf16", split, True, warps, l2ef),
                        num_warps=warps,
                        num_stages=stages, min_arch=90,
                        description=f"Gluon paged decode, cache tokens as M, page {page}, {step}-token steps",
@@ -438,5 +445,8 @@ SPEC_CONFIGS = ((64, 64, 2, 1), (16, 64, 2, 1), (16, 32, 3, 1), (128, 64, 2, 1),
 
 
 def codegen_specs() -> dict:
-    return {f"decode_gluon_page{p}_step{s}s{st}" + (f"w{w}" if w > 1 else ""): codegen_spec(p, s, st, warps=w)
-            for p, s, st, w in SPEC_CONFIGS}
+    specs = {f"decode_gluon_page{p}_step{s}s{st}" + (f"w{w}" if w > 1 else ""): codegen_spec(p, s, st, warps=w)
+             for p, s, st, w in SPEC_CONFIGS}
+    # the evict-first form (session 32) at B 8 ctx 4096's split shape: pages of 64, 32-token steps, 3 slots
+    specs["decode_gluon_page64_step32s3_l2ef"] = codegen_spec(64, 32, 3, l2ef=True)
+    return specs
