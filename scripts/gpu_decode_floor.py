@@ -33,14 +33,17 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 from decode_case import case_inputs, heuristic_config, pinned_call, time_rows, write_report
 from tritonfp8 import decode as dec
 from tritonfp8._kernels import decode_gluon as kg
+from tritonfp8._kernels import l2hint
+from tritonfp8.naming import _repr_from_constexpr
 from tritonfp8.bench.suites import decode as S
 
 
-@gluon.jit
+@gluon.jit(repr=_repr_from_constexpr)
 def paged_read_kernel(k_desc, v_desc, block_table_ptr, seq_lens_ptr, sink_ptr, num_blocks, max_blocks, num_splits,
                       stride_btb, PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr,
-                      STAGES: gl.constexpr):
-    """The Gluon decode kernel's reads only: grid (splits, Hkv, B), one warp; writes its step count to ``sink``."""
+                      STAGES: gl.constexpr, KERNEL_NAME: gl.constexpr = "paged_read"):
+    """The Gluon decode kernel's reads only: grid (splits, Hkv, B), one warp; writes its step count to ``sink``.
+    KERNEL_NAME "paged_read_l2ef": l2hint's pass adds evict-first hints to its TMA loads (session 32)."""
     split = gl.program_id(0)
     kvh = gl.program_id(1)
     b = gl.program_id(2).to(gl.int64)
@@ -74,18 +77,21 @@ def paged_read_kernel(k_desc, v_desc, block_table_ptr, seq_lens_ptr, sink_ptr, n
 
 
 @triton.jit
-def flat_read_kernel(x_ptr, sink_ptr, n, BLOCK: tl.constexpr):
-    """Grid-stride read of ``n`` int32 words (BLOCK per iteration), one sum per program."""
+def flat_read_kernel(x_ptr, sink_ptr, n, BLOCK: tl.constexpr, EVICT: tl.constexpr = ""):
+    """Grid-stride read of ``n`` int32 words (BLOCK per iteration), one sum per program. EVICT "evict_first": the
+    loads carry Triton's L2 evict-first policy (session 32)."""
     pid = tl.program_id(0)
     acc = tl.zeros([BLOCK], dtype=tl.int32)
     for off in range(pid * BLOCK, n, tl.num_programs(0) * BLOCK):
         idx = off + tl.arange(0, BLOCK)
-        acc += tl.load(x_ptr + idx, mask=idx < n, other=0)
+        acc += tl.load(x_ptr + idx, mask=idx < n, other=0, eviction_policy=EVICT)
     tl.store(sink_ptr + pid, tl.sum(acc, axis=0))
 
 
-def paged_fn(pc, splits: int, step: int, stages: int):
-    """A call of the paged reader on bench decode's cache ``pc``."""
+def paged_fn(pc, splits: int, step: int, stages: int, l2ef: bool = False):
+    """A call of the paged reader on bench decode's cache ``pc`` (``l2ef``: its TMA loads hinted evict-first)."""
+    if l2ef:
+        l2hint.install()
     nb, page, hkv, d = pc.k.shape
     box = kg.box_tokens(page, step)
     shape, strides = [nb * page, hkv * d], [hkv * d, 1]
@@ -95,13 +101,13 @@ def paged_fn(pc, splits: int, step: int, stages: int):
     grid = (splits, hkv, b)
     return lambda: paged_read_kernel[grid](kd, vd, pc.table, pc.lens, sink, nb, pc.table.shape[1], splits,
                                            pc.table.stride(0), PAGE=page, BOX=box, STEP=step, STAGES=stages,
-                                           num_warps=1)
+                                           KERNEL_NAME="paged_read_l2ef" if l2ef else "paged_read", num_warps=1)
 
 
-def flat_fn(nbytes: int, programs: int, block: int = 4096, warps: int = 8):
+def flat_fn(nbytes: int, programs: int, block: int = 4096, warps: int = 8, evict: str = ""):
     x = torch.empty(nbytes // 4, dtype=torch.int32, device="cuda").random_(0, 1 << 20)
     sink = torch.empty(programs, dtype=torch.int32, device="cuda")
-    return lambda: flat_read_kernel[(programs,)](x, sink, x.numel(), BLOCK=block, num_warps=warps)
+    return lambda: flat_read_kernel[(programs,)](x, sink, x.numel(), BLOCK=block, EVICT=evict, num_warps=warps)
 
 
 # (B, ctx, Hq, page) and the paged reader's (splits, step, stages)

@@ -38,15 +38,17 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
 from tritonfp8._kernels import decode_gluon as kg
+from tritonfp8.naming import _repr_from_constexpr
 
 
-@gluon.jit
+@gluon.jit(repr=_repr_from_constexpr)
 def heads_read_kernel(k_desc, v_desc, block_table_ptr, seq_lens_ptr, sink_ptr, num_blocks, max_blocks, num_splits,
                       stride_btb, PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr, STAGES: gl.constexpr,
-                      HW: gl.constexpr, T3: gl.constexpr):
+                      HW: gl.constexpr, T3: gl.constexpr, KERNEL_NAME: gl.constexpr = "heads_read"):
     """Grid (splits, Hkv / HW, B), one warp: the reads of HW heads' decode programs that share page ids. T3: one
     3-D box [HW, BOX, 128] per page box (descriptors over the [Hkv, rows, D] view), else HW 2-D boxes [BOX, 128]
-    (descriptors over [rows, Hkv D]). Writes its step count to ``sink``."""
+    (descriptors over [rows, Hkv D]). Writes its step count to ``sink``. KERNEL_NAME "heads_read_l2ef": l2hint's
+    pass adds evict-first hints to its TMA loads (session 32)."""
     split = gl.program_id(0)
     g = gl.program_id(1)
     b = gl.program_id(2).to(gl.int64)
@@ -115,8 +117,12 @@ def _descriptor3(view, shape, strides, block):
     return TensorDescriptor(view, shape, strides, block, layout)
 
 
-def heads_fn(pc, splits: int, step: int, stages: int, hw: int, t3: bool):
-    """A call of the heads reader on bench decode's cache ``pc``."""
+def heads_fn(pc, splits: int, step: int, stages: int, hw: int, t3: bool, l2ef: bool = False):
+    """A call of the heads reader on bench decode's cache ``pc`` (``l2ef``: its TMA loads hinted evict-first)."""
+    if l2ef:
+        from tritonfp8._kernels import l2hint
+
+        l2hint.install()
     nb, page, hkv, d = pc.k.shape
     box = kg.box_tokens(page, step)
     if t3:  # [Hkv, rows, D] view of the (rows, Hkv, D) cache: head stride D, row stride Hkv D
@@ -130,7 +136,8 @@ def heads_fn(pc, splits: int, step: int, stages: int, hw: int, t3: bool):
     sink = torch.empty(grid[0] * grid[1] * grid[2], dtype=torch.int32, device=pc.k.device)
     return lambda: heads_read_kernel[grid](descs[0], descs[1], pc.table, pc.lens, sink, nb, pc.table.shape[1], splits,
                                            pc.table.stride(0), PAGE=page, BOX=box, STEP=step, STAGES=stages, HW=hw,
-                                           T3=t3, num_warps=1)
+                                           T3=t3, KERNEL_NAME="heads_read_l2ef" if l2ef else "heads_read",
+                                           num_warps=1)
 
 
 # (B, ctx, Hq, page), the head reader's (splits, step, stages) and the heads forms' (splits, step, stages, HW, T3).
@@ -165,7 +172,7 @@ def offline() -> None:
                 f"rank={3 if t3 else 2}, transposed=False, fp4_padded=False, cga_layout=[])>")
         sig = {"k_desc": desc, "v_desc": desc, "block_table_ptr": "*i32", "seq_lens_ptr": "*i32", "sink_ptr": "*i32",
                "num_blocks": "i32", "max_blocks": "i32", "num_splits": "i32", "stride_btb": "i32"}
-        const = dict(PAGE=page, BOX=box, STEP=step, STAGES=stages, HW=hw, T3=t3)
+        const = dict(PAGE=page, BOX=box, STEP=step, STAGES=stages, HW=hw, T3=t3, KERNEL_NAME="heads_read")
         sig.update({k: "constexpr" for k in const})
         src = GluonASTSource(fn=heads_read_kernel, signature=sig, constexprs=const, attrs={})
         ck = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 1})
