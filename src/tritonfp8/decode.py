@@ -897,7 +897,8 @@ def _gluon_plan(key, cfg: DecodeConfig, splits: int) -> _Plan:
                           splits > 1, bool(k_head or v_head), cfg.num_warps, l2ef).build(mode)
     p.consts = dict(GROUP=group, PAGE=page, BOX=box, STEP=cfg.block_n, STAGES=cfg.num_stages,
                     K_DESCALE_STRIDE=int(k_head), V_DESCALE_STRIDE=int(v_head), Q_POW2_SCALE=q_dtype == torch.bfloat16,
-                    WRITE_PARTIAL=splits > 1, KERNEL_NAME=name, L2_HINT=l2hint.VERSION if l2ef else 0, num_warps=cfg.num_warps)
+                    WRITE_PARTIAL=splits > 1, KERNEL_NAME=name, L2_HINT=l2hint.VERSION if l2ef else 0,
+                    num_warps=cfg.num_warps)
     _set_combine(p, splits > 1, splits, (hq, sq, bsz), d, d, out_dtype, arch, mode, cfg.pdl and arch >= 90)
     return p
 
