@@ -123,14 +123,12 @@ print(json.dumps(out))
 """
 
 
-@pytest.mark.parametrize("part", ["page64_tma_bn64w1s4_splitkv_vstage", "page16_tmab_bn32w1s4_splitkv_vstage"])
-def test_l2_evict_first_hints_reach_the_tma_loads(part):
-    """DecodeConfig(l2_evict_first=True) on the heuristic's TMA kernels: every K/V tile load in the PTX carries the
-    evict-first policy (one createpolicy), ptxas accepts it and every UTMALDG in the SASS takes a memory descriptor
-    (the policy); the untagged twin has neither."""
+def assert_l2ef_hints(tagged: str, plain: str) -> None:
+    """Offline sm_90 compiles of codegen specs ``tagged`` (an ``l2ef`` kernel) and ``plain`` (untagged): every K/V
+    TMA tile load of ``tagged``'s PTX carries the evict-first policy (one createpolicy) and every UTMALDG of its SASS
+    takes a memory descriptor (the policy); ``plain`` has neither."""
     import sys
 
-    tagged, plain = f"decode_e4m3_gqa4_{part}_l2ef", f"decode_e4m3_gqa4_{part}"
     proc = subprocess.run([sys.executable, "-c", _PTX_COUNTS, tagged, plain], env=codegen_env(),
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -141,4 +139,11 @@ def test_l2_evict_first_hints_reach_the_tma_loads(part):
     assert t["utmaldg"] and all("desc[" in x for x in t["utmaldg"]), t["utmaldg"]
     assert p["hinted"] == p["policies"] == 0, p
     assert p["utmaldg"] and not any("desc[" in x for x in p["utmaldg"]), p["utmaldg"]
+
+
+@pytest.mark.parametrize("part", ["page64_tma_bn64w1s4_splitkv_vstage", "page16_tmab_bn32w1s4_splitkv_vstage"])
+def test_l2_evict_first_hints_reach_the_tma_loads(part):
+    """DecodeConfig(l2_evict_first=True) on the heuristic's TMA kernels: the hints on every K/V tile load, ptxas
+    accepts them (assert_l2ef_hints); the untagged twin has none."""
+    assert_l2ef_hints(f"decode_e4m3_gqa4_{part}_l2ef", f"decode_e4m3_gqa4_{part}")
 

@@ -102,26 +102,10 @@ def test_gluon_warps_sass_sm90(page, step, stages, warps, loop_reports):
 
 def test_gluon_l2_evict_first_hints_reach_the_tma_loads():
     """DecodeConfig(kernel="gluon", l2_evict_first=True) (session 32): the name's ``l2ef`` field makes l2hint's PTX
-    pass hint every K/V TMA load of the Gluon kernel (one createpolicy; each UTMALDG takes the policy's memory
-    descriptor in the SASS); an untagged Gluon spec has neither."""
-    import json
-    import subprocess
-    import sys
+    pass hint every K/V TMA load of the Gluon kernel, as the Triton kernel's; an untagged Gluon spec has none."""
+    from test_codegen_decode import assert_l2ef_hints
 
-    from test_codegen_decode import _PTX_COUNTS
-    from tests.conftest import codegen_env
-
-    tagged, plain = "decode_gluon_page64_step32s3_l2ef", "decode_gluon_page64_step64s2"
-    proc = subprocess.run([sys.executable, "-c", _PTX_COUNTS, tagged, plain], env=codegen_env(),
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    r = json.loads(proc.stdout)
-    t, p = r[tagged], r[plain]
-    assert t["copies"] > 0 and t["hinted"] == t["copies"], t
-    assert t["policies"] == 1, t
-    assert t["utmaldg"] and all("desc[" in x for x in t["utmaldg"]), t["utmaldg"]
-    assert p["copies"] > 0 and p["hinted"] == p["policies"] == 0, p
-    assert p["utmaldg"] and not any("desc[" in x for x in p["utmaldg"]), p["utmaldg"]
+    assert_l2ef_hints("decode_gluon_page64_step32s3_l2ef", "decode_gluon_page64_step64s2")
 
 
 # --- GPU ------------------------------------------------------------------------------------------------------------
