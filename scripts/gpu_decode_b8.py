@@ -32,7 +32,8 @@ from tritonfp8 import decode as dec
 from tritonfp8._kernels import l2hint
 from tritonfp8.bench.suites import decode as S
 
-CASES = ((8, 4096, 32, 64), (8, 4096, 32, 16), (8, 4096, 64, 64), (8, 4096, 64, 16))  # Hq 32 first: a cut call keeps them
+# (B, ctx, Hq, page); Hq 32 first, so that a call cut short keeps both page sizes
+CASES = ((8, 4096, 32, 64), (8, 4096, 32, 16), (8, 4096, 64, 64), (8, 4096, 64, 16))
 ROUNDS = 4
 GLUON = dict(kernel="gluon", merge="kernel", block_n=32, num_stages=3)
 
