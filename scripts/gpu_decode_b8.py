@@ -17,11 +17,12 @@ the bench protocol (do_bench medians after the write flush, eager, interleaved r
 Every kernel config's output is compared with the heuristic's before timing (max |diff| <= 1e-2, bf16 output).
 If no hinted reader reaches 85% of the copy, no kernel that reads this cache layout does either (under this timer).
 Prints a table; writes $OUT/results/decode-b8-<stamp>.json (benchmarks/results when $OUT is unset).
-Usage on the device: ``python scripts/gpu_decode_b8.py``.
+Usage on the device: ``python scripts/gpu_decode_b8.py`` (``B8_QUICK=1``: B 8 ctx 4096 Hq 32 pages of 64 only).
 """
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import torch
 
@@ -35,6 +36,10 @@ from tritonfp8.bench.suites import decode as S
 # (B, ctx, Hq, page); Hq 32 first, so that a call cut short keeps both page sizes
 CASES = ((8, 4096, 32, 64), (8, 4096, 32, 16), (8, 4096, 64, 64), (8, 4096, 64, 16))
 ROUNDS = 4
+# B8_QUICK=1 (a call with little device time left): the first case, 3 rounds, the 16-split Gluon forms only
+QUICK = os.environ.get("B8_QUICK") == "1"
+if QUICK:
+    CASES, ROUNDS = CASES[:1], 3
 GLUON = dict(kernel="gluon", merge="kernel", block_n=32, num_stages=3)
 
 
@@ -42,11 +47,13 @@ def kernel_configs(heur: dec.DecodeConfig) -> dict:
     cfgs = {"heuristic": heur,
             f"heuristic {'-' if heur.l2_evict_first else '+'}l2ef": dataclasses.replace(
                 heur, l2_evict_first=not heur.l2_evict_first)}
-    for s in (8, 16):
+    for s in (16,) if QUICK else (8, 16):
         for hint in (False, True):
             cfgs[f"gluon x{s}" + (" l2ef" if hint else "")] = dec.DecodeConfig(
                 **GLUON, num_warps=1, num_splits=s, pdl=True, l2_evict_first=hint)
-    cfgs["gluon w2 x4 l2ef"] = dec.DecodeConfig(**GLUON, num_warps=2, num_splits=4, pdl=True, l2_evict_first=True)
+    if not QUICK:
+        cfgs["gluon w2 x4 l2ef"] = dec.DecodeConfig(**GLUON, num_warps=2, num_splits=4, pdl=True,
+                                                    l2_evict_first=True)
     return cfgs
 
 
