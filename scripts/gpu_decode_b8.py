@@ -30,7 +30,6 @@ from decode_case import case_inputs, checked_calls, heuristic_config, save_resul
 from gpu_decode_floor import flat_fn, paged_fn
 from gpu_decode_heads import heads_fn
 from tritonfp8 import decode as dec
-from tritonfp8._kernels import l2hint
 from tritonfp8.bench.suites import decode as S
 
 # (B, ctx, Hq, page); Hq 32 first, so that a call cut short keeps both page sizes
@@ -58,7 +57,6 @@ def kernel_configs(heur: dec.DecodeConfig) -> dict:
 
 
 def main() -> None:
-    l2hint.install()
     sms = dec.num_sms(torch.device("cuda"))
     rows, bad = [], []
     for b, ctx, hq, page in CASES:

@@ -33,7 +33,6 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 from decode_case import case_inputs, heuristic_config, pinned_call, time_rows, write_report
 from tritonfp8 import decode as dec
 from tritonfp8._kernels import decode_gluon as kg
-from tritonfp8._kernels import l2hint
 from tritonfp8.naming import _repr_from_constexpr
 from tritonfp8.bench.suites import decode as S
 
@@ -89,9 +88,8 @@ def flat_read_kernel(x_ptr, sink_ptr, n, BLOCK: tl.constexpr, EVICT: tl.constexp
 
 
 def paged_fn(pc, splits: int, step: int, stages: int, l2ef: bool = False):
-    """A call of the paged reader on bench decode's cache ``pc`` (``l2ef``: its TMA loads hinted evict-first)."""
-    if l2ef:
-        l2hint.install()
+    """A call of the paged reader on bench decode's cache ``pc`` (``l2ef``: its TMA loads hinted evict-first; the
+    PTX pass is installed by the decode kernels' import)."""
     nb, page, hkv, d = pc.k.shape
     box = kg.box_tokens(page, step)
     shape, strides = [nb * page, hkv * d], [hkv * d, 1]

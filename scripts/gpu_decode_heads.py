@@ -118,11 +118,8 @@ def _descriptor3(view, shape, strides, block):
 
 
 def heads_fn(pc, splits: int, step: int, stages: int, hw: int, t3: bool, l2ef: bool = False):
-    """A call of the heads reader on bench decode's cache ``pc`` (``l2ef``: its TMA loads hinted evict-first)."""
-    if l2ef:
-        from tritonfp8._kernels import l2hint
-
-        l2hint.install()
+    """A call of the heads reader on bench decode's cache ``pc`` (``l2ef``: its TMA loads hinted evict-first; the
+    PTX pass is installed by the decode kernels' import)."""
     nb, page, hkv, d = pc.k.shape
     box = kg.box_tokens(page, step)
     if t3:  # [Hkv, rows, D] view of the (rows, Hkv, D) cache: head stride D, row stride Hkv D

@@ -39,6 +39,7 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 from triton.runtime.jit import constexpr_function
 
 from tritonfp8._kernels import decode as _triton_decode
+from tritonfp8._kernels import l2hint
 from tritonfp8.naming import _repr_from_constexpr
 
 HEAD_DIM = 128
@@ -384,7 +385,6 @@ def kernel_name(page: int, step: int, stages: int, group: int, q: str, out: str,
     dim. Schedule as the Triton kernel's (``pagedsplitkvcombine``: partials merged by its combine kernel); extras
     ``gluon`` and ``tokm`` (cache tokens as the MMA's M), and ``l2ef`` when the K/V TMA loads carry L2 evict-first
     hints (the field :mod:`tritonfp8._kernels.l2hint`'s PTX pass keys on)."""
-    from tritonfp8._kernels import l2hint
     from tritonfp8.naming import KernelName
 
     return KernelName(arch=90, op="decode", types=("e4m3", q, "f32", out), tile=(8, step, HEAD_DIM), warps=warps,
@@ -414,7 +414,6 @@ def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4
                  l2ef: bool = False):
     """Offline compile spec (sm_90) of one configuration (``l2ef``: the evict-first hinted form, whose hints the PTX
     pass adds when :func:`tritonfp8._kernels.l2hint.install` has run, as the decode kernels' import does)."""
-    from tritonfp8._kernels import l2hint
     from tritonfp8.codegen import CodegenSpec
 
     box = box_tokens(page, step)
