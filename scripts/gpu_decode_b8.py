@@ -17,7 +17,8 @@ the bench protocol (do_bench medians after the write flush, eager, interleaved r
 Every kernel config's output is compared with the heuristic's before timing (max |diff| <= 1e-2, bf16 output).
 If no hinted reader reaches 85% of the copy, no kernel that reads this cache layout does either (under this timer).
 Prints a table; writes $OUT/results/decode-b8-<stamp>.json (benchmarks/results when $OUT is unset).
-Usage on the device: ``python scripts/gpu_decode_b8.py`` (``B8_QUICK=1``: B 8 ctx 4096 Hq 32 pages of 64 only).
+Usage on the device: ``python scripts/gpu_decode_b8.py`` (``B8_QUICK=1``: B 8 ctx 4096 Hq 32 pages of 64 only;
+``B8_SWEEP=1``: also the hinted Gluon kernel's splits / ring depth / step / warps, the readers hinted only).
 """
 from __future__ import annotations
 
@@ -39,6 +40,13 @@ ROUNDS = 4
 QUICK = os.environ.get("B8_QUICK") == "1"
 if QUICK:
     CASES, ROUNDS = CASES[:1], 3
+# B8_SWEEP=1 (session 33, after the H100 run decode-b8-20261206-234907.json put the hinted floors at 85.7-91.0% of the
+# copy and the hinted Gluon kernel 1.05-1.13x the heuristic): the hinted Gluon kernel's splits, ring depth, step and
+# warps; the readers only in their hinted forms
+SWEEP = os.environ.get("B8_SWEEP") == "1"
+# (warps, splits, stages, step)
+SWEEP_GLUON = ((1, 8, 4, 32), (1, 8, 6, 32), (1, 6, 4, 32), (1, 4, 6, 32), (1, 12, 3, 32), (1, 8, 3, 64),
+               (2, 4, 4, 32), (2, 8, 3, 32), (4, 2, 3, 32))
 GLUON = dict(kernel="gluon", merge="kernel", block_n=32, num_stages=3)
 
 
@@ -47,12 +55,16 @@ def kernel_configs(heur: dec.DecodeConfig) -> dict:
             f"heuristic {'-' if heur.l2_evict_first else '+'}l2ef": dataclasses.replace(
                 heur, l2_evict_first=not heur.l2_evict_first)}
     for s in (16,) if QUICK else (8, 16):
-        for hint in (False, True):
+        for hint in (True,) if SWEEP else (False, True):
             cfgs[f"gluon x{s}" + (" l2ef" if hint else "")] = dec.DecodeConfig(
                 **GLUON, num_warps=1, num_splits=s, pdl=True, l2_evict_first=hint)
     if not QUICK:
         cfgs["gluon w2 x4 l2ef"] = dec.DecodeConfig(**GLUON, num_warps=2, num_splits=4, pdl=True,
                                                     l2_evict_first=True)
+    if SWEEP:
+        for w, s, st, n in SWEEP_GLUON:
+            cfgs[f"gluon w{w} x{s} s{st} n{n} l2ef"] = dec.DecodeConfig(
+                **dict(GLUON, block_n=n, num_stages=st), num_warps=w, num_splits=s, pdl=s > 1, l2_evict_first=True)
     return cfgs
 
 
@@ -68,7 +80,7 @@ def main() -> None:
         sfn, note = S._sdpa_fn(q.transpose(1, 2).contiguous(), dense[0], dense[1])
         if sfn is not None:
             fns["sdpa"] = sfn
-        for hint in (False, True):
+        for hint in (True,) if SWEEP else (False, True):
             sfx = " l2ef" if hint else ""
             fns[f"read head x16{sfx}"] = paged_fn(pc, 16, 32, 2, l2ef=hint)
             fns[f"read heads8t3 x16{sfx}"] = heads_fn(pc, 16, 32, 2, 8, True, l2ef=hint)
