@@ -38,6 +38,14 @@ def loops(sass: str):
     return out
 
 
+def global_stores(sass: str) -> dict:
+    """Global store opcodes of the whole kernel (width suffixes kept: STG.E, STG.E.64, STG.E.128, ...) and counts."""
+    hist = {}
+    for op in re.findall(r"\b(STG(?:\.[A-Z0-9]+)*)\b", sass):
+        hist[op] = hist.get(op, 0) + 1
+    return hist
+
+
 def loop_report(name: str) -> dict:
     """Registers, spills and, per loop holding tensor-core instructions (address order), its instruction count,
     warp-instructions per cache token and an opcode histogram of ``codegen_specs()`` entry ``name`` (sm_90)."""
@@ -49,7 +57,7 @@ def loop_report(name: str) -> dict:
     out = {"name": name, "registers": f["registers"], "spill_stores": f["spill_stores"],
            "spill_loads": f["spill_loads"], "instructions": f["instructions"], "shared": ck.metadata.shared,
            "warps": spec.num_warps, "block_n": bn, "utmaldg": sass.count("UTMALDG"),
-           "ldgsts": sass.count("LDGSTS"), "loops": []}
+           "ldgsts": sass.count("LDGSTS"), "stores": global_stores(sass), "loops": []}
     for body in loops(sass):
         ops = [op.split(".")[0] for _, op, _ in body]
         if not ops.count("HMMA") + ops.count("HGMMA") + ops.count("QGMMA"):

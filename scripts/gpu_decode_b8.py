@@ -22,7 +22,9 @@ Usage on the device: ``python scripts/gpu_decode_b8.py`` (``B8_QUICK=1``: B 8 ct
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
+import math
 import os
 
 import torch
@@ -68,13 +70,40 @@ def kernel_configs(heur: dec.DecodeConfig) -> dict:
     return cfgs
 
 
+def scatter_store_call(q, pc, cfg: dec.DecodeConfig):
+    """The Gluon kernel of ``cfg`` with the epilogue before session 33 (``ROW_STORE=False``: O^T's accumulator
+    layout stored with 4-byte stores), for an interleaved A/B against the row stores: the library's plan for
+    ``cfg`` copied with that constexpr (and a kernel name of its own), launched as the library launches it."""
+    out = dec.decode_attention(q, pc.k, pc.v, pc.table, pc.lens, k_descale=pc.descale, v_descale=pc.descale,
+                               config=cfg)
+    plan = next(p for k, p in reversed(dec._PLANS.items()) if k[18] == cfg and k[4] == q.shape[0]
+                and k[6] == q.shape[2] and k[9] == pc.k.shape[1])
+    old = copy.copy(plan)
+    old.consts = dict(plan.consts, ROW_STORE=False, KERNEL_NAME=plan.consts["KERNEL_NAME"] + "_scatterstore")
+    old.fast = None
+    scale = 1.0 / math.sqrt(q.shape[-1]) * dec._LOG2E
+
+    def call():
+        old.launch(q, pc.k, pc.v, pc.table, pc.lens, pc.descale, pc.descale, out, scale)
+        return out
+    return call
+
+
 def main() -> None:
     sms = dec.num_sms(torch.device("cuda"))
     rows, bad = [], []
     for b, ctx, hq, page in CASES:
         pc, q, nbytes, copy_fn, moved = case_inputs(b, ctx, hq, page, "cuda")
         heur = heuristic_config(b, ctx, hq, page)
-        fns = checked_calls(q, pc, kernel_configs(heur), lambda n, d: bad.append((b, ctx, hq, page, n, d)))
+        cfgs = kernel_configs(heur)
+        fns = checked_calls(q, pc, cfgs, lambda n, d: bad.append((b, ctx, hq, page, n, d)))
+        if SWEEP:  # the row-store epilogue (session 33) against the one before, same configs
+            ref = fns["heuristic"]().float()
+            for name in ("gluon x8 l2ef", "gluon w2 x4 l2ef", "gluon w1 x8 s4 n32 l2ef"):
+                fn = fns[f"{name} scatter"] = scatter_store_call(q, pc, cfgs[name])
+                d = (fn().float() - ref).abs().max().item()
+                if not d <= 1e-2:
+                    bad.append((b, ctx, hq, page, f"{name} scatter", d))
         fns["copy"] = copy_fn
         dense = [torch.randn(b, S.HKV, ctx, S.D, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
         sfn, note = S._sdpa_fn(q.transpose(1, 2).contiguous(), dense[0], dense[1])

@@ -100,6 +100,27 @@ def test_gluon_warps_sass_sm90(page, step, stages, warps, loop_reports):
     assert ops.get("BAR", 0) >= 1, ops
 
 
+@pytest.mark.parametrize("name,warps,width,row_stores", [
+    ("decode_gluon_page64_step32s3_l2ef", 1, 128, True), ("decode_gluon_page64_step32s3w2", 2, 128, True),
+    ("decode_gluon_page64_step32s2w2_out", 2, 64, True), ("decode_gluon_page16_step32s3w4", 4, 32, False)])
+def test_gluon_row_store_epilogue(name, warps, width, row_stores, loop_reports):
+    """Session 33's epilogue (1 and 2 warps): O (or the fp32 partials) leaves in rows, one 16-byte store per lane
+    and row (8 bytes for the bf16 output), after a layout conversion through shared memory; the 4 real rows of
+    these specs (GQA 4) take 4 / W such stores per warp, and nothing else is stored but the partials' 4 lse values.
+    With 4 warps (kg.row_stores: 172 registers against the 168 of three programs per SM) the accumulator's layout
+    keeps 4-byte stores (32 or more per lane)."""
+    from tritonfp8._kernels import decode_gluon as kg
+
+    assert kg.row_stores(warps) is row_stores
+    st = loop_reports[name]["stores"]
+    if row_stores:
+        wide = "STG.E.128" if width == 128 else "STG.E.64"
+        assert st.pop(wide) == 4 // warps, st
+        assert sum(st.values()) <= 4 and set(st) <= {"STG.E"}, st  # the lse's, with partials
+    else:
+        assert st.get("STG.E", 0) >= 32 and not any(k.startswith(("STG.E.64", "STG.E.128")) for k in st), st
+
+
 def test_gluon_l2_evict_first_hints_reach_the_tma_loads():
     """DecodeConfig(kernel="gluon", l2_evict_first=True) (session 32): the name's ``l2ef`` field makes l2hint's PTX
     pass hint every K/V TMA load of the Gluon kernel, as the Triton kernel's; an untagged Gluon spec has none."""
@@ -326,6 +347,7 @@ def test_gluon_plan_fields(monkeypatch):
     assert one.combine is None and not one.consts["WRITE_PARTIAL"]
     two = dec._plan(key[:18] + (dataclasses.replace(cfg, num_warps=2),) + key[19:])
     assert two.consts["num_warps"] == 2 and two.grid == (5, hkv, bsz)
+    assert p.consts["ROW_STORE"] and two.consts["ROW_STORE"]  # the row-store epilogue (kg.row_stores)
     assert "_8x64x128_w2s2_" in two.consts["KERNEL_NAME"]
     assert p.consts["L2_HINT"] == 0 and "l2ef" not in p.consts["KERNEL_NAME"].split("_")
     hinted = dec._plan(key[:18] + (dataclasses.replace(cfg, l2_evict_first=True),) + key[19:])

@@ -896,7 +896,7 @@ def _gluon_plan(key, cfg: DecodeConfig, splits: int) -> _Plan:
     p.consts = dict(GROUP=group, PAGE=page, BOX=box, STEP=cfg.block_n, STAGES=cfg.num_stages,
                     K_DESCALE_STRIDE=int(k_head), V_DESCALE_STRIDE=int(v_head), Q_POW2_SCALE=q_dtype == torch.bfloat16,
                     WRITE_PARTIAL=splits > 1, KERNEL_NAME=name, L2_HINT=kg.l2hint.VERSION if l2ef else 0,
-                    num_warps=cfg.num_warps)
+                    ROW_STORE=kg.row_stores(cfg.num_warps), num_warps=cfg.num_warps)
     _set_combine(p, splits > 1, splits, (hq, sq, bsz), d, d, out_dtype, arch, mode, cfg.pdl and arch >= 90)
     return p
 

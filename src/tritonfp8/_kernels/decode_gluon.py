@@ -238,7 +238,7 @@ def decode_gluon_kernel(
     part_lse_ptr, sm_scale_log2, num_blocks, max_blocks, num_splits, stride_qb, stride_qh, stride_btb, stride_btn,
     GROUP: gl.constexpr, PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr, STAGES: gl.constexpr,
     K_DESCALE_STRIDE: gl.constexpr, V_DESCALE_STRIDE: gl.constexpr, Q_POW2_SCALE: gl.constexpr,
-    WRITE_PARTIAL: gl.constexpr, KERNEL_NAME: gl.constexpr, L2_HINT: gl.constexpr = 0,
+    WRITE_PARTIAL: gl.constexpr, KERNEL_NAME: gl.constexpr, L2_HINT: gl.constexpr = 0, ROW_STORE: gl.constexpr = True,
 ):
     """Grid (num_splits, Hkv, B), W = num_warps warps (1, 2 or 4): warp w takes split ``split * W + w`` of
     ``num_splits * W`` of the sequence's tokens with its own online softmax, and the warps' results are merged on
@@ -353,20 +353,42 @@ def decode_gluon_kernel(
     o = gl.sum(acc * wgt[:, None, :], axis=0)  # [128, 8]
     has = l_i > 0.0
     OL: gl.constexpr = gl.SliceLayout(0, MMA)
-    o = o * gl.convert_layout(gl.where(has, v_ds / gl.where(has, l_i, 1.0), 0.0), gl.SliceLayout(0, OL))[None, :]
-    r_o = gl.arange(0, ROWS, layout=gl.SliceLayout(0, OL))
-    n_o = gl.arange(0, 128, layout=gl.SliceLayout(1, OL))
-    d_o = (n_o % 8) * 16 + n_o // 8  # pi_v: V's (and so O's) permuted columns back to the head dimension
-    row_ok = r_o < GROUP
-    o_row = b * hq + kvh * GROUP + r_o  # (B, 1, Hq) flattened
-    if WRITE_PARTIAL:
-        lse = gl.where(has, m_all + gl.log2(gl.where(has, l_i, 1.0)), float("-inf"))
-        p_row = o_row * num_splits + split
-        gl.store(part_lse_ptr + p_row, gl.convert_layout(lse, gl.SliceLayout(0, OL)), mask=row_ok)
-        gl.store(part_o_ptr + p_row[None, :] * 128 + d_o[:, None], o, mask=row_ok[None, :])
-    else:
-        gl.store(out_ptr + o_row[None, :] * 128 + d_o[:, None], o.to(out_ptr.dtype.element_ty),
-                 mask=row_ok[None, :])
+    o_scale = gl.where(has, v_ds / gl.where(has, l_i, 1.0), 0.0)
+    if ROW_STORE:
+        # O^T [n, r] -> O [r, d]: pi_v (d = 16 (n % 8) + n // 8) is a permutation of the index bits, so the reshape
+        # and permute only rename registers; the layout conversion (through shared memory) then gives each lane 4
+        # adjacent columns of a row: one 16-byte store per lane and row instead of 4-byte stores scattered over a
+        # 64-byte stride (session 33).
+        SL: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [W, 1], [1, 0])
+        o = gl.reshape(gl.permute(gl.reshape(o, [16, 8, ROWS]), (2, 1, 0)), [ROWS, 128])
+        o = gl.convert_layout(o, SL) * gl.convert_layout(o_scale, gl.SliceLayout(1, SL))[:, None]
+        r_o = gl.arange(0, ROWS, layout=gl.SliceLayout(1, SL))
+        d_o = gl.arange(0, 128, layout=gl.SliceLayout(0, SL))
+        row_ok = r_o < GROUP
+        o_row = b * hq + kvh * GROUP + r_o  # (B, 1, Hq) flattened
+        if WRITE_PARTIAL:
+            lse = gl.where(has, m_all + gl.log2(gl.where(has, l_i, 1.0)), float("-inf"))
+            p_row = o_row * num_splits + split
+            gl.store(part_lse_ptr + p_row, gl.convert_layout(lse, gl.SliceLayout(1, SL)), mask=row_ok)
+            gl.store(part_o_ptr + p_row[:, None] * 128 + d_o[None, :], o, mask=row_ok[:, None])
+        else:
+            gl.store(out_ptr + o_row[:, None] * 128 + d_o[None, :], o.to(out_ptr.dtype.element_ty),
+                     mask=row_ok[:, None])
+    else:  # the form before session 33: O^T's accumulator layout, 4-byte stores
+        o = o * gl.convert_layout(o_scale, gl.SliceLayout(0, OL))[None, :]
+        r_o = gl.arange(0, ROWS, layout=gl.SliceLayout(0, OL))
+        n_o = gl.arange(0, 128, layout=gl.SliceLayout(1, OL))
+        d_o = (n_o % 8) * 16 + n_o // 8  # pi_v: V's (and so O's) permuted columns back to the head dimension
+        row_ok = r_o < GROUP
+        o_row = b * hq + kvh * GROUP + r_o  # (B, 1, Hq) flattened
+        if WRITE_PARTIAL:
+            lse = gl.where(has, m_all + gl.log2(gl.where(has, l_i, 1.0)), float("-inf"))
+            p_row = o_row * num_splits + split
+            gl.store(part_lse_ptr + p_row, gl.convert_layout(lse, gl.SliceLayout(0, OL)), mask=row_ok)
+            gl.store(part_o_ptr + p_row[None, :] * 128 + d_o[:, None], o, mask=row_ok[None, :])
+        else:
+            gl.store(out_ptr + o_row[None, :] * 128 + d_o[:, None], o.to(out_ptr.dtype.element_ty),
+                     mask=row_ok[None, :])
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -393,6 +415,13 @@ def kernel_name(page: int, step: int, stages: int, group: int, q: str, out: str,
                       extras=(f"page{page}", f"g{group}", "gluon", "tokm") + ((l2hint.TAG,) if l2ef else ()))
 
 
+def row_stores(warps: int) -> bool:
+    """Whether the kernel takes the row-store epilogue (``ROW_STORE``, session 33): with 1 and 2 warps; at 4 it
+    costs 4 registers over the 168 that keep three programs per SM (offline sm_90: 172), so those keep the stores
+    in the accumulator's layout."""
+    return warps <= 2
+
+
 def descriptor(cache, shape: tuple, strides: tuple, box: int):
     """Host TMA descriptor (Gluon's, with the kernel's shared layout) of an E4M3 cache viewed as [num_blocks * page,
     Hkv * D] rows (``shape``, ``strides`` as checked by ``decode._tma_geometry``), [box, 128] boxes, built without
@@ -411,7 +440,7 @@ def _shared_layout():
 
 
 def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4, split: bool = True, warps: int = 1,
-                 l2ef: bool = False):
+                 l2ef: bool = False, row_store: bool | None = None):
     """Offline compile spec (sm_90) of one configuration (``l2ef``: the evict-first hinted form, whose hints the PTX
     pass adds when :func:`tritonfp8._kernels.l2hint.install` has run, as the decode kernels' import does)."""
     from tritonfp8.codegen import CodegenSpec
@@ -424,8 +453,9 @@ def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4
            "part_lse_ptr": "*fp32", "sm_scale_log2": "fp32", "num_blocks": "i32", "max_blocks": "i32",
            "num_splits": "i32", "stride_qb": "i32", "stride_qh": "i32", "stride_btb": "i32"}
     # stride_btn: 1 for a contiguous block table, which Triton's launcher specializes into a constant
-    const = dict(stride_btn=1, GROUP=group, PAGE=page, BOX=box, STEP=step, STAGES=stages, K_DESCALE_STRIDE=1, V_DESCALE_STRIDE=1,
-                 Q_POW2_SCALE=True, WRITE_PARTIAL=split, L2_HINT=l2hint.VERSION if l2ef else 0)
+    const = dict(stride_btn=1, GROUP=group, PAGE=page, BOX=box, STEP=step, STAGES=stages, K_DESCALE_STRIDE=1,
+                 V_DESCALE_STRIDE=1, Q_POW2_SCALE=True, WRITE_PARTIAL=split, L2_HINT=l2hint.VERSION if l2ef else 0,
+                 ROW_STORE=row_stores(warps) if row_store is None else row_store)
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=decode_gluon_kernel, signature=sig, constexprs=const,
@@ -448,4 +478,6 @@ def codegen_specs() -> dict:
              for p, s, st, w in SPEC_CONFIGS}
     # the evict-first form (session 32) at B 8 ctx 4096's split shape: pages of 64, 32-token steps, 3 slots
     specs["decode_gluon_page64_step32s3_l2ef"] = codegen_spec(64, 32, 3, l2ef=True)
+    # one split, 2 warps, 2 slots: decode_config's B 32 ctx 4096 form, whose epilogue writes the bf16 output
+    specs["decode_gluon_page64_step32s2w2_out"] = codegen_spec(64, 32, 2, split=False, warps=2)
     return specs
