@@ -46,6 +46,8 @@ if QUICK:
 # copy and the hinted Gluon kernel 1.05-1.13x the heuristic): the hinted Gluon kernel's splits, ring depth, step and
 # warps; the readers only in their hinted forms
 SWEEP = os.environ.get("B8_SWEEP") == "1"
+if SWEEP:  # Hq 64 first: the row stores' A/B there has twice the partial rows
+    CASES = ((8, 4096, 64, 64), (8, 4096, 32, 64), (8, 4096, 64, 16), (8, 4096, 32, 16))
 # (warps, splits, stages, step)
 SWEEP_GLUON = ((1, 8, 4, 32), (1, 8, 6, 32), (1, 6, 4, 32), (1, 4, 6, 32), (1, 12, 3, 32), (1, 8, 3, 64),
                (2, 4, 4, 32), (2, 8, 3, 32), (4, 2, 3, 32))
