@@ -57,7 +57,8 @@ def loop_report(name: str) -> dict:
     out = {"name": name, "registers": f["registers"], "spill_stores": f["spill_stores"],
            "spill_loads": f["spill_loads"], "instructions": f["instructions"], "shared": ck.metadata.shared,
            "warps": spec.num_warps, "block_n": bn, "utmaldg": sass.count("UTMALDG"),
-           "ldgsts": sass.count("LDGSTS"), "stores": global_stores(sass), "loops": []}
+           "ldgsts": sass.count("LDGSTS"), "stores": global_stores(sass),
+           "launch_dependents": ck.asm["ptx"].count("griddepcontrol.launch_dependents"), "loops": []}
     for body in loops(sass):
         ops = [op.split(".")[0] for _, op, _ in body]
         if not ops.count("HMMA") + ops.count("HGMMA") + ops.count("QGMMA"):

@@ -72,16 +72,17 @@ def kernel_configs(heur: dec.DecodeConfig) -> dict:
     return cfgs
 
 
-def scatter_store_call(q, pc, cfg: dec.DecodeConfig):
-    """The Gluon kernel of ``cfg`` with the epilogue before session 33 (``ROW_STORE=False``: O^T's accumulator
-    layout stored with 4-byte stores), for an interleaved A/B against the row stores: the library's plan for
-    ``cfg`` copied with that constexpr (and a kernel name of its own), launched as the library launches it."""
+def variant_call(q, pc, cfg: dec.DecodeConfig, suffix: str, **consts):
+    """The Gluon kernel of ``cfg`` with some constexprs changed (session 33's A/B: ``ROW_STORE=False``, the
+    epilogue before it, O^T's accumulator layout stored with 4-byte stores; ``PDL=False``, no signal to the PDL
+    combine kernel after the loop): the library's plan for ``cfg`` copied with ``consts`` and a kernel name of its
+    own (``suffix`` appended), launched as the library launches it."""
     out = dec.decode_attention(q, pc.k, pc.v, pc.table, pc.lens, k_descale=pc.descale, v_descale=pc.descale,
                                config=cfg)
     plan = next(p for k, p in reversed(dec._PLANS.items()) if k[18] == cfg and k[4] == q.shape[0]
                 and k[6] == q.shape[2] and k[9] == pc.k.shape[1])
     old = copy.copy(plan)
-    old.consts = dict(plan.consts, ROW_STORE=False, KERNEL_NAME=plan.consts["KERNEL_NAME"] + "_scatterstore")
+    old.consts = dict(plan.consts, KERNEL_NAME=plan.consts["KERNEL_NAME"] + suffix, **consts)
     old.fast = None
     scale = 1.0 / math.sqrt(q.shape[-1]) * dec._LOG2E
 
@@ -99,13 +100,16 @@ def main() -> None:
         heur = heuristic_config(b, ctx, hq, page)
         cfgs = kernel_configs(heur)
         fns = checked_calls(q, pc, cfgs, lambda n, d: bad.append((b, ctx, hq, page, n, d)))
-        if SWEEP:  # the row-store epilogue (session 33) against the one before, same configs
+        if SWEEP:  # session 33's epilogue (row stores, the PDL signal) against the one before, same configs
             ref = fns["heuristic"]().float()
-            for name in ("gluon x8 l2ef", "gluon w2 x4 l2ef", "gluon w1 x8 s4 n32 l2ef"):
-                fn = fns[f"{name} scatter"] = scatter_store_call(q, pc, cfgs[name])
+            forms = [(n, " before33", "_b33", dict(ROW_STORE=False, PDL=False))
+                     for n in ("gluon x8 l2ef", "gluon w2 x4 l2ef", "gluon w1 x8 s4 n32 l2ef")]
+            forms.append(("gluon x8 l2ef", " nosignal", "_nosig", dict(PDL=False)))
+            for name, tag, suffix, consts in forms:
+                fn = fns[name + tag] = variant_call(q, pc, cfgs[name], suffix, **consts)
                 d = (fn().float() - ref).abs().max().item()
                 if not d <= 1e-2:
-                    bad.append((b, ctx, hq, page, f"{name} scatter", d))
+                    bad.append((b, ctx, hq, page, name + tag, d))
         fns["copy"] = copy_fn
         dense = [torch.randn(b, S.HKV, ctx, S.D, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
         sfn, note = S._sdpa_fn(q.transpose(1, 2).contiguous(), dense[0], dense[1])

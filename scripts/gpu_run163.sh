@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 33, gpu_run162.sh cut to the device time left (~800 s): the Gluon GPU suite (the row-store epilogue
+# Session 33, gpu_run162.sh cut to the device time left (~600 s): the Gluon GPU suite (the row-store epilogue and the
+# PDL signal
 # against the reference and the Triton kernel), then the B 8 ctx 4096 sweep (B8_SWEEP=1, Hq 64 pages of 64 first;
 # each case's rows saved as it ends), bounded at 290 s.
 source scripts/gpu_common.sh

@@ -121,6 +121,20 @@ def test_gluon_row_store_epilogue(name, warps, width, row_stores, loop_reports):
         assert st.get("STG.E", 0) >= 32 and not any(k.startswith(("STG.E.64", "STG.E.128")) for k in st), st
 
 
+def test_gluon_pdl_signals_the_combine_kernel(loop_reports):
+    """With several splits and ``pdl`` (session 33) the Gluon kernel signals its PDL combine kernel once, after the
+    loop (griddepcontrol.launch_dependents), as the Triton kernel does, and its name says ``pdl``; without, no
+    signal."""
+    from tritonfp8 import naming
+    from tritonfp8._kernels import decode_gluon as kg
+
+    specs = kg.codegen_specs()
+    for name, signals in (("decode_gluon_page64_step32s3_pdl", 1), ("decode_gluon_page64_step32s3_l2ef", 0)):
+        assert loop_reports[name]["launch_dependents"] == signals, loop_reports[name]
+        rest = naming.parse_kernel_name(specs[name].kernel_name(90, "cutlass"))["rest"]
+        assert ("pdl" in rest) == bool(signals), rest
+
+
 def test_gluon_l2_evict_first_hints_reach_the_tma_loads():
     """DecodeConfig(kernel="gluon", l2_evict_first=True) (session 32): the name's ``l2ef`` field makes l2hint's PTX
     pass hint every K/V TMA load of the Gluon kernel, as the Triton kernel's; an untagged Gluon spec has none."""
@@ -161,7 +175,10 @@ def _gluon_vs(case, step, stages, splits, out_dtype=torch.float32, seed=31, muta
     q, kc, vc, bt, sl, ks, vs = _make(case, "cuda", seed=seed)
     if mutate is not None:
         mutate(kc, vc, bt, sl)
-    cfg = dec.DecodeConfig(**{**GLUON, "num_warps": warps}, block_n=step, num_stages=stages, num_splits=splits)
+    # several splits as decode_config runs them: the combine kernel a programmatic dependent launch, signalled by
+    # the Gluon kernel after its loop (the l2ef same-bits test below runs 8 splits without)
+    cfg = dec.DecodeConfig(**{**GLUON, "num_warps": warps}, block_n=step, num_stages=stages, num_splits=splits,
+                           pdl=splits > 1)
     out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg, out_dtype=out_dtype)
     tri = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, num_splits=splits, out_dtype=out_dtype)
     ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
@@ -348,6 +365,7 @@ def test_gluon_plan_fields(monkeypatch):
     two = dec._plan(key[:18] + (dataclasses.replace(cfg, num_warps=2),) + key[19:])
     assert two.consts["num_warps"] == 2 and two.grid == (5, hkv, bsz)
     assert p.consts["ROW_STORE"] and two.consts["ROW_STORE"]  # the row-store epilogue (kg.row_stores)
+    assert p.consts["PDL"] and "_pdl" in p.consts["KERNEL_NAME"] and not one.consts["PDL"]  # signals its combine
     assert "_8x64x128_w2s2_" in two.consts["KERNEL_NAME"]
     assert p.consts["L2_HINT"] == 0 and "l2ef" not in p.consts["KERNEL_NAME"].split("_")
     hinted = dec._plan(key[:18] + (dataclasses.replace(cfg, l2_evict_first=True),) + key[19:])

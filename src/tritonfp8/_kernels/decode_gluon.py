@@ -110,6 +110,15 @@ def _sigma(m):
 
 
 @gluon.jit
+def _launch_dependents():
+    """griddepcontrol.launch_dependents (as triton.language.extra.cuda.gdc_launch_dependents): a dependent grid
+    launched with PDL may start once every program of this grid has signalled or exited; its griddepcontrol.wait
+    still waits for this grid's completion and memory."""
+    gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // dummy $0", "=r", [], dtype=gl.int32,
+                              is_pure=False, pack=1)
+
+
+@gluon.jit
 def _per_warp(vals, w_idx, W: gl.constexpr):
     """The [W] vector (layout of ``w_idx``) of the scalars ``vals`` (one per warp)."""
     v = gl.where(w_idx == 0, vals[0], 0)
@@ -239,6 +248,7 @@ def decode_gluon_kernel(
     GROUP: gl.constexpr, PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr, STAGES: gl.constexpr,
     K_DESCALE_STRIDE: gl.constexpr, V_DESCALE_STRIDE: gl.constexpr, Q_POW2_SCALE: gl.constexpr,
     WRITE_PARTIAL: gl.constexpr, KERNEL_NAME: gl.constexpr, L2_HINT: gl.constexpr = 0, ROW_STORE: gl.constexpr = True,
+    PDL: gl.constexpr = False,
 ):
     """Grid (num_splits, Hkv, B), W = num_warps warps (1, 2 or 4): warp w takes split ``split * W + w`` of
     ``num_splits * W`` of the sequence's tokens with its own online softmax, and the warps' results are merged on
@@ -343,6 +353,8 @@ def decode_gluon_kernel(
                     STAGES, W)
     for i in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(i))
+    if PDL:  # the combine kernel, a programmatic dependent launch, may be scheduled now (it waits for this grid)
+        _launch_dependents()
 
     # The warps' (m, l, O^T) merged: weights 2^(m_w - m) (0 for a warp without tokens).
     l_w = gl.sum(l_part, axis=1)  # [W, 8]
@@ -402,17 +414,19 @@ def box_tokens(page: int, step: int) -> int:
 
 @functools.lru_cache(maxsize=64)
 def kernel_name(page: int, step: int, stages: int, group: int, q: str, out: str, split: bool, per_head: bool,
-                warps: int = 1, l2ef: bool = False):
+                warps: int = 1, l2ef: bool = False, pdl: bool = False):
     """Types: cache element, q element, accumulator, output; tile: 8 query rows (as N) x STEP cache tokens x head
     dim. Schedule as the Triton kernel's (``pagedsplitkvcombine``: partials merged by its combine kernel); extras
-    ``gluon`` and ``tokm`` (cache tokens as the MMA's M), and ``l2ef`` when the K/V TMA loads carry L2 evict-first
-    hints (the field :mod:`tritonfp8._kernels.l2hint`'s PTX pass keys on)."""
+    ``gluon`` and ``tokm`` (cache tokens as the MMA's M), ``pdl`` when it signals its combine kernel (a programmatic
+    dependent launch) after the loop, and ``l2ef`` when the K/V TMA loads carry L2 evict-first hints (the field
+    :mod:`tritonfp8._kernels.l2hint`'s PTX pass keys on)."""
     from tritonfp8.naming import KernelName
 
     return KernelName(arch=90, op="decode", types=("e4m3", q, "f32", out), tile=(8, step, HEAD_DIM), warps=warps,
                       stages=stages, schedule="paged" + ("splitkvcombine" if split else ""),
                       scaling="headwise" if per_head else "tensorwise",
-                      extras=(f"page{page}", f"g{group}", "gluon", "tokm") + ((l2hint.TAG,) if l2ef else ()))
+                      extras=(f"page{page}", f"g{group}", "gluon", "tokm") + (("pdl",) if pdl else ())
+                      + ((l2hint.TAG,) if l2ef else ()))
 
 
 def row_stores(warps: int) -> bool:
@@ -440,7 +454,7 @@ def _shared_layout():
 
 
 def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4, split: bool = True, warps: int = 1,
-                 l2ef: bool = False, row_store: bool | None = None):
+                 l2ef: bool = False, row_store: bool | None = None, pdl: bool = False):
     """Offline compile spec (sm_90) of one configuration (``l2ef``: the evict-first hinted form, whose hints the PTX
     pass adds when :func:`tritonfp8._kernels.l2hint.install` has run, as the decode kernels' import does)."""
     from tritonfp8.codegen import CodegenSpec
@@ -455,11 +469,11 @@ def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4
     # stride_btn: 1 for a contiguous block table, which Triton's launcher specializes into a constant
     const = dict(stride_btn=1, GROUP=group, PAGE=page, BOX=box, STEP=step, STAGES=stages, K_DESCALE_STRIDE=1,
                  V_DESCALE_STRIDE=1, Q_POW2_SCALE=True, WRITE_PARTIAL=split, L2_HINT=l2hint.VERSION if l2ef else 0,
-                 ROW_STORE=row_stores(warps) if row_store is None else row_store)
+                 ROW_STORE=row_stores(warps) if row_store is None else row_store, PDL=pdl)
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=decode_gluon_kernel, signature=sig, constexprs=const,
-                       name=kernel_name(page, step, stages, group, "bf16", "bf16", split, True, warps, l2ef),
+                       name=kernel_name(page, step, stages, group, "bf16", "bf16", split, True, warps, l2ef, pdl),
                        num_warps=warps,
                        num_stages=stages, min_arch=90,
                        description=f"Gluon paged decode, cache tokens as M, page {page}, {step}-token steps",
@@ -478,6 +492,8 @@ def codegen_specs() -> dict:
              for p, s, st, w in SPEC_CONFIGS}
     # the evict-first form (session 32) at B 8 ctx 4096's split shape: pages of 64, 32-token steps, 3 slots
     specs["decode_gluon_page64_step32s3_l2ef"] = codegen_spec(64, 32, 3, l2ef=True)
+    # ... with the combine kernel as a programmatic dependent launch, signalled after the loop (session 33)
+    specs["decode_gluon_page64_step32s3_pdl"] = codegen_spec(64, 32, 3, pdl=True)
     # one split, 2 warps, 2 slots: decode_config's B 32 ctx 4096 form, whose epilogue writes the bf16 output
     specs["decode_gluon_page64_step32s2w2_out"] = codegen_spec(64, 32, 2, split=False, warps=2)
     return specs
