@@ -73,10 +73,10 @@ def kernel_configs(heur: dec.DecodeConfig) -> dict:
 
 
 def variant_call(q, pc, cfg: dec.DecodeConfig, suffix: str, **consts):
-    """The Gluon kernel of ``cfg`` with some constexprs changed (session 33's A/B: ``ROW_STORE=False``, the
-    epilogue before it, O^T's accumulator layout stored with 4-byte stores; ``PDL=False``, no signal to the PDL
-    combine kernel after the loop): the library's plan for ``cfg`` copied with ``consts`` and a kernel name of its
-    own (``suffix`` appended), launched as the library launches it."""
+    """The Gluon kernel of ``cfg`` with some constexprs changed (session 33's A/B: ``ROW_STORE=True``, O / the
+    partials converted to rows and stored 16 bytes a lane, against the library's accumulator-layout stores;
+    ``PDL=True``, the signal to the PDL combine kernel after the loop): the library's plan for ``cfg`` copied with
+    ``consts`` and a kernel name of its own (``suffix`` appended), launched as the library launches it."""
     out = dec.decode_attention(q, pc.k, pc.v, pc.table, pc.lens, k_descale=pc.descale, v_descale=pc.descale,
                                config=cfg)
     plan = next(p for k, p in reversed(dec._PLANS.items()) if k[18] == cfg and k[4] == q.shape[0]
@@ -100,11 +100,11 @@ def main() -> None:
         heur = heuristic_config(b, ctx, hq, page)
         cfgs = kernel_configs(heur)
         fns = checked_calls(q, pc, cfgs, lambda n, d: bad.append((b, ctx, hq, page, n, d)))
-        if SWEEP:  # session 33's epilogue (row stores, the PDL signal) against the one before, same configs
+        if SWEEP:  # session 33's forms (row stores, the PDL signal; off in the library) against the default
             ref = fns["heuristic"]().float()
-            forms = [(n, " before33", "_b33", dict(ROW_STORE=False, PDL=False))
+            forms = [(n, " s33", "_rowst_pdl", dict(ROW_STORE=True, PDL=True))
                      for n in ("gluon x8 l2ef", "gluon w2 x4 l2ef", "gluon w1 x8 s4 n32 l2ef")]
-            forms.append(("gluon x8 l2ef", " nosignal", "_nosig", dict(PDL=False)))
+            forms.append(("gluon x8 l2ef", " rowst", "_rowst", dict(ROW_STORE=True)))
             for name, tag, suffix, consts in forms:
                 fn = fns[name + tag] = variant_call(q, pc, cfgs[name], suffix, **consts)
                 d = (fn().float() - ref).abs().max().item()

@@ -101,18 +101,21 @@ def test_gluon_warps_sass_sm90(page, step, stages, warps, loop_reports):
 
 
 @pytest.mark.parametrize("name,warps,width,row_stores", [
-    ("decode_gluon_page64_step32s3_l2ef", 1, 128, True), ("decode_gluon_page64_step32s3w2", 2, 128, True),
-    ("decode_gluon_page64_step32s2w2_out", 2, 64, True), ("decode_gluon_page16_step32s3w4", 4, 32, False)])
+    ("decode_gluon_page64_step32s3_l2ef_s33", 1, 128, True), ("decode_gluon_page64_step32s3w2_rowst", 2, 128, True),
+    ("decode_gluon_page64_step32s2w2_out_rowst", 2, 64, True), ("decode_gluon_page16_step32s3w4_rowst", 4, 32, False),
+    ("decode_gluon_page64_step32s3_l2ef", 1, 32, False)])
 def test_gluon_row_store_epilogue(name, warps, width, row_stores, loop_reports):
-    """Session 33's epilogue (1 and 2 warps): O (or the fp32 partials) leaves in rows, one 16-byte store per lane
-    and row (8 bytes for the bf16 output), after a layout conversion through shared memory; the 4 real rows of
-    these specs (GQA 4) take 4 / W such stores per warp, and nothing else is stored but the partials' 4 lse values.
-    With 4 warps (kg.row_stores: 172 registers against the 168 of three programs per SM) the accumulator's layout
-    keeps 4-byte stores (32 or more per lane)."""
+    """Session 33's epilogue (``ROW_STORE``, 1 and 2 warps; off in the library until run on a GPU): O (or the fp32
+    partials) leaves in rows, one 16-byte store per lane and row (8 bytes for the bf16 output), after a layout
+    conversion through shared memory; the 4 real rows of these specs (GQA 4) take 4 / W such stores per warp, and
+    nothing else is stored but the partials' 4 lse values. With 4 warps (kg.row_stores: 172 registers against the
+    168 of three programs per SM), and in the library's default form, the accumulator's layout keeps 4-byte stores
+    (32 or more per lane)."""
     from tritonfp8._kernels import decode_gluon as kg
 
-    assert kg.row_stores(warps) is row_stores
+    assert kg.row_stores(warps, True) is (warps <= 2) and not kg.row_stores(warps) and not kg.ROW_STORE
     st = loop_reports[name]["stores"]
+    assert loop_reports[name]["spill_stores"] == 0 and loop_reports[name]["registers"] <= 168, loop_reports[name]
     if row_stores:
         wide = "STG.E.128" if width == 128 else "STG.E.64"
         assert st.pop(wide) == 4 // warps, st
@@ -122,17 +125,17 @@ def test_gluon_row_store_epilogue(name, warps, width, row_stores, loop_reports):
 
 
 def test_gluon_pdl_signals_the_combine_kernel(loop_reports):
-    """With several splits and ``pdl`` (session 33) the Gluon kernel signals its PDL combine kernel once, after the
-    loop (griddepcontrol.launch_dependents), as the Triton kernel does, and its name says ``pdl``; without, no
-    signal."""
+    """With several splits and the signal on (``PDL``, session 33; off in the library until run on a GPU) the Gluon
+    kernel signals its PDL combine kernel once, after the loop (griddepcontrol.launch_dependents), as the Triton
+    kernel does, and its name says ``pdl`` (and ``rowst`` for the row stores); without, no signal."""
     from tritonfp8 import naming
     from tritonfp8._kernels import decode_gluon as kg
 
     specs = kg.codegen_specs()
-    for name, signals in (("decode_gluon_page64_step32s3_pdl", 1), ("decode_gluon_page64_step32s3_l2ef", 0)):
+    for name, signals in (("decode_gluon_page64_step32s3_l2ef_s33", 1), ("decode_gluon_page64_step32s3_l2ef", 0)):
         assert loop_reports[name]["launch_dependents"] == signals, loop_reports[name]
         rest = naming.parse_kernel_name(specs[name].kernel_name(90, "cutlass"))["rest"]
-        assert ("pdl" in rest) == bool(signals), rest
+        assert ("pdl" in rest) == ("rowst" in rest) == bool(signals), rest
 
 
 def test_gluon_l2_evict_first_hints_reach_the_tma_loads():
@@ -193,6 +196,27 @@ def test_gluon_matches_reference_and_triton(case, step, stages, splits, warps):
     out, tri, ref, pt = _gluon_vs(case, step, stages, splits, warps=warps)
     assert_decode_close(out, ref, pt, max(case.lens), torch.float32)
     torch.testing.assert_close(out, tri, rtol=2.0**-9, atol=2.0**-9)
+
+
+@requires_gpu
+@pytest.mark.parametrize("case,step,stages,splits,warps", [GPU_CASES[1] + (1,), GPU_CASES[3] + (1,)]
+                         + GPU_WARP_CASES[:2] + [(GPU_CASES[3][0], 32, 3, 1, 2)], ids=lambda x: str(x))
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_gluon_session33_forms_match_reference_and_triton(case, step, stages, splits, warps, out_dtype, monkeypatch):
+    """Session 33's row-store epilogue and PDL signal (kg.ROW_STORE, kg.PDL_SIGNAL, off in the library until
+    checked here and timed): switched on, the Gluon kernel meets the reference and the Triton kernel as the default
+    form does (one and several splits, 1 and 2 warps, fp32 and bf16 output)."""
+    from tritonfp8._kernels import decode_gluon as kg
+
+    monkeypatch.setattr(kg, "ROW_STORE", True)
+    monkeypatch.setattr(kg, "PDL_SIGNAL", True)
+    monkeypatch.setattr(dec, "_PLANS", {})
+    monkeypatch.setattr(dec, "_REPLAYS", {})
+    out, tri, ref, pt = _gluon_vs(case, step, stages, splits, out_dtype=out_dtype, warps=warps)
+    assert out.dtype == out_dtype
+    assert_decode_close(out, ref, pt, max(case.lens), out_dtype)
+    if out_dtype == torch.float32:  # the module docstring's rule against the Triton kernel
+        torch.testing.assert_close(out, tri, rtol=2.0**-9, atol=2.0**-9)
 
 
 @requires_gpu
@@ -343,6 +367,7 @@ def test_gluon_plan_fields(monkeypatch):
     """The plan the Gluon config builds (no launch: the device checks are stubbed): grid (splits, Hkv, B), the
     kernel's constexprs, the [box, 128] descriptors' geometry, the combine launch as a PDL, the kernel name."""
     from tritonfp8 import _backend
+    from tritonfp8._kernels import decode_gluon as kg
 
     monkeypatch.setattr(dec, "gluon_available", lambda device: True)
     monkeypatch.setattr(_backend, "arch_of", lambda device: 90)
@@ -364,8 +389,17 @@ def test_gluon_plan_fields(monkeypatch):
     assert one.combine is None and not one.consts["WRITE_PARTIAL"]
     two = dec._plan(key[:18] + (dataclasses.replace(cfg, num_warps=2),) + key[19:])
     assert two.consts["num_warps"] == 2 and two.grid == (5, hkv, bsz)
-    assert p.consts["ROW_STORE"] and two.consts["ROW_STORE"]  # the row-store epilogue (kg.row_stores)
-    assert p.consts["PDL"] and "_pdl" in p.consts["KERNEL_NAME"] and not one.consts["PDL"]  # signals its combine
+    # session 33's forms, off by default (kg.ROW_STORE, kg.PDL_SIGNAL): on, the plan passes them and names them
+    assert not p.consts["ROW_STORE"] and not p.consts["PDL"] and "_pdl" not in p.consts["KERNEL_NAME"]
+    monkeypatch.setattr(kg, "ROW_STORE", True)
+    monkeypatch.setattr(kg, "PDL_SIGNAL", True)
+    s33 = dec._plan(key)
+    assert s33.consts["ROW_STORE"] and s33.consts["PDL"] and "_rowst_pdl" in s33.consts["KERNEL_NAME"]
+    assert not dec._plan(key[:17] + (1, dataclasses.replace(cfg, num_splits=1)) + key[19:]).consts["PDL"]
+    assert not dec._plan(key[:18] + (dataclasses.replace(cfg, num_warps=4),) + key[19:]).consts["ROW_STORE"]
+    monkeypatch.undo()
+    monkeypatch.setattr(dec, "gluon_available", lambda device: True)
+    monkeypatch.setattr(_backend, "arch_of", lambda device: 90)
     assert "_8x64x128_w2s2_" in two.consts["KERNEL_NAME"]
     assert p.consts["L2_HINT"] == 0 and "l2ef" not in p.consts["KERNEL_NAME"].split("_")
     hinted = dec._plan(key[:18] + (dataclasses.replace(cfg, l2_evict_first=True),) + key[19:])

@@ -891,13 +891,15 @@ def _gluon_plan(key, cfg: DecodeConfig, splits: int) -> _Plan:
     l2ef = cfg.l2_evict_first  # the Gluon kernel runs on CUDA only, its K/V loads always TMA tiles
     if l2ef:
         kg.l2hint.install()  # chains any hook set since the import, before this plan's kernel compiles
-    pdl = cfg.pdl and splits > 1
+    pdl = cfg.pdl and splits > 1  # the combine kernel as a programmatic dependent launch
+    signal = pdl and kg.PDL_SIGNAL  # ... signalled after the Gluon kernel's loop (session 33, off: see kg.PDL_SIGNAL)
+    rows = kg.row_stores(cfg.num_warps)
     name = kg.kernel_name(page, cfg.block_n, cfg.num_stages, group, short_name(q_dtype), short_name(out_dtype),
-                          splits > 1, bool(k_head or v_head), cfg.num_warps, l2ef, pdl).build(mode)
+                          splits > 1, bool(k_head or v_head), cfg.num_warps, l2ef, signal, rows).build(mode)
     p.consts = dict(GROUP=group, PAGE=page, BOX=box, STEP=cfg.block_n, STAGES=cfg.num_stages,
                     K_DESCALE_STRIDE=int(k_head), V_DESCALE_STRIDE=int(v_head), Q_POW2_SCALE=q_dtype == torch.bfloat16,
                     WRITE_PARTIAL=splits > 1, KERNEL_NAME=name, L2_HINT=kg.l2hint.VERSION if l2ef else 0,
-                    ROW_STORE=kg.row_stores(cfg.num_warps), PDL=pdl, num_warps=cfg.num_warps)
+                    ROW_STORE=rows, PDL=signal, num_warps=cfg.num_warps)
     _set_combine(p, splits > 1, splits, (hq, sq, bsz), d, d, out_dtype, arch, mode, pdl and arch >= 90)
     return p
 

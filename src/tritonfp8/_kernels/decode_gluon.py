@@ -44,6 +44,13 @@ from tritonfp8.naming import _repr_from_constexpr
 
 HEAD_DIM = 128
 ROWS = gl.constexpr(8)  # the MMA's N: query rows (heads of a KV head x new tokens) per program, padded
+# Session 33, compiled and checked offline only (no GPU could be had after they were written): the row-store
+# epilogue (ROW_STORE: O / the partials converted to rows, 16-byte stores) and the PDL signal to the combine kernel
+# after the loop (PDL). Off until a GPU run checks them against the reference and times them against the forms
+# before them (scripts/gpu_decode_b8.py with B8_SWEEP=1; tests/test_decode_gluon.py switches them on for its GPU
+# test of these forms).
+ROW_STORE = False
+PDL_SIGNAL = False
 
 
 # Every register tensor carries a leading warp dimension W (the program's warps, each on its own token range, one
@@ -247,8 +254,8 @@ def decode_gluon_kernel(
     part_lse_ptr, sm_scale_log2, num_blocks, max_blocks, num_splits, stride_qb, stride_qh, stride_btb, stride_btn,
     GROUP: gl.constexpr, PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr, STAGES: gl.constexpr,
     K_DESCALE_STRIDE: gl.constexpr, V_DESCALE_STRIDE: gl.constexpr, Q_POW2_SCALE: gl.constexpr,
-    WRITE_PARTIAL: gl.constexpr, KERNEL_NAME: gl.constexpr, L2_HINT: gl.constexpr = 0, ROW_STORE: gl.constexpr = True,
-    PDL: gl.constexpr = False,
+    WRITE_PARTIAL: gl.constexpr, KERNEL_NAME: gl.constexpr, L2_HINT: gl.constexpr = 0,
+    ROW_STORE: gl.constexpr = False, PDL: gl.constexpr = False,
 ):
     """Grid (num_splits, Hkv, B), W = num_warps warps (1, 2 or 4): warp w takes split ``split * W + w`` of
     ``num_splits * W`` of the sequence's tokens with its own online softmax, and the warps' results are merged on
@@ -414,26 +421,27 @@ def box_tokens(page: int, step: int) -> int:
 
 @functools.lru_cache(maxsize=64)
 def kernel_name(page: int, step: int, stages: int, group: int, q: str, out: str, split: bool, per_head: bool,
-                warps: int = 1, l2ef: bool = False, pdl: bool = False):
+                warps: int = 1, l2ef: bool = False, pdl: bool = False, rows: bool = False):
     """Types: cache element, q element, accumulator, output; tile: 8 query rows (as N) x STEP cache tokens x head
     dim. Schedule as the Triton kernel's (``pagedsplitkvcombine``: partials merged by its combine kernel); extras
-    ``gluon`` and ``tokm`` (cache tokens as the MMA's M), ``pdl`` when it signals its combine kernel (a programmatic
-    dependent launch) after the loop, and ``l2ef`` when the K/V TMA loads carry L2 evict-first hints (the field
+    ``gluon`` and ``tokm`` (cache tokens as the MMA's M), ``rowst`` with the row-store epilogue, ``pdl`` when it
+    signals its combine kernel (a programmatic dependent launch) after the loop, and ``l2ef`` when the K/V TMA loads carry L2 evict-first hints (the field
     :mod:`tritonfp8._kernels.l2hint`'s PTX pass keys on)."""
     from tritonfp8.naming import KernelName
 
     return KernelName(arch=90, op="decode", types=("e4m3", q, "f32", out), tile=(8, step, HEAD_DIM), warps=warps,
                       stages=stages, schedule="paged" + ("splitkvcombine" if split else ""),
                       scaling="headwise" if per_head else "tensorwise",
-                      extras=(f"page{page}", f"g{group}", "gluon", "tokm") + (("pdl",) if pdl else ())
+                      extras=(f"page{page}", f"g{group}", "gluon", "tokm") + (("rowst",) if rows else ())
+                      + (("pdl",) if pdl else ())
                       + ((l2hint.TAG,) if l2ef else ()))
 
 
-def row_stores(warps: int) -> bool:
-    """Whether the kernel takes the row-store epilogue (``ROW_STORE``, session 33): with 1 and 2 warps; at 4 it
-    costs 4 registers over the 168 that keep three programs per SM (offline sm_90: 172), so those keep the stores
-    in the accumulator's layout."""
-    return warps <= 2
+def row_stores(warps: int, on: bool | None = None) -> bool:
+    """Whether the kernel takes the row-store epilogue (the kernel's ``ROW_STORE``; ``on``: the module's
+    :data:`ROW_STORE` unless given): with 1 and 2 warps; at 4 it costs 4 registers over the 168 that keep three
+    programs per SM (offline sm_90: 172), so those keep the stores in the accumulator's layout."""
+    return (ROW_STORE if on is None else on) and warps <= 2
 
 
 def descriptor(cache, shape: tuple, strides: tuple, box: int):
@@ -460,6 +468,7 @@ def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4
     from tritonfp8.codegen import CodegenSpec
 
     box = box_tokens(page, step)
+    rows = row_stores(warps, row_store)
     desc = (f"tensordesc<fp8e4nv[{box}, 128],NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2, "
             f"transposed=False, fp4_padded=False, cga_layout=[])>")
     sig = {"q_ptr": "*bf16", "k_desc": desc, "v_desc": desc, "block_table_ptr": "*i32", "seq_lens_ptr": "*i32",
@@ -469,11 +478,12 @@ def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4
     # stride_btn: 1 for a contiguous block table, which Triton's launcher specializes into a constant
     const = dict(stride_btn=1, GROUP=group, PAGE=page, BOX=box, STEP=step, STAGES=stages, K_DESCALE_STRIDE=1,
                  V_DESCALE_STRIDE=1, Q_POW2_SCALE=True, WRITE_PARTIAL=split, L2_HINT=l2hint.VERSION if l2ef else 0,
-                 ROW_STORE=row_stores(warps) if row_store is None else row_store, PDL=pdl)
+                 ROW_STORE=rows, PDL=pdl)
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=decode_gluon_kernel, signature=sig, constexprs=const,
-                       name=kernel_name(page, step, stages, group, "bf16", "bf16", split, True, warps, l2ef, pdl),
+                       name=kernel_name(page, step, stages, group, "bf16", "bf16", split, True, warps, l2ef, pdl,
+                                        rows),
                        num_warps=warps,
                        num_stages=stages, min_arch=90,
                        description=f"Gluon paged decode, cache tokens as M, page {page}, {step}-token steps",
@@ -492,8 +502,11 @@ def codegen_specs() -> dict:
              for p, s, st, w in SPEC_CONFIGS}
     # the evict-first form (session 32) at B 8 ctx 4096's split shape: pages of 64, 32-token steps, 3 slots
     specs["decode_gluon_page64_step32s3_l2ef"] = codegen_spec(64, 32, 3, l2ef=True)
-    # ... with the combine kernel as a programmatic dependent launch, signalled after the loop (session 33)
-    specs["decode_gluon_page64_step32s3_pdl"] = codegen_spec(64, 32, 3, pdl=True)
-    # one split, 2 warps, 2 slots: decode_config's B 32 ctx 4096 form, whose epilogue writes the bf16 output
-    specs["decode_gluon_page64_step32s2w2_out"] = codegen_spec(64, 32, 2, split=False, warps=2)
+    # session 33's forms (kg.ROW_STORE, kg.PDL_SIGNAL; off in the library until run on a GPU): that form with the
+    # row stores and the PDL signal; 2 warps with row stores, split and (decode_config's B 32 ctx 4096 form) unsplit,
+    # writing the bf16 output; 4 warps, which keep the accumulator-layout stores
+    specs["decode_gluon_page64_step32s3_l2ef_s33"] = codegen_spec(64, 32, 3, l2ef=True, row_store=True, pdl=True)
+    specs["decode_gluon_page64_step32s3w2_rowst"] = codegen_spec(64, 32, 3, warps=2, row_store=True)
+    specs["decode_gluon_page64_step32s2w2_out_rowst"] = codegen_spec(64, 32, 2, split=False, warps=2, row_store=True)
+    specs["decode_gluon_page16_step32s3w4_rowst"] = codegen_spec(16, 32, 3, warps=4, row_store=True)
     return specs
