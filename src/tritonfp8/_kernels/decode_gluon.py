@@ -425,8 +425,8 @@ def kernel_name(page: int, step: int, stages: int, group: int, q: str, out: str,
     """Types: cache element, q element, accumulator, output; tile: 8 query rows (as N) x STEP cache tokens x head
     dim. Schedule as the Triton kernel's (``pagedsplitkvcombine``: partials merged by its combine kernel); extras
     ``gluon`` and ``tokm`` (cache tokens as the MMA's M), ``rowst`` with the row-store epilogue, ``pdl`` when it
-    signals its combine kernel (a programmatic dependent launch) after the loop, and ``l2ef`` when the K/V TMA loads carry L2 evict-first hints (the field
-    :mod:`tritonfp8._kernels.l2hint`'s PTX pass keys on)."""
+    signals its combine kernel (a programmatic dependent launch) after the loop, and ``l2ef`` when the K/V TMA loads
+    carry L2 evict-first hints (the field :mod:`tritonfp8._kernels.l2hint`'s PTX pass keys on)."""
     from tritonfp8.naming import KernelName
 
     return KernelName(arch=90, op="decode", types=("e4m3", q, "f32", out), tile=(8, step, HEAD_DIM), warps=warps,
