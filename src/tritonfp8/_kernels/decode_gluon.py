@@ -381,33 +381,22 @@ def decode_gluon_kernel(
         SL: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [W, 1], [1, 0])
         o = gl.reshape(gl.permute(gl.reshape(o, [16, 8, ROWS]), (2, 1, 0)), [ROWS, 128])
         o = gl.convert_layout(o, SL) * gl.convert_layout(o_scale, gl.SliceLayout(1, SL))[:, None]
-        r_o = gl.arange(0, ROWS, layout=gl.SliceLayout(1, SL))
         d_o = gl.arange(0, 128, layout=gl.SliceLayout(0, SL))
-        row_ok = r_o < GROUP
-        o_row = b * hq + kvh * GROUP + r_o  # (B, 1, Hq) flattened
-        if WRITE_PARTIAL:
-            lse = gl.where(has, m_all + gl.log2(gl.where(has, l_i, 1.0)), float("-inf"))
-            p_row = o_row * num_splits + split
-            gl.store(part_lse_ptr + p_row, gl.convert_layout(lse, gl.SliceLayout(1, SL)), mask=row_ok)
-            gl.store(part_o_ptr + p_row[:, None] * 128 + d_o[None, :], o, mask=row_ok[:, None])
-        else:
-            gl.store(out_ptr + o_row[:, None] * 128 + d_o[None, :], o.to(out_ptr.dtype.element_ty),
-                     mask=row_ok[:, None])
-    else:  # the form before session 33: O^T's accumulator layout, 4-byte stores
-        o = o * gl.convert_layout(o_scale, gl.SliceLayout(0, OL))[None, :]
-        r_o = gl.arange(0, ROWS, layout=gl.SliceLayout(0, OL))
-        n_o = gl.arange(0, 128, layout=gl.SliceLayout(1, OL))
+    else:  # the form before session 33: O^T's accumulator layout (seen as [r, n]), 4-byte stores
+        o = gl.permute(o * gl.convert_layout(o_scale, gl.SliceLayout(0, OL))[None, :], (1, 0))
+        n_o = gl.arange(0, 128, layout=gl.SliceLayout(0, o.type.layout))
         d_o = (n_o % 8) * 16 + n_o // 8  # pi_v: V's (and so O's) permuted columns back to the head dimension
-        row_ok = r_o < GROUP
-        o_row = b * hq + kvh * GROUP + r_o  # (B, 1, Hq) flattened
-        if WRITE_PARTIAL:
-            lse = gl.where(has, m_all + gl.log2(gl.where(has, l_i, 1.0)), float("-inf"))
-            p_row = o_row * num_splits + split
-            gl.store(part_lse_ptr + p_row, gl.convert_layout(lse, gl.SliceLayout(0, OL)), mask=row_ok)
-            gl.store(part_o_ptr + p_row[None, :] * 128 + d_o[:, None], o, mask=row_ok[None, :])
-        else:
-            gl.store(out_ptr + o_row[None, :] * 128 + d_o[:, None], o.to(out_ptr.dtype.element_ty),
-                     mask=row_ok[None, :])
+    RL: gl.constexpr = gl.SliceLayout(1, o.type.layout)
+    r_o = gl.arange(0, ROWS, layout=RL)
+    row_ok = r_o < GROUP
+    o_row = b * hq + kvh * GROUP + r_o  # (B, 1, Hq) flattened
+    if WRITE_PARTIAL:
+        lse = gl.where(has, m_all + gl.log2(gl.where(has, l_i, 1.0)), float("-inf"))
+        p_row = o_row * num_splits + split
+        gl.store(part_lse_ptr + p_row, gl.convert_layout(lse, RL), mask=row_ok)
+        gl.store(part_o_ptr + p_row[:, None] * 128 + d_o[None, :], o, mask=row_ok[:, None])
+    else:
+        gl.store(out_ptr + o_row[:, None] * 128 + d_o[None, :], o.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])
 
 
 # ------------------------------------------------------------------------------------------------------------------
