@@ -178,8 +178,8 @@ def _gluon_vs(case, step, stages, splits, out_dtype=torch.float32, seed=31, muta
     q, kc, vc, bt, sl, ks, vs = _make(case, "cuda", seed=seed)
     if mutate is not None:
         mutate(kc, vc, bt, sl)
-    # several splits as decode_config runs them: the combine kernel a programmatic dependent launch, signalled by
-    # the Gluon kernel after its loop (the l2ef same-bits test below runs 8 splits without)
+    # several splits as decode_config runs them: the combine kernel a programmatic dependent launch (the Gluon
+    # kernel's signal to it after its loop is kg.PDL_SIGNAL; the l2ef same-bits test below runs 8 splits without PDL)
     cfg = dec.DecodeConfig(**{**GLUON, "num_warps": warps}, block_n=step, num_stages=stages, num_splits=splits,
                            pdl=splits > 1)
     out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg, out_dtype=out_dtype)
@@ -391,15 +391,13 @@ def test_gluon_plan_fields(monkeypatch):
     assert two.consts["num_warps"] == 2 and two.grid == (5, hkv, bsz)
     # session 33's forms, off by default (kg.ROW_STORE, kg.PDL_SIGNAL): on, the plan passes them and names them
     assert not p.consts["ROW_STORE"] and not p.consts["PDL"] and "_pdl" not in p.consts["KERNEL_NAME"]
-    monkeypatch.setattr(kg, "ROW_STORE", True)
-    monkeypatch.setattr(kg, "PDL_SIGNAL", True)
-    s33 = dec._plan(key)
-    assert s33.consts["ROW_STORE"] and s33.consts["PDL"] and "_rowst_pdl" in s33.consts["KERNEL_NAME"]
-    assert not dec._plan(key[:17] + (1, dataclasses.replace(cfg, num_splits=1)) + key[19:]).consts["PDL"]
-    assert not dec._plan(key[:18] + (dataclasses.replace(cfg, num_warps=4),) + key[19:]).consts["ROW_STORE"]
-    monkeypatch.undo()
-    monkeypatch.setattr(dec, "gluon_available", lambda device: True)
-    monkeypatch.setattr(_backend, "arch_of", lambda device: 90)
+    with monkeypatch.context() as m:
+        m.setattr(kg, "ROW_STORE", True)
+        m.setattr(kg, "PDL_SIGNAL", True)
+        s33 = dec._plan(key)
+        assert s33.consts["ROW_STORE"] and s33.consts["PDL"] and "_rowst_pdl" in s33.consts["KERNEL_NAME"]
+        assert not dec._plan(key[:17] + (1, dataclasses.replace(cfg, num_splits=1)) + key[19:]).consts["PDL"]
+        assert not dec._plan(key[:18] + (dataclasses.replace(cfg, num_warps=4),) + key[19:]).consts["ROW_STORE"]
     assert "_8x64x128_w2s2_" in two.consts["KERNEL_NAME"]
     assert p.consts["L2_HINT"] == 0 and "l2ef" not in p.consts["KERNEL_NAME"].split("_")
     hinted = dec._plan(key[:18] + (dataclasses.replace(cfg, l2_evict_first=True),) + key[19:])
