@@ -22,7 +22,6 @@ Usage on the device: ``python scripts/gpu_decode_b8.py`` (``B8_QUICK=1``: B 8 ct
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 import os
@@ -33,6 +32,7 @@ from decode_case import case_inputs, checked_calls, heuristic_config, save_resul
 from gpu_decode_floor import flat_fn, paged_fn
 from gpu_decode_heads import heads_fn
 from tritonfp8 import decode as dec
+from tritonfp8._kernels import decode_gluon as kg
 from tritonfp8.bench.suites import decode as S
 
 # (B, ctx, Hq, page); Hq 32 first, so that a call cut short keeps both page sizes
@@ -72,22 +72,25 @@ def kernel_configs(heur: dec.DecodeConfig) -> dict:
     return cfgs
 
 
-def variant_call(q, pc, cfg: dec.DecodeConfig, suffix: str, **consts):
-    """The Gluon kernel of ``cfg`` with some constexprs changed (session 33's A/B: ``ROW_STORE=True``, O / the
-    partials converted to rows and stored 16 bytes a lane, against the library's accumulator-layout stores;
-    ``PDL=True``, the signal to the PDL combine kernel after the loop): the library's plan for ``cfg`` copied with
-    ``consts`` and a kernel name of its own (``suffix`` appended), launched as the library launches it."""
+def variant_call(q, pc, cfg: dec.DecodeConfig, rows: bool, signal: bool):
+    """The Gluon kernel of ``cfg`` in session 33's forms (off in the library): ``rows``, the row-store epilogue
+    (kg.ROW_STORE); ``signal``, the PDL signal to the combine kernel after the loop (kg.PDL_SIGNAL). The library's
+    plan for the same call key, built with those switches on (its constexprs and kernel name follow them) and
+    launched as the library launches it."""
     out = dec.decode_attention(q, pc.k, pc.v, pc.table, pc.lens, k_descale=pc.descale, v_descale=pc.descale,
                                config=cfg)
-    plan = next(p for k, p in reversed(dec._PLANS.items()) if k[18] == cfg and k[4] == q.shape[0]
-                and k[6] == q.shape[2] and k[9] == pc.k.shape[1])
-    old = copy.copy(plan)
-    old.consts = dict(plan.consts, KERNEL_NAME=plan.consts["KERNEL_NAME"] + suffix, **consts)
-    old.fast = None
+    key = next(k for k in reversed(dec._PLANS) if k[18] == cfg and k[4] == q.shape[0] and k[6] == q.shape[2]
+               and k[9] == pc.k.shape[1])
+    saved = kg.ROW_STORE, kg.PDL_SIGNAL
+    kg.ROW_STORE, kg.PDL_SIGNAL = rows, signal
+    try:
+        plan = dec._plan(key)
+    finally:
+        kg.ROW_STORE, kg.PDL_SIGNAL = saved
     scale = 1.0 / math.sqrt(q.shape[-1]) * dec._LOG2E
 
     def call():
-        old.launch(q, pc.k, pc.v, pc.table, pc.lens, pc.descale, pc.descale, out, scale)
+        plan.launch(q, pc.k, pc.v, pc.table, pc.lens, pc.descale, pc.descale, out, scale)
         return out
     return call
 
@@ -102,11 +105,10 @@ def main() -> None:
         fns = checked_calls(q, pc, cfgs, lambda n, d: bad.append((b, ctx, hq, page, n, d)))
         if SWEEP:  # session 33's forms (row stores, the PDL signal; off in the library) against the default
             ref = fns["heuristic"]().float()
-            forms = [(n, " s33", "_rowst_pdl", dict(ROW_STORE=True, PDL=True))
-                     for n in ("gluon x8 l2ef", "gluon w2 x4 l2ef", "gluon w1 x8 s4 n32 l2ef")]
-            forms.append(("gluon x8 l2ef", " rowst", "_rowst", dict(ROW_STORE=True)))
-            for name, tag, suffix, consts in forms:
-                fn = fns[name + tag] = variant_call(q, pc, cfgs[name], suffix, **consts)
+            forms = [(n, " s33", True, True) for n in ("gluon x8 l2ef", "gluon w2 x4 l2ef", "gluon w1 x8 s4 n32 l2ef")]
+            forms.append(("gluon x8 l2ef", " rowst", True, False))
+            for name, tag, rows_on, signal in forms:
+                fn = fns[name + tag] = variant_call(q, pc, cfgs[name], rows_on, signal)
                 d = (fn().float() - ref).abs().max().item()
                 if not d <= 1e-2:
                     bad.append((b, ctx, hq, page, name + tag, d))

@@ -9,6 +9,6 @@ nvidia-smi --query-gpu=name --format=csv,noheader
 el gluon-l2ef-tests
 pytest_v 200 tests/test_decode_gluon.py -k l2_evict
 el b8
-timeout 420 python3 scripts/gpu_decode_b8.py 2>&1 | tail -75; save
+timeout 420 python3 scripts/gpu_decode_b8.py 2>&1 | tail -75
 save
 el done

@@ -900,7 +900,7 @@ def _gluon_plan(key, cfg: DecodeConfig, splits: int) -> _Plan:
                     K_DESCALE_STRIDE=int(k_head), V_DESCALE_STRIDE=int(v_head), Q_POW2_SCALE=q_dtype == torch.bfloat16,
                     WRITE_PARTIAL=splits > 1, KERNEL_NAME=name, L2_HINT=kg.l2hint.VERSION if l2ef else 0,
                     ROW_STORE=rows, PDL=signal, num_warps=cfg.num_warps)
-    _set_combine(p, splits > 1, splits, (hq, sq, bsz), d, d, out_dtype, arch, mode, pdl and arch >= 90)
+    _set_combine(p, splits > 1, splits, (hq, sq, bsz), d, d, out_dtype, arch, mode, pdl)  # arch >= 90 here
     return p
 
 
