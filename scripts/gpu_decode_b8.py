@@ -18,7 +18,8 @@ Every kernel config's output is compared with the heuristic's before timing (max
 If no hinted reader reaches 85% of the copy, no kernel that reads this cache layout does either (under this timer).
 Prints a table; writes $OUT/results/decode-b8-<stamp>.json (benchmarks/results when $OUT is unset).
 Usage on the device: ``python scripts/gpu_decode_b8.py`` (``B8_QUICK=1``: B 8 ctx 4096 Hq 32 pages of 64 only;
-``B8_SWEEP=1``: also the hinted Gluon kernel's splits / ring depth / step / warps, the readers hinted only).
+``B8_SWEEP=1``: also the hinted Gluon kernel's splits / ring depth / step / warps, the readers hinted only;
+``B8_AB=1``: session 33's row-store and PDL-signal forms against their defaults, alternated, 8 rounds).
 """
 from __future__ import annotations
 
@@ -49,6 +50,12 @@ SWEEP = os.environ.get("B8_SWEEP") == "1"
 if SWEEP:  # Hq 64 first: the row stores' A/B there has twice the partial rows
     CASES = ((8, 4096, 64, 64), (8, 4096, 32, 64), (8, 4096, 64, 16), (8, 4096, 32, 16))
 # (warps, splits, stages, step)
+# B8_AB=1 (session 34, after the H100 sweep decode-b8-20261207-024528.json had the row-store forms at 1.09-1.11x the
+# default at Hq 64 but with whole rounds at 54-60 us, always the four row-store forms timed back to back): those forms
+# and the PDL signal alone against their defaults, alternated in the timing order, 8 rounds, no read floors
+AB = os.environ.get("B8_AB") == "1"
+if AB:
+    CASES, ROUNDS = ((8, 4096, 64, 64), (8, 4096, 64, 16), (8, 4096, 32, 64), (8, 4096, 32, 16)), 8
 SWEEP_GLUON = ((1, 8, 4, 32), (1, 8, 6, 32), (1, 6, 4, 32), (1, 4, 6, 32), (1, 12, 3, 32), (1, 8, 3, 64),
                (2, 4, 4, 32), (2, 8, 3, 32), (4, 2, 3, 32))
 GLUON = dict(kernel="gluon", merge="kernel", block_n=32, num_stages=3)
@@ -58,13 +65,17 @@ def kernel_configs(heur: dec.DecodeConfig) -> dict:
     cfgs = {"heuristic": heur,
             f"heuristic {'-' if heur.l2_evict_first else '+'}l2ef": dataclasses.replace(
                 heur, l2_evict_first=not heur.l2_evict_first)}
-    for s in (16,) if QUICK else (8, 16):
-        for hint in (True,) if SWEEP else (False, True):
+    for s in (16,) if QUICK else (8,) if AB else (8, 16):
+        for hint in (True,) if SWEEP or AB else (False, True):
             cfgs[f"gluon x{s}" + (" l2ef" if hint else "")] = dec.DecodeConfig(
                 **GLUON, num_warps=1, num_splits=s, pdl=True, l2_evict_first=hint)
     if not QUICK:
         cfgs["gluon w2 x4 l2ef"] = dec.DecodeConfig(**GLUON, num_warps=2, num_splits=4, pdl=True,
                                                     l2_evict_first=True)
+    if AB:
+        return {"heuristic": heur, "gluon x8 l2ef": cfgs["gluon x8 l2ef"], "gluon w2 x4 l2ef": cfgs["gluon w2 x4 l2ef"],
+                "gluon w1 x8 s4 n32 l2ef": dec.DecodeConfig(**dict(GLUON, num_stages=4), num_warps=1, num_splits=8,
+                                                            pdl=True, l2_evict_first=True)}
     if SWEEP:
         for w, s, st, n in SWEEP_GLUON:
             cfgs[f"gluon w{w} x{s} s{st} n{n} l2ef"] = dec.DecodeConfig(
@@ -103,6 +114,22 @@ def main() -> None:
         heur = heuristic_config(b, ctx, hq, page)
         cfgs = kernel_configs(heur)
         fns = checked_calls(q, pc, cfgs, lambda n, d: bad.append((b, ctx, hq, page, n, d)))
+        if AB:  # each session 33 form next to its default in the timing order (see AB)
+            ref = fns["heuristic"]().float()
+            order = [("heuristic", None), ("gluon x8 l2ef", " rowst"), ("gluon x8 l2ef", None),
+                     ("gluon x8 l2ef", " s33"), ("gluon w2 x4 l2ef", None), ("gluon w2 x4 l2ef", " s33"),
+                     ("gluon x8 l2ef", " pdl"), ("gluon w1 x8 s4 n32 l2ef", " s33"), ("gluon w1 x8 s4 n32 l2ef", None)]
+            switches = {" rowst": (True, False), " s33": (True, True), " pdl": (False, True)}
+            ab = {}
+            for name, tag in order:
+                if tag is None:
+                    ab[name] = fns[name]
+                    continue
+                fn = ab[name + tag] = variant_call(q, pc, cfgs[name], *switches[tag])
+                d = (fn().float() - ref).abs().max().item()
+                if not d <= 1e-2:
+                    bad.append((b, ctx, hq, page, name + tag, d))
+            fns = ab
         if SWEEP:  # session 33's forms (row stores, the PDL signal; off in the library) against the default
             ref = fns["heuristic"]().float()
             forms = [(n, " s33", True, True) for n in ("gluon x8 l2ef", "gluon w2 x4 l2ef", "gluon w1 x8 s4 n32 l2ef")]
@@ -117,7 +144,7 @@ def main() -> None:
         sfn, note = S._sdpa_fn(q.transpose(1, 2).contiguous(), dense[0], dense[1])
         if sfn is not None:
             fns["sdpa"] = sfn
-        for hint in (True,) if SWEEP else (False, True):
+        for hint in () if AB else (True,) if SWEEP else (False, True):
             sfx = " l2ef" if hint else ""
             fns[f"read head x16{sfx}"] = paged_fn(pc, 16, 32, 2, l2ef=hint)
             fns[f"read heads8t3 x16{sfx}"] = heads_fn(pc, 16, 32, 2, 8, True, l2ef=hint)
