@@ -3,6 +3,7 @@ E4M3 cache, bf16 q, the bytes a decode step reads and writes, the same-size copy
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from pathlib import Path
@@ -37,6 +38,36 @@ def pinned_call(q, pc, cfg, seq_lens=None):
     lens = pc.lens if seq_lens is None else seq_lens
     return lambda: dec.decode_attention(q, pc.k, pc.v, pc.table, lens, k_descale=pc.descale, v_descale=pc.descale,
                                         config=cfg)
+
+
+def variant_call(q, pc, cfg: dec.DecodeConfig, rows: bool, signal: bool):
+    """The Gluon kernel of ``cfg`` with session 33's switches set to ``rows`` (kg.ROW_STORE, the row-store
+    epilogue) and ``signal`` (kg.PDL_SIGNAL, the PDL signal to the combine kernel after the loop): the library's plan
+    for the same call key, built with those switches (its constexprs and kernel name follow them), launched as
+    decode_attention's repeat calls launch (the compiled kernels recorded by a first launch: session 34 found
+    Triton's dispatch on every call host-bound in whole rounds of do_bench)."""
+    from tritonfp8._kernels import decode_gluon as kg
+
+    out = dec.decode_attention(q, pc.k, pc.v, pc.table, pc.lens, k_descale=pc.descale, v_descale=pc.descale,
+                               config=cfg)
+    key = next(k for k in reversed(dec._PLANS) if k[18] == cfg and k[4] == q.shape[0] and k[6] == q.shape[2]
+               and k[9] == pc.k.shape[1])
+    saved = kg.ROW_STORE, kg.PDL_SIGNAL
+    kg.ROW_STORE, kg.PDL_SIGNAL = rows, signal
+    try:
+        plan = dec._plan(key)
+    finally:
+        kg.ROW_STORE, kg.PDL_SIGNAL = saved
+    scale = 1.0 / math.sqrt(q.shape[-1]) * dec._LOG2E
+    args = (q, pc.k, pc.v, pc.table, pc.lens, pc.descale, pc.descale, out, scale)
+    plan.launch(*args)  # records the compiled kernels (every tensor here is 16-byte aligned)
+    if plan.fast is None:
+        raise RuntimeError("variant_call: the plan recorded no compiled kernels")
+
+    def call():
+        plan.launch(*args, replay=True)
+        return out
+    return call
 
 
 def checked_calls(q, pc, cfgs: dict, on_diff) -> dict:

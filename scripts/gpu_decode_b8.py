@@ -24,12 +24,11 @@ Usage on the device: ``python scripts/gpu_decode_b8.py`` (``B8_QUICK=1``: B 8 ct
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 
 import torch
 
-from decode_case import case_inputs, checked_calls, heuristic_config, save_results, time_rows, write_report
+from decode_case import case_inputs, checked_calls, heuristic_config, save_results, time_rows, variant_call, write_report
 from gpu_decode_floor import flat_fn, paged_fn
 from gpu_decode_heads import heads_fn
 from tritonfp8 import decode as dec
@@ -81,29 +80,6 @@ def kernel_configs(heur: dec.DecodeConfig) -> dict:
             cfgs[f"gluon w{w} x{s} s{st} n{n} l2ef"] = dec.DecodeConfig(
                 **dict(GLUON, block_n=n, num_stages=st), num_warps=w, num_splits=s, pdl=s > 1, l2_evict_first=True)
     return cfgs
-
-
-def variant_call(q, pc, cfg: dec.DecodeConfig, rows: bool, signal: bool):
-    """The Gluon kernel of ``cfg`` in session 33's forms (off in the library): ``rows``, the row-store epilogue
-    (kg.ROW_STORE); ``signal``, the PDL signal to the combine kernel after the loop (kg.PDL_SIGNAL). The library's
-    plan for the same call key, built with those switches on (its constexprs and kernel name follow them) and
-    launched as the library launches it."""
-    out = dec.decode_attention(q, pc.k, pc.v, pc.table, pc.lens, k_descale=pc.descale, v_descale=pc.descale,
-                               config=cfg)
-    key = next(k for k in reversed(dec._PLANS) if k[18] == cfg and k[4] == q.shape[0] and k[6] == q.shape[2]
-               and k[9] == pc.k.shape[1])
-    saved = kg.ROW_STORE, kg.PDL_SIGNAL
-    kg.ROW_STORE, kg.PDL_SIGNAL = rows, signal
-    try:
-        plan = dec._plan(key)
-    finally:
-        kg.ROW_STORE, kg.PDL_SIGNAL = saved
-    scale = 1.0 / math.sqrt(q.shape[-1]) * dec._LOG2E
-
-    def call():
-        plan.launch(q, pc.k, pc.v, pc.table, pc.lens, pc.descale, pc.descale, out, scale)
-        return out
-    return call
 
 
 def main() -> None:

@@ -44,12 +44,12 @@ from tritonfp8.naming import _repr_from_constexpr
 
 HEAD_DIM = 128
 ROWS = gl.constexpr(8)  # the MMA's N: query rows (heads of a KV head x new tokens) per program, padded
-# Session 33, compiled and checked offline only (no GPU could be had after they were written): the row-store
-# epilogue (ROW_STORE: O / the partials converted to rows, 16-byte stores) and the PDL signal to the combine kernel
-# after the loop (PDL). Off until a GPU run checks them against the reference and times them against the forms
-# before them (scripts/gpu_decode_b8.py with B8_SWEEP=1; tests/test_decode_gluon.py switches them on for its GPU
-# test of these forms).
-ROW_STORE = False
+# Session 33's epilogue forms, switched by these module flags (read when a plan is built; tests switch them):
+# ROW_STORE, O / the partials converted to rows through shared memory and stored 16 bytes per lane (1 and 2 warps,
+# see row_stores), on since session 34: at B 8 ctx 4096 Hq 64 it ran 1.10-1.12x the accumulator-layout stores and
+# 0.98-1.01x at Hq 32 (H100, 8 alternated rounds, decode-b8-20261207-025511.json); PDL_SIGNAL, the PDL signal to the
+# combine kernel after the loop, stays off: 0.99-1.00x there.
+ROW_STORE = True
 PDL_SIGNAL = False
 
 
@@ -491,9 +491,9 @@ def codegen_specs() -> dict:
              for p, s, st, w in SPEC_CONFIGS}
     # the evict-first form (session 32) at B 8 ctx 4096's split shape: pages of 64, 32-token steps, 3 slots
     specs["decode_gluon_page64_step32s3_l2ef"] = codegen_spec(64, 32, 3, l2ef=True)
-    # session 33's forms (kg.ROW_STORE, kg.PDL_SIGNAL; off in the library until run on a GPU): that form with the
-    # row stores and the PDL signal; 2 warps with row stores, split and (decode_config's B 32 ctx 4096 form) unsplit,
-    # writing the bf16 output; 4 warps, which keep the accumulator-layout stores
+    # session 33's forms (ROW_STORE, on by default from session 34; PDL_SIGNAL, off): that form with the row stores
+    # and the PDL signal; 2 warps with row stores, split and (decode_config's B 32 ctx 4096 form) unsplit, writing
+    # the bf16 output; 4 warps, which keep the accumulator-layout stores
     specs["decode_gluon_page64_step32s3_l2ef_s33"] = codegen_spec(64, 32, 3, l2ef=True, row_store=True, pdl=True)
     specs["decode_gluon_page64_step32s3w2_rowst"] = codegen_spec(64, 32, 3, warps=2, row_store=True)
     specs["decode_gluon_page64_step32s2w2_out_rowst"] = codegen_spec(64, 32, 2, split=False, warps=2, row_store=True)

@@ -1,0 +1,76 @@
+"""Session 34: the library's decode heuristic with the Gluon kernel's row stores on (kg.ROW_STORE) and the hinted
+Gluon rule for short contexts (decode.GLUON_L2EF_MIN_CONTEXT / GLUON_L2EF_MAX_PAIRS), against the Triton heuristic
+(decode_config(gluon=False)) and against the same Gluon config with the row stores off, on issue 6's B 8 ctx 4096
+cells and the cells next to the new rule's bounds and to the other Gluon rules (B 16 ctx 4096: 128 pairs; B 8 ctx
+8192; B 32 ctx 4096: the 2-warp rule; B 8 ctx 32768: the long-context rule).
+
+Eager, do_bench medians after the write flush, interleaved rounds; every form's output is compared with the Triton
+heuristic's before timing (max |diff| <= 1e-2, bf16 output). Prints a table; writes
+$OUT/results/decode-s34-<stamp>.json (benchmarks/results when $OUT is unset).
+Usage on the device: ``python scripts/gpu_decode_s34.py`` (``S34_ROUNDS``: rounds, default 4).
+"""
+from __future__ import annotations
+
+import os
+
+import torch
+
+from decode_case import case_inputs, checked_calls, heuristic_config, save_results, time_rows, variant_call, write_report
+from tritonfp8 import decode as dec
+from tritonfp8._kernels import decode_gluon as kg
+from tritonfp8.bench.suites import decode as S
+
+# (B, ctx, Hq, page): the issue's B 8 ctx 4096 cells first, then the neighbours
+CASES = ((8, 4096, 64, 64), (8, 4096, 32, 64), (8, 4096, 64, 16), (8, 4096, 32, 16), (16, 4096, 32, 64),
+         (8, 8192, 32, 64), (32, 4096, 32, 64), (32, 4096, 32, 16), (8, 32768, 32, 64))
+ROUNDS = int(os.environ.get("S34_ROUNDS", "4"))
+
+
+def main() -> None:
+    dev = torch.device("cuda")
+    rows, bad = [], []
+    for b, ctx, hq, page in CASES:
+        pc, q, nbytes, copy_fn, moved = case_inputs(b, ctx, hq, page, "cuda")
+        lib = heuristic_config(b, ctx, hq, page)
+        tri = dec.decode_config(b, S.HKV, hq // S.HKV, ctx, dec.num_sms(dev), tma_page=page,
+                                kv_bytes=S.cache_bytes(b, ctx, 1), gluon=False)
+        fns = checked_calls(q, pc, {"triton": tri, "library": lib}, lambda n, d: bad.append((b, ctx, hq, page, n, d)))
+        # the library's own choice (no config) must launch what is timed as "library" (same kernel name and grid)
+        dec.decode_attention(q, pc.k, pc.v, pc.table, pc.lens, k_descale=pc.descale, v_descale=pc.descale)
+        plans = {k[18]: p for k, p in dec._PLANS.items() if k[4] == b and k[6] == hq and k[9] == page and k[16] >= ctx}
+        auto, pinned = plans[None], plans[lib]
+        if (auto.consts["KERNEL_NAME"], auto.grid) != (pinned.consts["KERNEL_NAME"], pinned.grid):
+            bad.append((b, ctx, hq, page, "library: not the heuristic's launch " + auto.consts["KERNEL_NAME"], 0.0))
+        if lib.kernel == "gluon" and kg.row_stores(lib.num_warps):
+            ref = fns["triton"]().float()
+            fn = fns["library rows off"] = variant_call(q, pc, lib, False, False)
+            d = (fn().float() - ref).abs().max().item()
+            if not d <= 1e-2:
+                bad.append((b, ctx, hq, page, "library rows off", d))
+        fns["copy"] = copy_fn
+        dense = [torch.randn(b, S.HKV, ctx, S.D, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+        sfn, note = S._sdpa_fn(q.transpose(1, 2).contiguous(), dense[0], dense[1])
+        if sfn is not None:
+            fns["sdpa"] = sfn
+        case_rows = time_rows(fns, (b, ctx, hq, page), moved, nbytes, ROUNDS, None)
+        sdpa_us = next((r["us"] for r in case_rows if r["form"] == "sdpa"), None)
+        for r in case_rows:
+            r["x_sdpa"] = sdpa_us / r["us"] if sdpa_us and r["form"] != "sdpa" else None
+            r["sdpa_form"] = note
+            r["config"] = {"triton": str(tri), "library": str(lib), "library rows off": str(lib)}.get(r["form"])
+        rows += case_rows
+        save_results("decode-s34-partial", {"rounds": ROUNDS, "rows": rows})  # kept if the call is cut short
+        del pc, fns, dense
+        torch.cuda.empty_cache()
+    for b, ctx, hq, page, n, d in bad:
+        print(f"OUTPUT MISMATCH B{b} ctx{ctx} Hq{hq} p{page} {n}: max |diff| {d:.3g}")
+    write_report("decode-s34", "Decode: library (row stores, hinted Gluon rule) vs Triton heuristic", rows, ROUNDS)
+    for r in rows:
+        if r["form"] not in ("copy", "sdpa"):
+            print(f"B{r['B']} ctx{r['ctx']} Hq{r['Hq']} p{r['page']} {r['form']}: {r['us']:.1f} us "
+                  f"{r['pct_of_copy']:.1f}% x_sdpa {r['x_sdpa']:.2f}")
+    print("mismatches:", len(bad))
+
+
+if __name__ == "__main__":
+    main()
