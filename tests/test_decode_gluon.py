@@ -103,17 +103,18 @@ def test_gluon_warps_sass_sm90(page, step, stages, warps, loop_reports):
 @pytest.mark.parametrize("name,warps,width,row_stores", [
     ("decode_gluon_page64_step32s3_l2ef_s33", 1, 128, True), ("decode_gluon_page64_step32s3w2_rowst", 2, 128, True),
     ("decode_gluon_page64_step32s2w2_out_rowst", 2, 64, True), ("decode_gluon_page16_step32s3w4_rowst", 4, 32, False),
-    ("decode_gluon_page64_step32s3_l2ef", 1, 32, False)])
+    ("decode_gluon_page64_step32s3_l2ef", 1, 128, True), ("decode_gluon_page64_step32s3_l2ef_accst", 1, 32, False)])
 def test_gluon_row_store_epilogue(name, warps, width, row_stores, loop_reports):
-    """Session 33's epilogue (``ROW_STORE``, 1 and 2 warps; off in the library until run on a GPU): O (or the fp32
+    """Session 33's epilogue (``ROW_STORE``, 1 and 2 warps; on in the library since session 34): O (or the fp32
     partials) leaves in rows, one 16-byte store per lane and row (8 bytes for the bf16 output), after a layout
     conversion through shared memory; the 4 real rows of these specs (GQA 4) take 4 / W such stores per warp, and
     nothing else is stored but the partials' 4 lse values. With 4 warps (kg.row_stores: 172 registers against the
-    168 of three programs per SM), and in the library's default form, the accumulator's layout keeps 4-byte stores
-    (32 or more per lane)."""
+    168 of three programs per SM), and with ROW_STORE off, the accumulator's layout keeps 4-byte stores (32 or more
+    per lane)."""
     from tritonfp8._kernels import decode_gluon as kg
 
-    assert kg.row_stores(warps, True) is (warps <= 2) and not kg.row_stores(warps) and not kg.ROW_STORE
+    assert kg.ROW_STORE and kg.row_stores(warps) is kg.row_stores(warps, True) is (warps <= 2)
+    assert not kg.row_stores(warps, False)
     st = loop_reports[name]["stores"]
     assert loop_reports[name]["spill_stores"] == 0 and loop_reports[name]["registers"] <= 168, loop_reports[name]
     if row_stores:
@@ -125,9 +126,10 @@ def test_gluon_row_store_epilogue(name, warps, width, row_stores, loop_reports):
 
 
 def test_gluon_pdl_signals_the_combine_kernel(loop_reports):
-    """With several splits and the signal on (``PDL``, session 33; off in the library until run on a GPU) the Gluon
-    kernel signals its PDL combine kernel once, after the loop (griddepcontrol.launch_dependents), as the Triton
-    kernel does, and its name says ``pdl`` (and ``rowst`` for the row stores); without, no signal."""
+    """With several splits and the signal on (``PDL``, session 33; off in the library: 0.99-1.00x on the H100 in
+    session 34) the Gluon kernel signals its PDL combine kernel once, after the loop (griddepcontrol.launch_dependents),
+    as the Triton kernel does, and its name says ``pdl``; without, no signal. Both specs have the row stores
+    (``rowst``)."""
     from tritonfp8 import naming
     from tritonfp8._kernels import decode_gluon as kg
 
@@ -135,7 +137,7 @@ def test_gluon_pdl_signals_the_combine_kernel(loop_reports):
     for name, signals in (("decode_gluon_page64_step32s3_l2ef_s33", 1), ("decode_gluon_page64_step32s3_l2ef", 0)):
         assert loop_reports[name]["launch_dependents"] == signals, loop_reports[name]
         rest = naming.parse_kernel_name(specs[name].kernel_name(90, "cutlass"))["rest"]
-        assert ("pdl" in rest) == ("rowst" in rest) == bool(signals), rest
+        assert ("pdl" in rest) == bool(signals) and "rowst" in rest, rest
 
 
 def test_gluon_l2_evict_first_hints_reach_the_tma_loads():
@@ -203,8 +205,8 @@ def test_gluon_matches_reference_and_triton(case, step, stages, splits, warps):
                          + GPU_WARP_CASES[:2] + [(GPU_CASES[3][0], 32, 3, 1, 2)], ids=lambda x: str(x))
 @pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_gluon_session33_forms_match_reference_and_triton(case, step, stages, splits, warps, out_dtype, monkeypatch):
-    """Session 33's row-store epilogue and PDL signal (kg.ROW_STORE, kg.PDL_SIGNAL, off in the library until
-    checked here and timed): switched on, the Gluon kernel meets the reference and the Triton kernel as the default
+    """Session 33's row-store epilogue with the PDL signal (kg.ROW_STORE, on in the library since session 34;
+    kg.PDL_SIGNAL, off): both switched on, the Gluon kernel meets the reference and the Triton kernel as the default
     form does (one and several splits, 1 and 2 warps, fp32 and bf16 output)."""
     from tritonfp8._kernels import decode_gluon as kg
 
@@ -311,8 +313,9 @@ def test_gluon_refuses_what_it_cannot_run():
 
 def test_heuristic_gluon_rule():
     """decode_config(gluon=True) takes the Gluon kernel for long contexts (>= GLUON_MIN_CONTEXT) at >= 64 pairs and
-    <= 8 rows, with about GLUON_PROGRAMS programs; with 2 warps and one split for 256-512 pairs from
-    GLUON_WARPS_MIN_CONTEXT; never without gluon=True, a TMA page, or for short contexts."""
+    <= 8 rows, with about GLUON_PROGRAMS programs, and so from GLUON_L2EF_MIN_CONTEXT with the evict-first hints
+    for up to GLUON_L2EF_MAX_PAIRS pairs whose K and V fit L2EF_MAX_BYTES; with 2 warps and one split for 256-512
+    pairs from GLUON_WARPS_MIN_CONTEXT; never without gluon=True, a TMA page, or for short contexts."""
     def cfg(b, ctx, rows=4, page=16, gluon=True, **kw):
         return dec.decode_config(b, 8, rows, ctx, 132, tma_page=page, kv_bytes=2 * b * ctx * 8 * 128, gluon=gluon,
                                  **kw)
@@ -322,9 +325,23 @@ def test_heuristic_gluon_rule():
             c = cfg(b, 32768, page=page)
             assert (c.kernel, c.num_splits, c.block_n, c.num_stages, c.merge, c.pdl) == (
                 "gluon", splits, 32, 3, "kernel", splits > 1)
-    assert cfg(8, dec.GLUON_MIN_CONTEXT).kernel == "gluon"
-    assert cfg(8, dec.GLUON_MIN_CONTEXT - 1).kernel == "triton"
-    assert cfg(8, 4096).kernel == "triton" and cfg(16, 8192).kernel == "triton"  # 64 / 128 pairs
+    assert cfg(8, dec.GLUON_MIN_CONTEXT).kernel == "gluon" and not cfg(8, dec.GLUON_MIN_CONTEXT).l2_evict_first
+    # the hinted rule (session 34): 64 .. GLUON_L2EF_MAX_PAIRS pairs from GLUON_L2EF_MIN_CONTEXT, K and V within
+    # L2EF_MAX_BYTES; the same config with the hints
+    top = dec.GLUON_L2EF_MAX_PAIRS // 8
+    for b, ctx in ((8, dec.GLUON_L2EF_MIN_CONTEXT), (8, 8192), (top, dec.GLUON_L2EF_MIN_CONTEXT)):  # 67-134 MB
+        for page in (16, 64):
+            for rows in (4, 8):
+                c = cfg(b, ctx, rows=rows, page=page)
+                assert (c.kernel, c.num_warps, c.num_splits, c.block_n, c.num_stages, c.pdl, c.l2_evict_first) == (
+                    "gluon", 1, dec.GLUON_PROGRAMS // (8 * b), 32, 3, True, True), (b, ctx, c)
+    assert cfg(8, dec.GLUON_L2EF_MIN_CONTEXT - 1).kernel == "triton" and cfg(8, 8200).kernel == "triton"  # > 128 MiB
+    assert cfg(top * 2, dec.GLUON_L2EF_MIN_CONTEXT, page=64).num_warps == 2  # more pairs: the 2-warp rule
+    assert cfg(8, dec.GLUON_L2EF_MIN_CONTEXT, rows=16).kernel == "triton"
+    big = dict(kv_bytes=dec.L2EF_MAX_BYTES + 1)  # K and V over the hints' bound: the Triton kernel, unhinted
+    assert dec.decode_config(8, 8, 4, 4096, 132, tma_page=64, gluon=True, **big).kernel == "triton"
+    assert dec.decode_config(8, 8, 4, 4096, 132, tma_page=64, gluon=True).kernel == "triton"  # bytes unknown
+    assert cfg(8, 4096, page=None).kernel == "triton" and cfg(8, 4096, gluon=False).kernel == "triton"
     # 256-512 pairs, GLUON_WARPS_MIN_CONTEXT <= ctx < GLUON_WARPS_MAX_CONTEXT, any TMA page: 2 warps, one split
     for b, ctx in ((32, 4096), (64, 4096), (32, dec.GLUON_WARPS_MAX_CONTEXT - 1)):
         for page in (16, 32, 64, 128):
@@ -337,7 +354,7 @@ def test_heuristic_gluon_rule():
     assert cfg(32, 4096, page=16, num_splits=4).kernel == "triton"
     assert cfg(32, dec.GLUON_WARPS_MIN_CONTEXT - 1, page=64).kernel == "triton"
     assert cfg(32, dec.GLUON_WARPS_MAX_CONTEXT, page=64).kernel == "triton"
-    assert cfg(128, 4096, page=64).kernel == "triton" and cfg(16, 4096, page=64).kernel == "triton"  # 1024 / 128
+    assert cfg(128, 4096, page=64).kernel == "triton"  # 1024 pairs (128: the hinted rule above)
     assert cfg(32, 4096, rows=16, page=64).kernel == "triton"
     assert cfg(32, 4096, page=64, gluon=False).kernel == "triton"
     assert cfg(32, dec.GLUON_MIN_CONTEXT).num_warps == 1  # the long-context rule
@@ -389,9 +406,14 @@ def test_gluon_plan_fields(monkeypatch):
     assert one.combine is None and not one.consts["WRITE_PARTIAL"]
     two = dec._plan(key[:18] + (dataclasses.replace(cfg, num_warps=2),) + key[19:])
     assert two.consts["num_warps"] == 2 and two.grid == (5, hkv, bsz)
-    # session 33's forms, off by default (kg.ROW_STORE, kg.PDL_SIGNAL): on, the plan passes them and names them
-    assert not p.consts["ROW_STORE"] and not p.consts["PDL"] and "_pdl" not in p.consts["KERNEL_NAME"]
+    # session 33's forms (kg.ROW_STORE, on by default since session 34; kg.PDL_SIGNAL, off): the plan passes them and
+    # names them
+    assert p.consts["ROW_STORE"] and not p.consts["PDL"] and "_rowst" in p.consts["KERNEL_NAME"]
+    assert "_pdl" not in p.consts["KERNEL_NAME"]
     with monkeypatch.context() as m:
+        m.setattr(kg, "ROW_STORE", False)
+        off = dec._plan(key)
+        assert not off.consts["ROW_STORE"] and "rowst" not in off.consts["KERNEL_NAME"]
         m.setattr(kg, "ROW_STORE", True)
         m.setattr(kg, "PDL_SIGNAL", True)
         s33 = dec._plan(key)

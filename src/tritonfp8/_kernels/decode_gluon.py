@@ -491,6 +491,8 @@ def codegen_specs() -> dict:
              for p, s, st, w in SPEC_CONFIGS}
     # the evict-first form (session 32) at B 8 ctx 4096's split shape: pages of 64, 32-token steps, 3 slots
     specs["decode_gluon_page64_step32s3_l2ef"] = codegen_spec(64, 32, 3, l2ef=True)
+    # ... and with the accumulator-layout stores of the kernel before session 33's row stores (ROW_STORE off)
+    specs["decode_gluon_page64_step32s3_l2ef_accst"] = codegen_spec(64, 32, 3, l2ef=True, row_store=False)
     # session 33's forms (ROW_STORE, on by default from session 34; PDL_SIGNAL, off): that form with the row stores
     # and the PDL signal; 2 warps with row stores, split and (decode_config's B 32 ctx 4096 form) unsplit, writing
     # the bf16 output; 4 warps, which keep the accumulator-layout stores
