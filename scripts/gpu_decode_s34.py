@@ -68,7 +68,7 @@ def main() -> None:
     for r in rows:
         if r["form"] not in ("copy", "sdpa"):
             print(f"B{r['B']} ctx{r['ctx']} Hq{r['Hq']} p{r['page']} {r['form']}: {r['us']:.1f} us "
-                  f"{r['pct_of_copy']:.1f}% x_sdpa {r['x_sdpa']:.2f}")
+                  f"{r['pct_of_copy']:.1f}% x_sdpa {r['x_sdpa'] or float('nan'):.2f}")
     print("mismatches:", len(bad))
 
 
