@@ -275,11 +275,19 @@ TMA_V_STAGE = True
 GLUON_PROGRAMS = 512
 GLUON_MIN_CONTEXT = 16384
 GLUON_MIN_PAIRS = 64
-# Session 34: from GLUON_L2EF_MIN_CONTEXT up, at most GLUON_L2EF_MAX_PAIRS pairs and K and V bytes within
-# L2EF_MAX_BYTES, the same Gluon rule with the evict-first hints (session 32) and row stores (ROW_STORE in
-# _kernels/decode_gluon.py). B 8 ctx 4096, H100, against the Triton heuristic: see scripts/gpu_decode_s34.py's run.
+# Session 34: at GLUON_MIN_PAIRS .. GLUON_L2EF_MAX_PAIRS pairs and contexts in [GLUON_L2EF_MIN_CONTEXT,
+# GLUON_L2EF_MAX_CONTEXT), with K and V bytes known to be within L2EF_MAX_BYTES, the same Gluon rule with the
+# evict-first hints (session 32) and, as every 1-2 warp Gluon config since session 34, the row stores. B 8 ctx 4096
+# (issue 6's last cell under its targets), H100, eager, against the Triton heuristic (8 alternated rounds; the
+# median of each form's rounds within 1.1x of its fastest, 2-8 of 8 for this form, launched there through Triton's
+# dispatch, 7-8 for the others): 1.17x / 1.14x at pages of 64 (Hq 64 / 32: 37.2 / 36.1 us, 1.74 / 1.78x SDPA, 75 /
+# 77% of the copy), 1.03x / 1.03x at pages of 16 (38.2 / 37.1 us, 1.70 / 1.74x SDPA, 72 / 76%)
+# (decode-b8-20261207-025511.json, form "gluon x8 l2ef rowst"; the sweep before it, -024528.json, agrees). Not
+# measured on an H200, nor at 128 pairs or ctx 8192 (session 23 had the unhinted kernel at 0.92-0.99x there), which
+# keep the Triton rules until they are.
 GLUON_L2EF_MIN_CONTEXT = 4096
-GLUON_L2EF_MAX_PAIRS = 128
+GLUON_L2EF_MAX_CONTEXT = 8192
+GLUON_L2EF_MAX_PAIRS = 64
 # Session 25: for GLUON_WARPS_PAIRS (batch x KV head) pairs, contexts in [GLUON_WARPS_MIN_CONTEXT,
 # GLUON_WARPS_MAX_CONTEXT) and any TMA page size, the Gluon kernel with 2
 # warps per program (each warp on half of the sequence, merged on chip), one split (no combine kernel) and 2 ring
@@ -320,8 +328,9 @@ def decode_config(
     bound; None: unknown); the TMA configs take ``l2_evict_first`` when it is at most :data:`L2EF_MAX_BYTES`.
     ``gluon``: the Gluon kernel can run for this call (sm_90+, D = 128, one new token, a TMA-addressable E4M3
     cache); with ``tma_page`` given, at most 8 rows, at least :data:`GLUON_MIN_PAIRS` (batch x KV head) pairs and
-    ``max_len`` >= :data:`GLUON_MIN_CONTEXT` (or >= :data:`GLUON_L2EF_MIN_CONTEXT` with at most
-    :data:`GLUON_L2EF_MAX_PAIRS` pairs and ``kv_bytes`` within :data:`L2EF_MAX_BYTES`, hinted) it is taken, with the splits that give about :data:`GLUON_PROGRAMS`
+    ``max_len`` >= :data:`GLUON_MIN_CONTEXT` (or in [:data:`GLUON_L2EF_MIN_CONTEXT`, :data:`GLUON_L2EF_MAX_CONTEXT`)
+    with at most :data:`GLUON_L2EF_MAX_PAIRS` pairs and ``kv_bytes`` within :data:`L2EF_MAX_BYTES`, hinted) it is
+    taken, with the splits that give about :data:`GLUON_PROGRAMS`
     programs (the combine kernel as a programmatic dependent launch when there are several); with ``max_len`` in
     [:data:`GLUON_WARPS_MIN_CONTEXT`, :data:`GLUON_WARPS_MAX_CONTEXT`), B x Hkv within :data:`GLUON_WARPS_PAIRS` it is
     taken with 2 warps per program (each on half of the
@@ -352,7 +361,8 @@ def decode_config(
         num_splits = max(1, min(by_occupancy, by_length, MAX_SPLITS))
     pairs = batch * kv_heads
     l2ef = kv_bytes is not None and kv_bytes <= L2EF_MAX_BYTES
-    hinted_short = l2ef and max_len >= GLUON_L2EF_MIN_CONTEXT and pairs <= GLUON_L2EF_MAX_PAIRS
+    hinted_short = (l2ef and GLUON_L2EF_MIN_CONTEXT <= max_len < GLUON_L2EF_MAX_CONTEXT
+                    and pairs <= GLUON_L2EF_MAX_PAIRS)
     if (gluon and tma_page is not None and 0 < rows <= 8 and (max_len >= GLUON_MIN_CONTEXT or hinted_short)
             and pairs >= GLUON_MIN_PAIRS and num_splits > 0):
         s = num_splits if given else max(1, min(GLUON_PROGRAMS // pairs, MAX_SPLITS))

@@ -46,9 +46,10 @@ HEAD_DIM = 128
 ROWS = gl.constexpr(8)  # the MMA's N: query rows (heads of a KV head x new tokens) per program, padded
 # Session 33's epilogue forms, switched by these module flags (read when a plan is built; tests switch them):
 # ROW_STORE, O / the partials converted to rows through shared memory and stored 16 bytes per lane (1 and 2 warps,
-# see row_stores), on since session 34: at B 8 ctx 4096 Hq 64 it ran 1.10-1.12x the accumulator-layout stores and
-# 0.98-1.01x at Hq 32 (H100, 8 alternated rounds, decode-b8-20261207-025511.json); PDL_SIGNAL, the PDL signal to the
-# combine kernel after the loop, stays off: 0.99-1.00x there.
+# see row_stores), on since session 34: at B 8 ctx 4096 Hq 64 (8 partial rows per program) it ran 1.10-1.11x the
+# accumulator-layout stores, 1.01x at Hq 32 (H100, 8 alternated rounds, the median of each form's rounds within 1.1x
+# of its fastest: decode-b8-20261207-025511.json); PDL_SIGNAL, the PDL signal to the combine kernel after the loop,
+# stays off: 0.97-1.00x there.
 ROW_STORE = True
 PDL_SIGNAL = False
 
