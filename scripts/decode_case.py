@@ -108,6 +108,29 @@ def time_rows(fns: dict, case: tuple, moved: int, nbytes: int, rounds: int, heur
     return rows
 
 
+def sdpa_peer(q, b: int, ctx: int):
+    """The bench's SDPA peer for the case: (fn or None, its form or the error) on a dense BF16 cache of the case's
+    lengths (the closure keeps the cache alive)."""
+    dense = [torch.randn(b, S.HKV, ctx, S.D, device=q.device, dtype=torch.bfloat16) for _ in range(2)]
+    return S._sdpa_fn(q.transpose(1, 2).contiguous(), dense[0], dense[1])
+
+
+def add_x_sdpa(case_rows: list[dict], note) -> None:
+    """Each row's speed-up over the case's "sdpa" row (None for that row or without one) and the SDPA form."""
+    sdpa_us = next((r["us"] for r in case_rows if r["form"] == "sdpa"), None)
+    for r in case_rows:
+        r["x_sdpa"] = sdpa_us / r["us"] if sdpa_us and r["form"] != "sdpa" else None
+        r["sdpa_form"] = note
+
+
+def report_mismatches(bad: list) -> None:
+    """Prints the (B, ctx, Hq, page, form, max |diff|) entries of the outputs that failed their comparison, then
+    their count."""
+    for b, ctx, hq, page, n, d in bad:
+        print(f"OUTPUT MISMATCH B{b} ctx{ctx} Hq{hq} p{page} {n}: max |diff| {d:.3g}")
+    print("mismatches:", len(bad))
+
+
 def save_results(prefix: str, payload: dict) -> Path:
     """$OUT/results/<prefix>-<stamp>.json (benchmarks/results when $OUT is unset): ``payload`` with the environment
     and the command line."""

@@ -28,11 +28,11 @@ import os
 
 import torch
 
-from decode_case import case_inputs, checked_calls, heuristic_config, save_results, time_rows, variant_call, write_report
+from decode_case import (add_x_sdpa, case_inputs, checked_calls, heuristic_config, report_mismatches, save_results,
+                         sdpa_peer, time_rows, variant_call, write_report)
 from gpu_decode_floor import flat_fn, paged_fn
 from gpu_decode_heads import heads_fn
 from tritonfp8 import decode as dec
-from tritonfp8._kernels import decode_gluon as kg
 from tritonfp8.bench.suites import decode as S
 
 # (B, ctx, Hq, page); Hq 32 first, so that a call cut short keeps both page sizes
@@ -116,8 +116,7 @@ def main() -> None:
                 if not d <= 1e-2:
                     bad.append((b, ctx, hq, page, name + tag, d))
         fns["copy"] = copy_fn
-        dense = [torch.randn(b, S.HKV, ctx, S.D, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
-        sfn, note = S._sdpa_fn(q.transpose(1, 2).contiguous(), dense[0], dense[1])
+        sfn, note = sdpa_peer(q, b, ctx)
         if sfn is not None:
             fns["sdpa"] = sfn
         for hint in () if AB else (True,) if SWEEP else (False, True):
@@ -126,21 +125,16 @@ def main() -> None:
             fns[f"read heads8t3 x16{sfx}"] = heads_fn(pc, 16, 32, 2, 8, True, l2ef=hint)
             fns[f"read flat 4w{sfx}"] = flat_fn(S.cache_bytes(b, ctx, 1), sms * 16, evict="evict_first" if hint else "")
         case_rows = time_rows(fns, (b, ctx, hq, page), moved, nbytes, ROUNDS, heur)
-        sdpa_us = next((r["us"] for r in case_rows if r["form"] == "sdpa"), None)
-        for r in case_rows:
-            r["x_sdpa"] = sdpa_us / r["us"] if sdpa_us and r["form"] != "sdpa" else None
-            r["sdpa_form"] = note
+        add_x_sdpa(case_rows, note)
         print(f"B{b} ctx{ctx} Hq{hq} p{page} x SDPA: " + ", ".join(
             f"{r['form']} {r['x_sdpa']:.2f}" for r in case_rows if r["x_sdpa"] and not r["form"].startswith("read")),
             flush=True)
         rows += case_rows
         save_results("decode-b8-partial", {"rounds": ROUNDS, "rows": rows})  # kept if the call is cut short
-        del pc, fns, dense
+        del pc, fns, sfn
         torch.cuda.empty_cache()
-    for b, ctx, hq, page, n, d in bad:
-        print(f"OUTPUT MISMATCH B{b} ctx{ctx} Hq{hq} p{page} {n}: max |diff| {d:.3g}")
     write_report("decode-b8", "B 8 ctx 4096: kernels and read floors (eager, after the write flush)", rows, ROUNDS)
-    print("mismatches:", len(bad))
+    report_mismatches(bad)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ import os
 
 import torch
 
-from decode_case import case_inputs, checked_calls, heuristic_config, save_results, time_rows, variant_call, write_report
+from decode_case import (add_x_sdpa, case_inputs, checked_calls, heuristic_config, report_mismatches, save_results,
+                         sdpa_peer, time_rows, variant_call, write_report)
 from tritonfp8 import decode as dec
 from tritonfp8._kernels import decode_gluon as kg
 from tritonfp8.bench.suites import decode as S
@@ -48,28 +49,23 @@ def main() -> None:
             if not d <= 1e-2:
                 bad.append((b, ctx, hq, page, "library rows off", d))
         fns["copy"] = copy_fn
-        dense = [torch.randn(b, S.HKV, ctx, S.D, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
-        sfn, note = S._sdpa_fn(q.transpose(1, 2).contiguous(), dense[0], dense[1])
+        sfn, note = sdpa_peer(q, b, ctx)
         if sfn is not None:
             fns["sdpa"] = sfn
         case_rows = time_rows(fns, (b, ctx, hq, page), moved, nbytes, ROUNDS, None)
-        sdpa_us = next((r["us"] for r in case_rows if r["form"] == "sdpa"), None)
+        add_x_sdpa(case_rows, note)
         for r in case_rows:
-            r["x_sdpa"] = sdpa_us / r["us"] if sdpa_us and r["form"] != "sdpa" else None
-            r["sdpa_form"] = note
             r["config"] = {"triton": str(tri), "library": str(lib), "library rows off": str(lib)}.get(r["form"])
         rows += case_rows
         save_results("decode-s34-partial", {"rounds": ROUNDS, "rows": rows})  # kept if the call is cut short
-        del pc, fns, dense
+        del pc, fns, sfn
         torch.cuda.empty_cache()
-    for b, ctx, hq, page, n, d in bad:
-        print(f"OUTPUT MISMATCH B{b} ctx{ctx} Hq{hq} p{page} {n}: max |diff| {d:.3g}")
     write_report("decode-s34", "Decode: library (row stores, hinted Gluon rule) vs Triton heuristic", rows, ROUNDS)
     for r in rows:
         if r["form"] not in ("copy", "sdpa"):
             print(f"B{r['B']} ctx{r['ctx']} Hq{r['Hq']} p{r['page']} {r['form']}: {r['us']:.1f} us "
                   f"{r['pct_of_copy']:.1f}% x_sdpa {r['x_sdpa'] or float('nan'):.2f}")
-    print("mismatches:", len(bad))
+    report_mismatches(bad)
 
 
 if __name__ == "__main__":
