@@ -283,7 +283,7 @@ GLUON_MIN_PAIRS = 64
 # dispatch, 7-8 for the others): 1.17x / 1.14x at pages of 64 (Hq 64 / 32: 37.2 / 36.1 us, 1.74 / 1.78x SDPA, 75 /
 # 77% of the copy), 1.03x / 1.03x at pages of 16 (38.2 / 37.1 us, 1.70 / 1.74x SDPA, 72 / 76%)
 # (decode-b8-20261207-025511.json, form "gluon x8 l2ef rowst"; the sweep before it, -024528.json, agrees). Not
-# measured on an H200, nor at 128 pairs or ctx 8192 (session 23 had the unhinted kernel at 0.92-0.99x there), which
+# measured on an H200, nor at 128 pairs or ctx 8192 (sessions 23 / 25: the unhinted kernel at 0.92-0.99x), which
 # keep the Triton rules until they are.
 GLUON_L2EF_MIN_CONTEXT = 4096
 GLUON_L2EF_MAX_CONTEXT = 8192
