@@ -2,7 +2,8 @@
 Gluon rule for short contexts (decode.GLUON_L2EF_MIN_CONTEXT / GLUON_L2EF_MAX_PAIRS), against the Triton heuristic
 (decode_config(gluon=False)) and against the same Gluon config with the row stores off, on issue 6's B 8 ctx 4096
 cells and the cells next to the new rule's bounds and to the other Gluon rules (B 16 ctx 4096: 128 pairs; B 8 ctx
-8192; B 32 ctx 4096: the 2-warp rule; B 8 ctx 32768: the long-context rule).
+8192; B 32 ctx 4096: the 2-warp rule; B 8 ctx 32768: the long-context rule). Where the hinted rule does not apply
+but the hints would (B 16 ctx 4096, B 8 ctx 8192), the rule's config is timed too ("gluon l2ef (rule's config)").
 
 Eager, do_bench medians after the write flush, interleaved rounds; every form's output is compared with the Triton
 heuristic's before timing (max |diff| <= 1e-2, bf16 output). Prints a table; writes
@@ -35,10 +36,21 @@ def main() -> None:
         lib = heuristic_config(b, ctx, hq, page)
         tri = dec.decode_config(b, S.HKV, hq // S.HKV, ctx, dec.num_sms(dev), tma_page=page,
                                 kv_bytes=S.cache_bytes(b, ctx, 1), gluon=False)
-        fns = checked_calls(q, pc, {"triton": tri, "library": lib}, lambda n, d: bad.append((b, ctx, hq, page, n, d)))
+        cfgs = {"triton": tri, "library": lib}
+        pairs = b * S.HKV
+        if S.cache_bytes(b, ctx, 1) <= dec.L2EF_MAX_BYTES and not (lib.kernel == "gluon" and lib.l2_evict_first):
+            # a cell outside the hinted Gluon rule whose bytes the hints cover (B 16 ctx 4096, B 8 ctx 8192): the
+            # rule's config there, to decide whether to widen it
+            cfgs["gluon l2ef (rule's config)"] = dec.DecodeConfig(
+                kernel="gluon", merge="kernel", block_n=32, num_warps=1, num_stages=3,
+                num_splits=max(1, dec.GLUON_PROGRAMS // pairs), pdl=dec.GLUON_PROGRAMS // pairs > 1,
+                l2_evict_first=True)
+        fns = checked_calls(q, pc, cfgs, lambda n, d: bad.append((b, ctx, hq, page, n, d)))
         # the library's own choice (no config) must launch what is timed as "library" (same kernel name and grid)
         dec.decode_attention(q, pc.k, pc.v, pc.table, pc.lens, k_descale=pc.descale, v_descale=pc.descale)
-        plans = {k[18]: p for k, p in dec._PLANS.items() if k[4] == b and k[6] == hq and k[9] == page and k[16] >= ctx}
+        bound = pc.table.shape[1] * page
+        plans = {k[18]: p for k, p in dec._PLANS.items()
+                 if k[4] == b and k[6] == hq and k[9] == page and k[16] == bound}
         auto, pinned = plans[None], plans[lib]
         if (auto.consts["KERNEL_NAME"], auto.grid) != (pinned.consts["KERNEL_NAME"], pinned.grid):
             bad.append((b, ctx, hq, page, "library: not the heuristic's launch " + auto.consts["KERNEL_NAME"], 0.0))
@@ -55,7 +67,7 @@ def main() -> None:
         case_rows = time_rows(fns, (b, ctx, hq, page), moved, nbytes, ROUNDS, None)
         add_x_sdpa(case_rows, note)
         for r in case_rows:
-            r["config"] = {"triton": str(tri), "library": str(lib), "library rows off": str(lib)}.get(r["form"])
+            r["config"] = str(cfgs.get(r["form"], lib)) if r["form"] not in ("copy", "sdpa") else None
         rows += case_rows
         save_results("decode-s34-partial", {"rounds": ROUNDS, "rows": rows})  # kept if the call is cut short
         del pc, fns, sfn
