@@ -70,18 +70,24 @@ def variant_call(q, pc, cfg: dec.DecodeConfig, rows: bool, signal: bool):
     return call
 
 
+def check_output(fn, ref, name: str, on_diff):
+    """Runs ``fn`` once and compares its output with ``ref`` (max |diff| <= 1e-2, bf16 output; None: nothing to
+    compare with); ``on_diff(name, diff)`` if it is not close. Returns the output as fp32."""
+    o = fn().float()
+    diff = 0.0 if ref is None else (o - ref).abs().max().item()
+    if not diff <= 1e-2:
+        on_diff(name, diff)
+    return o
+
+
 def checked_calls(q, pc, cfgs: dict, on_diff) -> dict:
-    """A pinned call per config, each run once and compared with the first config's output (max |diff| <= 1e-2,
-    bf16 output); ``on_diff(name, diff)`` for one that is not (report or stop)."""
+    """A pinned call per config, each run once and compared with the first config's output (:func:`check_output`);
+    ``on_diff(name, diff)`` for one that is not close (report or stop)."""
     fns, ref = {}, None
     for name, cfg in cfgs.items():
-        fn = pinned_call(q, pc, cfg)
-        o = fn().float()
+        fn = fns[name] = pinned_call(q, pc, cfg)
+        o = check_output(fn, ref, name, on_diff)
         ref = o if ref is None else ref
-        diff = (o - ref).abs().max().item()
-        if not diff <= 1e-2:
-            on_diff(name, diff)
-        fns[name] = fn
     return fns
 
 

@@ -315,8 +315,8 @@ def test_heuristic_gluon_rule():
     """decode_config(gluon=True) takes the Gluon kernel for long contexts (>= GLUON_MIN_CONTEXT) at >= 64 pairs and
     <= 8 rows, with about GLUON_PROGRAMS programs, and so in [GLUON_L2EF_MIN_CONTEXT, GLUON_L2EF_MAX_CONTEXT) with
     the evict-first hints up to GLUON_L2EF_MAX_PAIRS pairs whose K and V fit L2EF_MAX_BYTES; with 2 warps and one
-    split for 256-512
-    pairs from GLUON_WARPS_MIN_CONTEXT; never without gluon=True, a TMA page, or for short contexts."""
+    split for 256-512 pairs from GLUON_WARPS_MIN_CONTEXT; never without gluon=True, a TMA page, or for short
+    contexts."""
     def cfg(b, ctx, rows=4, page=16, gluon=True, **kw):
         return dec.decode_config(b, 8, rows, ctx, 132, tma_page=page, kv_bytes=2 * b * ctx * 8 * 128, gluon=gluon,
                                  **kw)
@@ -409,8 +409,8 @@ def test_gluon_plan_fields(monkeypatch):
     assert two.consts["num_warps"] == 2 and two.grid == (5, hkv, bsz)
     # session 33's forms (kg.ROW_STORE, on by default since session 34; kg.PDL_SIGNAL, off): the plan passes them and
     # names them
-    assert p.consts["ROW_STORE"] and not p.consts["PDL"] and "_rowst" in p.consts["KERNEL_NAME"]
-    assert "_pdl" not in p.consts["KERNEL_NAME"]
+    assert p.consts["ROW_STORE"] and two.consts["ROW_STORE"] and not p.consts["PDL"]  # 1 and 2 warps: row stores
+    assert "_rowst" in p.consts["KERNEL_NAME"] and "_pdl" not in p.consts["KERNEL_NAME"]
     with monkeypatch.context() as m:
         m.setattr(kg, "ROW_STORE", False)
         off = dec._plan(key)
