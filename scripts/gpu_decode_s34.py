@@ -4,6 +4,8 @@ Gluon rule for short contexts (decode.GLUON_L2EF_MIN_CONTEXT / GLUON_L2EF_MAX_PA
 cells and the cells next to the new rule's bounds and to the other Gluon rules (B 16 ctx 4096: 128 pairs; B 8 ctx
 8192; B 32 ctx 4096: the 2-warp rule; B 8 ctx 32768: the long-context rule). Where the hinted rule does not apply
 but the hints would (B 16 ctx 4096, B 8 ctx 8192), the rule's config is timed too ("gluon l2ef (rule's config)").
+Session 35: every split Gluon form also with merge="inline" (" inline": the Gluon kernel's last split merges, no
+combine launch), its output checked again after the timing.
 
 Eager, do_bench medians after the write flush, interleaved rounds; every form's output is compared with the Triton
 heuristic's before timing (max |diff| <= 1e-2, bf16 output). Prints a table; writes
@@ -12,6 +14,7 @@ Usage on the device: ``python scripts/gpu_decode_s34.py`` (``S34_ROUNDS``: round
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import torch
@@ -45,6 +48,9 @@ def main() -> None:
                 kernel="gluon", merge="kernel", block_n=32, num_warps=1, num_stages=3,
                 num_splits=max(1, dec.GLUON_PROGRAMS // pairs), pdl=dec.GLUON_PROGRAMS // pairs > 1,
                 l2_evict_first=True)
+        for name in [n for n, c in cfgs.items() if c.kernel == "gluon" and c.num_splits > 1]:
+            # session 35: the same config with the last split merging in-kernel (no combine launch)
+            cfgs[name + " inline"] = dataclasses.replace(cfgs[name], merge="inline", pdl=False)
         def report(name, diff, case=(b, ctx, hq, page)):
             bad.append((*case, name, diff))
         fns = checked_calls(q, pc, cfgs, report)
@@ -64,6 +70,9 @@ def main() -> None:
         if sfn is not None:
             fns["sdpa"] = sfn
         case_rows = time_rows(fns, (b, ctx, hq, page), moved, nbytes, ROUNDS, None)
+        ref = fns["triton"]().float()
+        for name in [n for n in fns if n.endswith(" inline")]:  # after thousands of launches: counters still zero
+            check_output(fns[name], ref, name + " (after timing)", report)
         add_x_sdpa(case_rows, note)
         for r in case_rows:
             r["config"] = str(cfgs.get(r["form"], lib)) if r["form"] not in ("copy", "sdpa") else None

@@ -29,8 +29,11 @@ def test_gluon_config_is_validated():
                 dict(num_warps=8)):
         with pytest.raises(ValueError, match="kernel='gluon'"):
             dec.DecodeConfig(**{**GLUON, **bad})
-    with pytest.raises(ValueError, match="merge='kernel'"):
-        dec.DecodeConfig(kernel="gluon")
+    dec.DecodeConfig(**{**GLUON, "merge": "inline"})  # session 35: the last split merges (no combine launch)
+    with pytest.raises(ValueError, match="merge: expected 'inline' or 'kernel'"):
+        dec.DecodeConfig(**{**GLUON, "merge": "combine"})
+    with pytest.raises(ValueError, match="pdl=True: only with merge='kernel'"):
+        dec.DecodeConfig(**{**GLUON, "merge": "inline"}, pdl=True)
     with pytest.raises(ValueError, match="kernel: expected 'triton' or 'gluon'"):
         dec.DecodeConfig(kernel="cuda")
 
@@ -219,6 +222,35 @@ def test_gluon_session33_forms_match_reference_and_triton(case, step, stages, sp
     assert_decode_close(out, ref, pt, max(case.lens), out_dtype)
     if out_dtype == torch.float32:  # the module docstring's rule against the Triton kernel
         torch.testing.assert_close(out, tri, rtol=2.0**-9, atol=2.0**-9)
+
+
+@requires_gpu
+@pytest.mark.parametrize("case,step,stages,splits,warps", [
+    GPU_CASES[1] + (1,), GPU_CASES[3] + (1,), GPU_CASES[4] + (1,), GPU_CASES[5] + (1,), GPU_CASES[7] + (1,),
+    GPU_WARP_CASES[1],
+    GPU_WARP_CASES[2], (Case((4096, 17, 339, 64), 32, 4, d=128, page=64), 32, 3, 8, 1),
+], ids=lambda x: str(x))
+def test_gluon_inline_merge_matches_the_combine_kernel(case, step, stages, splits, warps):
+    """merge="inline" (session 35): the last split of each (KV head, sequence), found by the acq_rel ticket, merges
+    the partials in the Gluon kernel. Against the reference, and against the combine kernel's merge of the same
+    partials up to fp32 rounding (the same terms summed in another order: within 2^-16); over repeated calls (the
+    full launch, then the replay) the bits stay the same, so each launch left every ticket counter at zero. GQA 1 /
+    4 / 8, ragged splits, splits with no tokens, 1 / 2 / 4 warps, bf16 and fp16 queries."""
+    q, kc, vc, bt, sl, ks, vs = _make(case, "cuda", seed=17)
+    kw = dict(k_descale=ks, v_descale=vs, out_dtype=torch.float32)
+    cfg = dec.DecodeConfig(**{**GLUON, "num_warps": warps}, block_n=step, num_stages=stages, num_splits=splits)
+    inline = dataclasses.replace(cfg, merge="inline")
+    comb = dec.decode_attention(q, kc, vc, bt, sl, config=cfg, **kw)
+    outs = [dec.decode_attention(q, kc, vc, bt, sl, config=inline, **kw) for _ in range(3)]
+    ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
+    pt = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, p_dtype=torch.float16)
+    assert_decode_close(outs[0], ref, pt, max(case.lens), torch.float32)
+    torch.testing.assert_close(outs[0], comb, rtol=2.0**-16, atol=2.0**-16)
+    for o in outs[1:]:
+        assert torch.equal(o, outs[0])
+    plan = dec._REPLAYS[dec._replay_key(q, kc, vc, bt, sl, ks, vs, None, None, torch.float32, None, inline)][0]
+    assert plan.inline == (splits > 1) and plan.combine is None and plan.fast is not None
+    assert "splitkvcombine" not in plan.consts["KERNEL_NAME"]
 
 
 @requires_gpu

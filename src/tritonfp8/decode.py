@@ -132,7 +132,8 @@ class DecodeConfig:
     # instructions per cache token at pages of 64 against the Triton kernel's 18.9, 150 registers against 255).
     # Needs sm_90+, an E4M3 cache TMA can address (as kv_load="tma"), D = 128, Sq = 1 and Hq / Hkv <= 8; block_n is
     # its step (32 or 64 tokens), num_stages its ring of TMA buffers; several splits are merged by the combine
-    # kernel (merge="kernel", pdl as for the Triton kernel). num_warps (1, 2 or 4; session 24): warps per program,
+    # kernel (merge="kernel", pdl as for the Triton kernel) or, from session 35, in-kernel by the last split to
+    # finish (merge="inline", as the Triton kernel's; the heuristic keeps "kernel" until it is measured). num_warps (1, 2 or 4; session 24): warps per program,
     # each on its own share of the program's tokens with its own softmax, merged on chip (no partials between
     # them); the field's default (4) applies here too, so the one-warp kernel needs num_warps=1. Not in the
     # interpreter; the other fields (kv_load, v_stage, ...) are not read. decode_config takes it
@@ -142,12 +143,11 @@ class DecodeConfig:
     def __post_init__(self):
         if self.kernel not in ("triton", "gluon"):
             raise ValueError(f"kernel: expected 'triton' or 'gluon', got {self.kernel!r}")
-        if self.kernel == "gluon" and (self.block_n not in (32, 64) or self.merge != "kernel"
-                                       or not 1 <= self.num_stages <= 8 or self.num_warps not in (1, 2, 4)):
+        if self.kernel == "gluon" and (self.block_n not in (32, 64) or not 1 <= self.num_stages <= 8
+                                       or self.num_warps not in (1, 2, 4)):
             raise ValueError(
-                f"kernel='gluon': expected block_n 32 or 64, merge='kernel', 1 <= num_stages <= 8 and num_warps 1, 2 "
-                f"or 4, got block_n={self.block_n}, merge={self.merge!r}, num_stages={self.num_stages}, "
-                f"num_warps={self.num_warps}")
+                f"kernel='gluon': expected block_n 32 or 64, 1 <= num_stages <= 8 and num_warps 1, 2 or 4, got "
+                f"block_n={self.block_n}, num_stages={self.num_stages}, num_warps={self.num_warps}")
         if self.merge not in ("inline", "kernel"):
             raise ValueError(f"merge: expected 'inline' or 'kernel', got {self.merge!r}")
         if self.loop not in ("single", "tail"):
@@ -842,7 +842,7 @@ class _Plan:
             shape, strides, block = self.tma
             args = (q, decode_gluon.descriptor(k_cache, shape, strides, block[0]),
                     decode_gluon.descriptor(v_cache, shape, strides, block[0]), block_table, seq_lens, kd, vd, out,
-                    part_o, part_lse, sm_scale_log2, self.nblocks, self.max_blocks, splits, q.stride(0), q.stride(2),
+                    part_o, part_lse, counters, sm_scale_log2, self.nblocks, self.max_blocks, splits, q.stride(0), q.stride(2),
                     block_table.stride(0), block_table.stride(1))
         else:
             qs, ks, vs, bs = q.stride(), k_cache.stride(), v_cache.stride(), block_table.stride()
@@ -902,22 +902,24 @@ def _gluon_plan(key, cfg: DecodeConfig, splits: int) -> _Plan:
     p.tma = ((tma[0], tma[1]), (tma[2], 1), [box, d])
     p.kernel = kg.decode_gluon_kernel
     p.grid = (splits, hkv, bsz)
-    p.splits, p.inline, p.nblocks, p.max_blocks, p.d = splits, False, nblocks, max_blocks, d
+    inline = splits > 1 and cfg.merge == "inline"
+    p.splits, p.inline, p.nblocks, p.max_blocks, p.d = splits, inline, nblocks, max_blocks, d
     p.part_rows = bsz * sq * hq * splits
-    p.counters_n = 0
+    p.counters_n = bsz * hkv if inline else 0
     l2ef = cfg.l2_evict_first  # the Gluon kernel runs on CUDA only, its K/V loads always TMA tiles
     if l2ef:
         kg.l2hint.install()  # chains any hook set since the import, before this plan's kernel compiles
-    pdl = cfg.pdl and splits > 1  # the combine kernel as a programmatic dependent launch
+    pdl = cfg.pdl and splits > 1 and not inline  # the combine kernel as a programmatic dependent launch
     signal = pdl and kg.PDL_SIGNAL  # ... signalled after the Gluon kernel's loop (session 33, off: see kg.PDL_SIGNAL)
     rows = kg.row_stores(cfg.num_warps)
     name = kg.kernel_name(page, cfg.block_n, cfg.num_stages, group, short_name(q_dtype), short_name(out_dtype),
-                          splits > 1, bool(k_head or v_head), cfg.num_warps, l2ef, signal, rows).build(mode)
+                          splits > 1, bool(k_head or v_head), cfg.num_warps, l2ef, signal, rows, inline).build(mode)
     p.consts = dict(GROUP=group, PAGE=page, BOX=box, STEP=cfg.block_n, STAGES=cfg.num_stages,
                     K_DESCALE_STRIDE=int(k_head), V_DESCALE_STRIDE=int(v_head), Q_POW2_SCALE=q_dtype == torch.bfloat16,
                     WRITE_PARTIAL=splits > 1, KERNEL_NAME=name, L2_HINT=kg.l2hint.VERSION if l2ef else 0,
-                    ROW_STORE=rows, PDL=signal, num_warps=cfg.num_warps)
-    _set_combine(p, splits > 1, splits, (hq, sq, bsz), d, d, out_dtype, arch, mode, pdl)  # arch >= 90 here
+                    ROW_STORE=rows, PDL=signal, num_warps=cfg.num_warps,
+                    **kg.merge_consts(group, cfg.num_warps, splits if inline else 0))
+    _set_combine(p, splits > 1 and not inline, splits, (hq, sq, bsz), d, d, out_dtype, arch, mode, pdl)  # arch >= 90 here
     return p
 
 

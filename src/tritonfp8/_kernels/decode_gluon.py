@@ -249,14 +249,53 @@ def _step(k_bufs, v_bufs, qt, acc, m_i, l_part, bt_row, stride_btn, n0, end, num
     return acc, m_new, l_part
 
 
+@gluon.jit
+def _merge_splits(part_o_ptr, part_lse_ptr, out_ptr, row0, num_splits, GROUP: gl.constexpr, MR: gl.constexpr,
+                  CHUNK: gl.constexpr, ROUNDS: gl.constexpr, W: gl.constexpr):
+    """The inline merge (the last split of a (KV head, sequence) to finish): out rows row0 .. row0 + GROUP - 1 =
+    sum_s 2^(lse_s - lse) o_s over the partials of every split, as the combine kernel, CHUNK splits of MR rows (the
+    group rounded up to a power of two, at least W) per round, ROUNDS = cdiv(num_splits, CHUNK) rounds unrolled so
+    that a round's loads need not wait for the previous round's sums. The partials are read through L2 (.cg)."""
+    ML: gl.constexpr = gl.BlockedLayout([1, 1, 4], [1, 1, 32], [W, 1, 1], [2, 1, 0])  # [MR, CHUNK, 128]
+    LS: gl.constexpr = gl.SliceLayout(2, ML)  # [MR, CHUNK]
+    OL: gl.constexpr = gl.SliceLayout(1, ML)  # [MR, 128]
+    r = gl.arange(0, MR, layout=gl.SliceLayout(1, LS))
+    c = gl.arange(0, CHUNK, layout=gl.SliceLayout(0, LS))
+    d = gl.arange(0, 128, layout=gl.SliceLayout(0, OL))
+    r_ok = r < GROUP
+    base = (row0 + r) * num_splits
+    m_all = gl.full([MR], float("-inf"), gl.float32, gl.SliceLayout(1, LS))
+    den = gl.full([MR], 0.0, gl.float32, gl.SliceLayout(1, LS))
+    res = gl.full([MR, 128], 0.0, gl.float32, OL)
+    for k in gl.static_range(ROUNDS):
+        s_idx = k * CHUNK + c
+        msk = r_ok[:, None] & (s_idx < num_splits)[None, :]
+        off = base[:, None] + s_idx[None, :]
+        lse = gl.load(part_lse_ptr + off, mask=msk, other=float("-inf"), cache_modifier=".cg")
+        o = gl.load(part_o_ptr + off[:, :, None] * 128 + d[None, None, :], mask=msk[:, :, None], other=0.0,
+                    cache_modifier=".cg")
+        m_new = gl.maximum(m_all, gl.max(lse, axis=1))
+        m_use = gl.where(m_new == float("-inf"), 0.0, m_new)
+        a = gl.exp2(m_all - m_use)
+        w = gl.exp2(lse - m_use[:, None])  # 0 for empty splits and masked slots
+        den = den * a + gl.sum(w, axis=1)
+        res = res * gl.convert_layout(a, gl.SliceLayout(1, OL))[:, None] + gl.sum(o * w[:, :, None], axis=1)
+        m_all = m_new
+    res = res / gl.convert_layout(gl.where(den > 0.0, den, 1.0), gl.SliceLayout(1, OL))[:, None]
+    r_o = gl.arange(0, MR, layout=gl.SliceLayout(1, OL))
+    gl.store(out_ptr + (row0 + r_o)[:, None] * 128 + d[None, :], res.to(out_ptr.dtype.element_ty),
+             mask=(r_o < GROUP)[:, None])
+
+
 @gluon.jit(repr=_repr_from_constexpr, do_not_specialize=["num_blocks"])
 def decode_gluon_kernel(
     q_ptr, k_desc, v_desc, block_table_ptr, seq_lens_ptr, k_descale_ptr, v_descale_ptr, out_ptr, part_o_ptr,
-    part_lse_ptr, sm_scale_log2, num_blocks, max_blocks, num_splits, stride_qb, stride_qh, stride_btb, stride_btn,
-    GROUP: gl.constexpr, PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr, STAGES: gl.constexpr,
-    K_DESCALE_STRIDE: gl.constexpr, V_DESCALE_STRIDE: gl.constexpr, Q_POW2_SCALE: gl.constexpr,
+    part_lse_ptr, counter_ptr, sm_scale_log2, num_blocks, max_blocks, num_splits, stride_qb, stride_qh, stride_btb,
+    stride_btn, GROUP: gl.constexpr, PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr,
+    STAGES: gl.constexpr, K_DESCALE_STRIDE: gl.constexpr, V_DESCALE_STRIDE: gl.constexpr, Q_POW2_SCALE: gl.constexpr,
     WRITE_PARTIAL: gl.constexpr, KERNEL_NAME: gl.constexpr, L2_HINT: gl.constexpr = 0,
-    ROW_STORE: gl.constexpr = False, PDL: gl.constexpr = False,
+    ROW_STORE: gl.constexpr = False, PDL: gl.constexpr = False, MERGE_ROWS: gl.constexpr = 0,
+    MERGE_CHUNK: gl.constexpr = 1, MERGE_ROUNDS: gl.constexpr = 0,
 ):
     """Grid (num_splits, Hkv, B), W = num_warps warps (1, 2 or 4): warp w takes split ``split * W + w`` of
     ``num_splits * W`` of the sequence's tokens with its own online softmax, and the warps' results are merged on
@@ -264,6 +303,9 @@ def decode_gluon_kernel(
     TMA descriptors of the [num_blocks * PAGE, Hkv * D] E4M3 views with [BOX, 128] boxes; out (B, 1, Hq, D)
     contiguous; partials (WRITE_PARTIAL): lse (B, 1, Hq, num_splits), o (B, 1, Hq, num_splits, D), o normalized
     by its own row sum and times v_descale, lse in log2 units (-inf for an empty split), as the Triton kernel.
+    MERGE_ROUNDS > 0 (with WRITE_PARTIAL; session 35): the last split of a (KV head, sequence) to finish, found by
+    an acq_rel ticket on ``counter_ptr`` (int32 per (sequence, KV head), zero between launches: that program resets
+    it), merges the partials into ``out`` (_merge_splits), as the Triton kernel's INLINE_MERGE: no combine launch.
     L2_HINT: not read by the body; l2hint.VERSION when KERNEL_NAME carries ``l2ef`` (the PTX pass then adds evict-first
     hints to the K/V TMA loads), so Triton's cache key holds the pass's version, as in the Triton kernel."""
     W: gl.constexpr = gl.num_warps()
@@ -396,6 +438,16 @@ def decode_gluon_kernel(
         p_row = o_row * num_splits + split
         gl.store(part_lse_ptr + p_row, gl.convert_layout(lse, RL), mask=row_ok)
         gl.store(part_o_ptr + p_row[:, None] * 128 + d_o[None, :], o, mask=row_ok[:, None])
+        if MERGE_ROUNDS > 0:
+            # Every warp's stores precede the barrier; the ticket's acq_rel atomic (gpu scope) publishes them to the
+            # program that draws the last ticket, which reads them through L2 and resets the counter.
+            gl.thread_barrier()
+            c_ptr = counter_ptr + b * gl.num_programs(1) + kvh
+            ticket = gl.atomic_add(c_ptr, 1, sem="acq_rel", scope="gpu")
+            if ticket == num_splits - 1:
+                gl.atomic_xchg(c_ptr, 0)
+                _merge_splits(part_o_ptr, part_lse_ptr, out_ptr, b * hq + kvh * GROUP, num_splits, GROUP,
+                              MERGE_ROWS, MERGE_CHUNK, MERGE_ROUNDS, W)
     else:
         gl.store(out_ptr + o_row[:, None] * 128 + d_o[None, :], o.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])
 
@@ -411,20 +463,33 @@ def box_tokens(page: int, step: int) -> int:
 
 @functools.lru_cache(maxsize=64)
 def kernel_name(page: int, step: int, stages: int, group: int, q: str, out: str, split: bool, per_head: bool,
-                warps: int = 1, l2ef: bool = False, pdl: bool = False, rows: bool = False):
+                warps: int = 1, l2ef: bool = False, pdl: bool = False, rows: bool = False, inline: bool = False):
     """Types: cache element, q element, accumulator, output; tile: 8 query rows (as N) x STEP cache tokens x head
-    dim. Schedule as the Triton kernel's (``pagedsplitkvcombine``: partials merged by its combine kernel); extras
+    dim. Schedule as the Triton kernel's (``pagedsplitkvcombine``: partials merged by its combine kernel,
+    ``pagedsplitkv`` with ``inline``: by the last split, :func:`merge_consts`); extras
     ``gluon`` and ``tokm`` (cache tokens as the MMA's M), ``rowst`` with the row-store epilogue, ``pdl`` when it
     signals its combine kernel (a programmatic dependent launch) after the loop, and ``l2ef`` when the K/V TMA loads
     carry L2 evict-first hints (the field :mod:`tritonfp8._kernels.l2hint`'s PTX pass keys on)."""
     from tritonfp8.naming import KernelName
 
     return KernelName(arch=90, op="decode", types=("e4m3", q, "f32", out), tile=(8, step, HEAD_DIM), warps=warps,
-                      stages=stages, schedule="paged" + ("splitkvcombine" if split else ""),
+                      stages=stages, schedule="paged" + (("splitkv" if inline else "splitkvcombine") if split else ""),
                       scaling="headwise" if per_head else "tensorwise",
                       extras=(f"page{page}", f"g{group}", "gluon", "tokm") + (("rowst",) if rows else ())
                       + (("pdl",) if pdl else ())
                       + ((l2hint.TAG,) if l2ef else ()))
+
+
+def merge_consts(group: int, warps: int, splits: int) -> dict:
+    """The inline merge's constants (the kernel's MERGE_*): rows = the group rounded up to a power of two and at
+    least ``warps`` (the merge tile puts the warps on rows), splits per round as the Triton kernel's one-warp merge
+    (:func:`tritonfp8._kernels.decode.merge_chunk`: at most 128 fp32 registers per thread for the [rows, chunk,
+    128] partials at one warp, 64 from 2 warps), and the rounds (0 for ``splits`` 0: no inline merge)."""
+    if splits == 0:
+        return dict(MERGE_ROWS=0, MERGE_CHUNK=1, MERGE_ROUNDS=0)
+    rows = max(warps, 1 << max(0, group - 1).bit_length())
+    chunk = min(_triton_decode.merge_chunk(rows, HEAD_DIM, warps), 1 << max(0, splits - 1).bit_length())
+    return dict(MERGE_ROWS=rows, MERGE_CHUNK=chunk, MERGE_ROUNDS=-(-splits // chunk))
 
 
 def row_stores(warps: int, on: bool | None = None) -> bool:
@@ -452,9 +517,10 @@ def _shared_layout():
 
 
 def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4, split: bool = True, warps: int = 1,
-                 l2ef: bool = False, row_store: bool | None = None, pdl: bool = False):
+                 l2ef: bool = False, row_store: bool | None = None, pdl: bool = False, inline: int = 0):
     """Offline compile spec (sm_90) of one configuration (``l2ef``: the evict-first hinted form, whose hints the PTX
-    pass adds when :func:`tritonfp8._kernels.l2hint.install` has run, as the decode kernels' import does)."""
+    pass adds when :func:`tritonfp8._kernels.l2hint.install` has run, as the decode kernels' import does; ``inline``:
+    that many splits merged in-kernel, :func:`merge_consts`)."""
     from tritonfp8.codegen import CodegenSpec
 
     box = box_tokens(page, step)
@@ -463,22 +529,23 @@ def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4
             f"transposed=False, fp4_padded=False, cga_layout=[])>")
     sig = {"q_ptr": "*bf16", "k_desc": desc, "v_desc": desc, "block_table_ptr": "*i32", "seq_lens_ptr": "*i32",
            "k_descale_ptr": "*fp32", "v_descale_ptr": "*fp32", "out_ptr": "*bf16", "part_o_ptr": "*fp32",
-           "part_lse_ptr": "*fp32", "sm_scale_log2": "fp32", "num_blocks": "i32", "max_blocks": "i32",
+           "part_lse_ptr": "*fp32", "counter_ptr": "*i32", "sm_scale_log2": "fp32", "num_blocks": "i32", "max_blocks": "i32",
            "num_splits": "i32", "stride_qb": "i32", "stride_qh": "i32", "stride_btb": "i32"}
     # stride_btn: 1 for a contiguous block table, which Triton's launcher specializes into a constant
     const = dict(stride_btn=1, GROUP=group, PAGE=page, BOX=box, STEP=step, STAGES=stages, K_DESCALE_STRIDE=1,
                  V_DESCALE_STRIDE=1, Q_POW2_SCALE=True, WRITE_PARTIAL=split, L2_HINT=l2hint.VERSION if l2ef else 0,
-                 ROW_STORE=rows, PDL=pdl)
+                 ROW_STORE=rows, PDL=pdl, **merge_consts(group, warps, inline))
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=decode_gluon_kernel, signature=sig, constexprs=const,
                        name=kernel_name(page, step, stages, group, "bf16", "bf16", split, True, warps, l2ef, pdl,
-                                        rows),
+                                        rows, bool(inline)),
                        num_warps=warps,
                        num_stages=stages, min_arch=90,
                        description=f"Gluon paged decode, cache tokens as M, page {page}, {step}-token steps",
                        divisible=("q_ptr", "block_table_ptr", "seq_lens_ptr", "k_descale_ptr", "v_descale_ptr",
-                                  "out_ptr", "part_o_ptr", "part_lse_ptr", "stride_qb", "stride_qh", "stride_btb"))
+                                  "out_ptr", "part_o_ptr", "part_lse_ptr", "counter_ptr", "stride_qb", "stride_qh",
+                                  "stride_btb"))
 
 
 # (page, step, stages, warps) of the offline specs: pages of 64 and 16 at the benchmark's shapes, a page longer than
@@ -501,4 +568,8 @@ def codegen_specs() -> dict:
     specs["decode_gluon_page64_step32s3w2_rowst"] = codegen_spec(64, 32, 3, warps=2, row_store=True)
     specs["decode_gluon_page64_step32s2w2_out_rowst"] = codegen_spec(64, 32, 2, split=False, warps=2, row_store=True)
     specs["decode_gluon_page16_step32s3w4_rowst"] = codegen_spec(16, 32, 3, warps=4, row_store=True)
+    # session 35: the inline merge (8 splits, B 8 ctx 4096's hinted form; GQA 8 and 4), and 2 warps x 4 splits
+    specs["decode_gluon_page64_step32s3_l2ef_inline"] = codegen_spec(64, 32, 3, group=8, l2ef=True, inline=8)
+    specs["decode_gluon_page64_step32s3_l2ef_inline_g4"] = codegen_spec(64, 32, 3, group=4, l2ef=True, inline=8)
+    specs["decode_gluon_page64_step32s3w2_inline"] = codegen_spec(64, 32, 3, warps=2, inline=4)
     return specs
