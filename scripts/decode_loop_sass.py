@@ -38,10 +38,11 @@ def loops(sass: str):
     return out
 
 
-def global_stores(sass: str) -> dict:
-    """Global store opcodes of the whole kernel (width suffixes kept: STG.E, STG.E.64, STG.E.128, ...) and counts."""
+def global_stores(sass: str, opcode: str = "STG") -> dict:
+    """Global store opcodes of the whole kernel (width suffixes kept: STG.E, STG.E.64, STG.E.128, ...) and counts;
+    ``opcode`` "ATOMG": the global atomics (ATOMG.E.ADD.STRONG.GPU, ...)."""
     hist = {}
-    for op in re.findall(r"\b(STG(?:\.[A-Z0-9]+)*)\b", sass):
+    for op in re.findall(rf"\b({opcode}(?:\.[A-Z0-9]+)*)\b", sass):
         hist[op] = hist.get(op, 0) + 1
     return hist
 
@@ -58,6 +59,7 @@ def loop_report(name: str) -> dict:
            "spill_loads": f["spill_loads"], "instructions": f["instructions"], "shared": ck.metadata.shared,
            "warps": spec.num_warps, "block_n": bn, "utmaldg": sass.count("UTMALDG"),
            "ldgsts": sass.count("LDGSTS"), "stores": global_stores(sass),
+           "atomics": global_stores(sass, "ATOMG"),
            "launch_dependents": ck.asm["ptx"].count("griddepcontrol.launch_dependents"), "loops": []}
     for body in loops(sass):
         ops = [op.split(".")[0] for _, op, _ in body]

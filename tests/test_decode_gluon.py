@@ -128,6 +128,28 @@ def test_gluon_row_store_epilogue(name, warps, width, row_stores, loop_reports):
         assert st.get("STG.E", 0) >= 32 and not any(k.startswith(("STG.E.64", "STG.E.128")) for k in st), st
 
 
+@pytest.mark.parametrize("name,warps,group", [("decode_gluon_page64_step32s3_l2ef_inline", 1, 8),
+                                              ("decode_gluon_page64_step32s3_l2ef_inline_g4", 1, 4),
+                                              ("decode_gluon_page64_step32s3w2_inline", 2, 4)])
+def test_gluon_inline_merge_sass(name, warps, group, loop_reports):
+    """The in-kernel merge (session 35): one ticket (a gpu-scope atomic add) and one counter reset (exchange) per
+    program; per real row and warp one 16-byte row store of the fp32 partial, one lse store and one 8-byte store of
+    the merged bf16 row (4 values per lane); the loop as without the merge (the same products), no spills, <= 168
+    registers; the schedule name ``pagedsplitkv`` (the Triton kernel's for its inline merge), not ``...combine``."""
+    from tritonfp8 import naming
+    from tritonfp8._kernels import decode_gluon as kg
+
+    r = loop_reports[name]
+    assert r["atomics"] == {"ATOMG.E.ADD.STRONG.GPU": 1, "ATOMG.E.EXCH.STRONG.GPU": 1}, r["atomics"]
+    assert r["spill_stores"] == 0 and r["registers"] <= 168, r
+    assert r["loops"][0]["ops"].get("HMMA", 0) == 32, r["loops"][0]
+    n = group // warps
+    assert r["stores"] == {"STG.E.128": n, "STG.E": n, "STG.E.64": n}, r["stores"]
+    rest = naming.parse_kernel_name(kg.codegen_specs()[name].kernel_name(90, "cutlass"))["rest"]
+    assert rest[0] == "pagedsplitkv", rest
+    assert loop_reports["decode_gluon_page64_step32s3_l2ef"]["atomics"] == {}
+
+
 def test_gluon_pdl_signals_the_combine_kernel(loop_reports):
     """With several splits and the signal on (``PDL``, session 33; off in the library: 0.97-1.00x on the H100 in
     session 34) the Gluon kernel signals its PDL combine kernel once, after the loop (griddepcontrol.launch_dependents),
