@@ -482,6 +482,39 @@ def test_gluon_plan_fields(monkeypatch):
 
     assert hinted.consts["KERNEL_NAME"] == p.consts["KERNEL_NAME"] + "_l2ef"
     assert hinted.consts["L2_HINT"] == l2hint.VERSION and l2hint.tagged(hinted.consts["KERNEL_NAME"])
+    # merge="inline" (session 35): no combine launch (and no PDL, which only the combine launch takes), one ticket
+    # counter per (sequence, KV head), the merge's constants (GQA 4 at one warp: 4 rows, the 5 splits in one round
+    # of 8), the Triton kernel's inline schedule name; the plain form passes MERGE_ROUNDS = 0 (no merge code)
+    assert p.consts["MERGE_ROUNDS"] == 0 and p.counters_n == 0
+    inl = dec._plan(key[:18] + (dataclasses.replace(cfg, merge="inline", pdl=False),) + key[19:])
+    assert inl.inline and inl.combine is None and inl.counters_n == bsz * hkv
+    assert {k: inl.consts[k] for k in ("MERGE_ROWS", "MERGE_CHUNK", "MERGE_ROUNDS")} == dict(
+        MERGE_ROWS=4, MERGE_CHUNK=8, MERGE_ROUNDS=1)
+    assert inl.consts["KERNEL_NAME"] == p.consts["KERNEL_NAME"].replace("pagedsplitkvcombine", "pagedsplitkv")
+    one_inl = dec._plan(key[:17] + (1, dataclasses.replace(cfg, num_splits=1, merge="inline", pdl=False)) + key[19:])
+    assert not one_inl.inline and one_inl.consts["MERGE_ROUNDS"] == 0 and one_inl.counters_n == 0
+
+
+def test_gluon_merge_consts():
+    """The inline merge's tile: the group's rows rounded up to a power of two and at least the warps (the merge
+    tile's warps sit on rows); splits per round as the Triton kernel's merge_chunk (<= 128 fp32 registers per
+    thread at one warp, 64 from 2), never more than the splits' power of two; the rounds cover every split."""
+    from tritonfp8._kernels import decode_gluon as kg
+
+    assert kg.merge_consts(8, 1, 8) == dict(MERGE_ROWS=8, MERGE_CHUNK=4, MERGE_ROUNDS=2)
+    assert kg.merge_consts(4, 1, 8) == dict(MERGE_ROWS=4, MERGE_CHUNK=8, MERGE_ROUNDS=1)
+    assert kg.merge_consts(3, 1, 16) == dict(MERGE_ROWS=4, MERGE_CHUNK=8, MERGE_ROUNDS=2)
+    assert kg.merge_consts(1, 4, 3) == dict(MERGE_ROWS=4, MERGE_CHUNK=4, MERGE_ROUNDS=1)
+    assert kg.merge_consts(8, 2, 7) == dict(MERGE_ROWS=8, MERGE_CHUNK=4, MERGE_ROUNDS=2)
+    assert kg.merge_consts(4, 1, 0) == dict(MERGE_ROWS=0, MERGE_CHUNK=1, MERGE_ROUNDS=0)
+    for group in range(1, 9):
+        for warps in (1, 2, 4):
+            for splits in range(1, 40):
+                c = kg.merge_consts(group, warps, splits)
+                assert c["MERGE_ROWS"] >= max(group, warps) and c["MERGE_CHUNK"] * c["MERGE_ROUNDS"] >= splits
+                assert c["MERGE_CHUNK"] * (c["MERGE_ROUNDS"] - 1) < splits  # no round of masked splits only
+                regs = c["MERGE_ROWS"] // warps * c["MERGE_CHUNK"] * 4  # fp32 partials per thread and round
+                assert regs <= (128 if warps == 1 else 64), (group, warps, splits, c)
 
 
 def test_gluon_heuristic_needs_one_new_token(monkeypatch):
