@@ -133,7 +133,7 @@ class DecodeConfig:
     # Needs sm_90+, an E4M3 cache TMA can address (as kv_load="tma"), D = 128, Sq = 1 and Hq / Hkv <= 8; block_n is
     # its step (32 or 64 tokens), num_stages its ring of TMA buffers; several splits are merged by the combine
     # kernel (merge="kernel", pdl as for the Triton kernel) or, from session 35, in-kernel by the last split to
-    # finish (merge="inline", as the Triton kernel's; the heuristic keeps "kernel" until it is measured). num_warps (1, 2 or 4; session 24): warps per program,
+    # finish (merge="inline", as the Triton kernel's). num_warps (1, 2 or 4; session 24): warps per program,
     # each on its own share of the program's tokens with its own softmax, merged on chip (no partials between
     # them); the field's default (4) applies here too, so the one-warp kernel needs num_warps=1. Not in the
     # interpreter; the other fields (kv_load, v_stage, ...) are not read. decode_config takes it
@@ -842,8 +842,8 @@ class _Plan:
             shape, strides, block = self.tma
             args = (q, decode_gluon.descriptor(k_cache, shape, strides, block[0]),
                     decode_gluon.descriptor(v_cache, shape, strides, block[0]), block_table, seq_lens, kd, vd, out,
-                    part_o, part_lse, counters, sm_scale_log2, self.nblocks, self.max_blocks, splits, q.stride(0), q.stride(2),
-                    block_table.stride(0), block_table.stride(1))
+                    part_o, part_lse, counters, sm_scale_log2, self.nblocks, self.max_blocks, splits, q.stride(0),
+                    q.stride(2), block_table.stride(0), block_table.stride(1))
         else:
             qs, ks, vs, bs = q.stride(), k_cache.stride(), v_cache.stride(), block_table.stride()
             if self.tma is not None:  # the kernel reads K/V through descriptors (its stride arguments go unused)
@@ -919,7 +919,7 @@ def _gluon_plan(key, cfg: DecodeConfig, splits: int) -> _Plan:
                     WRITE_PARTIAL=splits > 1, KERNEL_NAME=name, L2_HINT=kg.l2hint.VERSION if l2ef else 0,
                     ROW_STORE=rows, PDL=signal, num_warps=cfg.num_warps,
                     **kg.merge_consts(group, cfg.num_warps, splits if inline else 0))
-    _set_combine(p, splits > 1 and not inline, splits, (hq, sq, bsz), d, d, out_dtype, arch, mode, pdl)  # arch >= 90 here
+    _set_combine(p, splits > 1 and not inline, splits, (hq, sq, bsz), d, d, out_dtype, arch, mode, pdl)  # sm_90+
     return p
 
 
