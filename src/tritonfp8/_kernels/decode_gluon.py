@@ -23,9 +23,10 @@ K/V pages arrive by TMA into a ring of STAGES buffers of STEP tokens (one box pe
 each with an mbarrier; after a step's products its slot is refilled with the step STAGES ahead, whose block-table
 entries were loaded together at the top of the step (session 26: their latency behind the products, not one wait
 per copy; the step's own entries are read again for the masks). Split-KV as the Triton kernel (the same partials
-layout, merged by its combine kernel); one split writes the output directly. With W > 1 warps each warp runs the loop on its own share
-of the program's tokens (its own online softmax; a ring slot holds every warp's step) and the warps' results are
-merged on chip after the loop, so the program writes one output or partial.
+layout, merged by its combine kernel or, session 35, by the last split to finish: _merge_splits); one split writes
+the output directly. With W > 1 warps each warp runs the loop on its own share of the program's tokens (its own
+online softmax; a ring slot holds every warp's step) and the warps' results are merged on chip after the loop, so
+the program writes one output or partial.
 """
 
 from __future__ import annotations
