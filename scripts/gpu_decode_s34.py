@@ -29,6 +29,8 @@ from tritonfp8.bench.suites import decode as S
 CASES = ((8, 4096, 64, 64), (8, 4096, 32, 64), (8, 4096, 64, 16), (8, 4096, 32, 16), (32, 4096, 32, 64),
          (8, 32768, 32, 64), (16, 4096, 32, 64), (8, 8192, 32, 64))
 ROUNDS = int(os.environ.get("S34_ROUNDS", "4"))
+if os.environ.get("S34_CASES"):  # "B:ctx:Hq:page,..." instead of CASES
+    CASES = tuple(tuple(int(x) for x in c.split(":")) for c in os.environ["S34_CASES"].split(","))
 
 
 def main() -> None:

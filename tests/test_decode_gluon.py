@@ -372,8 +372,8 @@ def test_heuristic_gluon_rule():
     split for 256-512 pairs from GLUON_WARPS_MIN_CONTEXT; never without gluon=True, a TMA page, or for short
     contexts."""
     def cfg(b, ctx, rows=4, page=16, gluon=True, **kw):
-        return dec.decode_config(b, 8, rows, ctx, 132, tma_page=page, kv_bytes=2 * b * ctx * 8 * 128, gluon=gluon,
-                                 **kw)
+        kw.setdefault("kv_bytes", 2 * b * ctx * 8 * 128)
+        return dec.decode_config(b, 8, rows, ctx, 132, tma_page=page, gluon=gluon, **kw)
 
     for b, splits in ((8, 8), (16, 4), (32, 2), (64, 1), (128, 1)):
         for page in (16, 64):
@@ -381,17 +381,25 @@ def test_heuristic_gluon_rule():
             assert (c.kernel, c.num_splits, c.block_n, c.num_stages, c.merge, c.pdl) == (
                 "gluon", splits, 32, 3, "kernel", splits > 1)
     assert cfg(8, dec.GLUON_MIN_CONTEXT).kernel == "gluon" and not cfg(8, dec.GLUON_MIN_CONTEXT).l2_evict_first
-    # the hinted rule (session 34): 64 .. GLUON_L2EF_MAX_PAIRS pairs, GLUON_L2EF_MIN_CONTEXT <= ctx <
-    # GLUON_L2EF_MAX_CONTEXT, K and V within L2EF_MAX_BYTES; the same config with the hints
+    # the hinted rule (session 34, widened in session 35): 64 .. GLUON_L2EF_MAX_PAIRS (128) pairs,
+    # GLUON_L2EF_MIN_CONTEXT <= ctx < GLUON_L2EF_MAX_CONTEXT, K and V within L2EF_MAX_BYTES (which at D = 128 ends
+    # it at ctx 4096 for 128 pairs and ctx 8192 for 64); the same config with the hints
+    assert dec.GLUON_L2EF_MAX_PAIRS == 128 and dec.GLUON_L2EF_MAX_CONTEXT == dec.GLUON_MIN_CONTEXT
     top = dec.GLUON_L2EF_MAX_PAIRS // 8
-    for b, ctx in ((8, dec.GLUON_L2EF_MIN_CONTEXT), (top, dec.GLUON_L2EF_MAX_CONTEXT - 1)):
+    for b, ctx in ((8, dec.GLUON_L2EF_MIN_CONTEXT), (8, 8192), (top, 4096)):
         for page in (16, 64):
             for rows in (4, 8):
                 c = cfg(b, ctx, rows=rows, page=page)
                 assert (c.kernel, c.num_warps, c.num_splits, c.block_n, c.num_stages, c.pdl, c.l2_evict_first) == (
                     "gluon", 1, dec.GLUON_PROGRAMS // (8 * b), 32, 3, True, True), (b, ctx, c)
     assert cfg(8, dec.GLUON_L2EF_MIN_CONTEXT - 1).kernel == "triton"
-    assert cfg(8, dec.GLUON_L2EF_MAX_CONTEXT).kernel == "triton" and cfg(16, 4096).kernel == "triton"  # 128 pairs
+    assert cfg(8, 8193).kernel == "triton" and cfg(top, 4097).kernel == "triton"  # over the byte bound
+    small = dict(kv_bytes=1 << 20)  # bytes within the bound: the pairs and context bounds themselves
+    assert cfg(top + 1, 4096, **small).kernel == "triton"  # 136 pairs
+    assert cfg(8, dec.GLUON_L2EF_MAX_CONTEXT - 1, **small).l2_evict_first
+    long = cfg(8, dec.GLUON_L2EF_MAX_CONTEXT, **small)  # the long-context rule from there: hinted as the bytes say
+    assert (long.kernel, long.num_splits, long.l2_evict_first) == ("gluon", 8, True)
+    assert cfg(top + 1, dec.GLUON_MIN_CONTEXT, **small).kernel == "gluon"  # ... at any pairs from 64
     assert cfg(8, dec.GLUON_L2EF_MIN_CONTEXT, rows=16).kernel == "triton"
     big = dict(kv_bytes=dec.L2EF_MAX_BYTES + 1)  # K and V over the hints' bound: the Triton kernel, unhinted
     assert dec.decode_config(8, 8, 4, 4096, 132, tma_page=64, gluon=True, **big).kernel == "triton"
@@ -409,7 +417,8 @@ def test_heuristic_gluon_rule():
     assert cfg(32, 4096, page=16, num_splits=4).kernel == "triton"
     assert cfg(32, dec.GLUON_WARPS_MIN_CONTEXT - 1, page=64).kernel == "triton"
     assert cfg(32, dec.GLUON_WARPS_MAX_CONTEXT, page=64).kernel == "triton"
-    assert cfg(128, 4096, page=64).kernel == "triton" and cfg(16, 4096, page=64).kernel == "triton"  # 1024 / 128
+    assert cfg(128, 4096, page=64).kernel == "triton"  # 1024 pairs
+    assert cfg(16, 4096, page=64).num_warps == 1  # 128 pairs: the hinted rule (1 warp, 4 splits)
     assert cfg(32, 4096, rows=16, page=64).kernel == "triton"
     assert cfg(32, 4096, page=64, gluon=False).kernel == "triton"
     assert cfg(32, dec.GLUON_MIN_CONTEXT).num_warps == 1  # the long-context rule

@@ -282,12 +282,16 @@ GLUON_MIN_PAIRS = 64
 # median of each form's rounds within 1.1x of its fastest, 2-8 of 8 for this form, launched there through Triton's
 # dispatch, 7-8 for the others): 1.17x / 1.14x at pages of 64 (Hq 64 / 32: 37.2 / 36.1 us, 1.74 / 1.78x SDPA, 75 /
 # 77% of the copy), 1.03x / 1.03x at pages of 16 (38.2 / 37.1 us, 1.70 / 1.74x SDPA, 72 / 76%)
-# (decode-b8-20261207-025511.json, form "gluon x8 l2ef rowst"; the sweep before it, -024528.json, agrees). Not
-# measured on an H200, nor at 128 pairs or ctx 8192 (sessions 23 / 25: the unhinted kernel at 0.92-0.99x), which
-# keep the Triton rules until they are.
+# (decode-b8-20261207-025511.json, form "gluon x8 l2ef rowst"; the sweep before it, -024528.json, agrees).
+# Session 35 (H100, eager, 5 interleaved rounds, decode-s34-20261207-054512.json; 3 rounds in -054310.json agree)
+# widened it to 128 pairs and up to GLUON_MIN_CONTEXT (the byte bound then limits it: 128 pairs to ctx 4096, 64
+# pairs to ctx 8192). The rule's config against the Triton heuristic: B 8 ctx 8192 1.10 / 1.11x at pages of 64 (Hq
+# 32 / 64; 79.3 / 78.6% of copy, 1.75 / 1.73x SDPA), 1.04 / 1.06x at pages of 16; B 16 ctx 4096 (128 pairs, 4
+# splits) 1.09 / 1.07x at pages of 64, 1.03 / 1.01x at pages of 16 (sessions 23 / 25, unhinted and without the row
+# stores: 0.92-0.99x there). B 8 ctx 4096 in that run: 1.16 / 1.12x (Hq 64 / 32, pages of 64). Not on an H200.
 GLUON_L2EF_MIN_CONTEXT = 4096
-GLUON_L2EF_MAX_CONTEXT = 8192
-GLUON_L2EF_MAX_PAIRS = 64
+GLUON_L2EF_MAX_CONTEXT = GLUON_MIN_CONTEXT
+GLUON_L2EF_MAX_PAIRS = 128
 # Session 25: for GLUON_WARPS_PAIRS (batch x KV head) pairs, contexts in [GLUON_WARPS_MIN_CONTEXT,
 # GLUON_WARPS_MAX_CONTEXT) and any TMA page size, the Gluon kernel with 2
 # warps per program (each warp on half of the sequence, merged on chip), one split (no combine kernel) and 2 ring
