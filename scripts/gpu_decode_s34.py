@@ -5,7 +5,8 @@ cells and the cells next to the new rule's bounds and to the other Gluon rules (
 8192; B 32 ctx 4096: the 2-warp rule; B 8 ctx 32768: the long-context rule). Where the hinted rule does not apply
 but the hints would (B 16 ctx 4096, B 8 ctx 8192), the rule's config is timed too ("gluon l2ef (rule's config)").
 Session 35: every split Gluon form also with merge="inline" (" inline": the Gluon kernel's last split merges, no
-combine launch), its output checked again after the timing.
+combine launch), its output checked again after the timing; with S34_EXTRA=1 also at twice and half the splits.
+S34_CASES="B:ctx:Hq:page,...": other cases.
 
 Eager, do_bench medians after the write flush, interleaved rounds; every form's output is compared with the Triton
 heuristic's before timing (max |diff| <= 1e-2, bf16 output). Prints a table; writes
@@ -29,6 +30,7 @@ from tritonfp8.bench.suites import decode as S
 CASES = ((8, 4096, 64, 64), (8, 4096, 32, 64), (8, 4096, 64, 16), (8, 4096, 32, 16), (32, 4096, 32, 64),
          (8, 32768, 32, 64), (16, 4096, 32, 64), (8, 8192, 32, 64))
 ROUNDS = int(os.environ.get("S34_ROUNDS", "4"))
+EXTRA = os.environ.get("S34_EXTRA") == "1"
 if os.environ.get("S34_CASES"):  # "B:ctx:Hq:page,..." instead of CASES
     CASES = tuple(tuple(int(x) for x in c.split(":")) for c in os.environ["S34_CASES"].split(","))
 
@@ -51,8 +53,13 @@ def main() -> None:
                 num_splits=max(1, dec.GLUON_PROGRAMS // pairs), pdl=dec.GLUON_PROGRAMS // pairs > 1,
                 l2_evict_first=True)
         for name in [n for n, c in cfgs.items() if c.kernel == "gluon" and c.num_splits > 1]:
-            # session 35: the same config with the last split merging in-kernel (no combine launch)
+            # session 35: the same config with the last split merging in-kernel (no combine launch); S34_EXTRA=1:
+            # also with twice and half the splits (the merge's cost per split is what the inline form changes)
             cfgs[name + " inline"] = dataclasses.replace(cfgs[name], merge="inline", pdl=False)
+            if EXTRA:
+                for k in (2 * cfgs[name].num_splits, cfgs[name].num_splits // 2):
+                    cfgs[f"{name} x{k} inline"] = dataclasses.replace(cfgs[name], num_splits=k, merge="inline",
+                                                                     pdl=False)
         def report(name, diff, case=(b, ctx, hq, page)):
             bad.append((*case, name, diff))
         fns = checked_calls(q, pc, cfgs, report)
