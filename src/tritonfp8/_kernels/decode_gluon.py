@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 
+import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import mma_v2
@@ -488,8 +489,8 @@ def merge_consts(group: int, warps: int, splits: int) -> dict:
     128] partials at one warp, 64 from 2 warps), and the rounds (0 for ``splits`` 0: no inline merge)."""
     if splits == 0:
         return dict(MERGE_ROWS=0, MERGE_CHUNK=1, MERGE_ROUNDS=0)
-    rows = max(warps, 1 << max(0, group - 1).bit_length())
-    chunk = min(_triton_decode.merge_chunk(rows, HEAD_DIM, warps), 1 << max(0, splits - 1).bit_length())
+    rows = max(warps, _triton_decode.merge_rows(ROWS.value, group))
+    chunk = min(_triton_decode.merge_chunk(rows, HEAD_DIM, warps), triton.next_power_of_2(splits))
     return dict(MERGE_ROWS=rows, MERGE_CHUNK=chunk, MERGE_ROUNDS=-(-splits // chunk))
 
 
