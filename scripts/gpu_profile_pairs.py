@@ -11,7 +11,8 @@ Usage on the device: ``python3 scripts/gpu_profile_pairs.py`` (``PROFILE_GROUP=f
 pair instead, ours vs cuBLAS fast accumulation; ``PROFILE_GROUP=grouped``: issue 4's grouped G 8 call vs the dense
 GEMM of the same total shape, session 13; ``PROFILE_GROUP=quarters``: the halves / quarters forms of the promoting
 128x256 kernel, session 14; ``PROFILE_GROUP=rowsums``: the hd128 attention default's row sums on the tensor core
-vs FADD, session 15; ``PROFILE_GROUP=decode``: issue 6's short decode steps, session 23) (the parent runs itself under ncu through the
+vs FADD, session 15; ``PROFILE_GROUP=decode``: issue 6's short decode steps, session 23; with
+``PROFILE_DECODE=s35`` the current B 8 ctx 4096 forms) (the parent runs itself under ncu through the
 library's harness, prints a table per kernel: duration, SM / memory throughput, tensor-pipe %, top stall reasons,
 and writes JSON under $OUT). ``--child`` is the profiled process: it warms every case up, then runs each once
 between ``torch.cuda.profiler.start()`` and ``stop()``.
@@ -20,6 +21,7 @@ between ``torch.cuda.profiler.start()`` and ``stop()``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -139,10 +141,17 @@ def _decode_cases():
     todo = ((8, 4096, 32, 64, None), (8, 4096, 32, 16, None), (8, 32768, 32, 16, None), (32, 4096, 32, 64, None))
     if os.environ.get("PROFILE_DECODE") == "gluon":
         todo = ((8, 4096, 32, 64, gl_cfg), (8, 4096, 32, 64, None), (8, 32768, 32, 16, None))
+    if os.environ.get("PROFILE_DECODE") == "s35":
+        # Session 35 (prepared, not run): B 8 ctx 4096 on the heuristic's current form (the hinted Gluon rule, row
+        # stores: 72-76% of copy on an H100 against hinted read floors of 85.6-92.7%), Hq 64 / 32 on pages of 64
+        # and Hq 64 on pages of 16, and the in-kernel merge's form at Hq 64: how the split kernel's time divides
+        # between prologue, loop and epilogue (the last profile, session 24, predates the hints and row stores)
+        inline = dataclasses.replace(gl_cfg, l2_evict_first=True, merge="inline", pdl=False)
+        todo = ((8, 4096, 64, 64, None), (8, 4096, 32, 64, None), (8, 4096, 64, 16, None), (8, 4096, 64, 64, inline))
     for b, ctx, hq, page, cfg in todo:
         pc = suite._paged(b, ctx, page, "cuda")
         q = torch.randn(b, 1, hq, suite.D, device="cuda", dtype=torch.bfloat16)
-        tag = "" if cfg is None else "_gluon"
+        tag = "" if cfg is None else "_inline" if cfg.merge == "inline" else "_gluon"
         cases[f"decode_B{b}_ctx{ctx}_hq{hq}_p{page}{tag}"] = (lambda pc, q, cfg: lambda: dec.decode_attention(
             q, pc.k, pc.v, pc.table, pc.lens, k_descale=pc.descale, v_descale=pc.descale, config=cfg))(pc, q, cfg)
     return cases
