@@ -367,7 +367,7 @@ def test_gluon_refuses_what_it_cannot_run():
 
 def test_heuristic_gluon_rule():
     """decode_config(gluon=True) takes the Gluon kernel for long contexts (>= GLUON_MIN_CONTEXT) at >= 64 pairs and
-    <= 8 rows, with about GLUON_PROGRAMS programs, and so in [GLUON_L2EF_MIN_CONTEXT, GLUON_L2EF_MAX_CONTEXT) with
+    <= 8 rows, with about GLUON_PROGRAMS programs, and so from GLUON_L2EF_MIN_CONTEXT with
     the evict-first hints up to GLUON_L2EF_MAX_PAIRS pairs whose K and V fit L2EF_MAX_BYTES; with 2 warps and one
     split for 256-512 pairs from GLUON_WARPS_MIN_CONTEXT; never without gluon=True, a TMA page, or for short
     contexts."""
@@ -382,9 +382,9 @@ def test_heuristic_gluon_rule():
                 "gluon", splits, 32, 3, "kernel", splits > 1)
     assert cfg(8, dec.GLUON_MIN_CONTEXT).kernel == "gluon" and not cfg(8, dec.GLUON_MIN_CONTEXT).l2_evict_first
     # the hinted rule (session 34, widened in session 35): 64 .. GLUON_L2EF_MAX_PAIRS (128) pairs,
-    # GLUON_L2EF_MIN_CONTEXT <= ctx < GLUON_L2EF_MAX_CONTEXT, K and V within L2EF_MAX_BYTES (which at D = 128 ends
+    # ctx >= GLUON_L2EF_MIN_CONTEXT, K and V within L2EF_MAX_BYTES (which at D = 128 ends
     # it at ctx 4096 for 128 pairs and ctx 8192 for 64); the same config with the hints
-    assert dec.GLUON_L2EF_MAX_PAIRS == 128 and dec.GLUON_L2EF_MAX_CONTEXT == dec.GLUON_MIN_CONTEXT
+    assert dec.GLUON_L2EF_MAX_PAIRS == 128
     top = dec.GLUON_L2EF_MAX_PAIRS // 8
     for b, ctx in ((8, dec.GLUON_L2EF_MIN_CONTEXT), (8, 8192), (top, 4096)):
         for page in (16, 64):
@@ -396,8 +396,8 @@ def test_heuristic_gluon_rule():
     assert cfg(8, 8193).kernel == "triton" and cfg(top, 4097).kernel == "triton"  # over the byte bound
     small = dict(kv_bytes=1 << 20)  # bytes within the bound: the pairs and context bounds themselves
     assert cfg(top + 1, 4096, **small).kernel == "triton"  # 136 pairs
-    assert cfg(8, dec.GLUON_L2EF_MAX_CONTEXT - 1, **small).l2_evict_first
-    long = cfg(8, dec.GLUON_L2EF_MAX_CONTEXT, **small)  # the long-context rule from there: hinted as the bytes say
+    assert cfg(8, dec.GLUON_MIN_CONTEXT - 1, **small).l2_evict_first
+    long = cfg(8, dec.GLUON_MIN_CONTEXT, **small)  # the long-context rule from there: hinted as the bytes say
     assert (long.kernel, long.num_splits, long.l2_evict_first) == ("gluon", 8, True)
     assert cfg(top + 1, dec.GLUON_MIN_CONTEXT, **small).kernel == "gluon"  # ... at any pairs from 64
     assert cfg(8, dec.GLUON_L2EF_MIN_CONTEXT, rows=16).kernel == "triton"

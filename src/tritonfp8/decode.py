@@ -275,8 +275,8 @@ TMA_V_STAGE = True
 GLUON_PROGRAMS = 512
 GLUON_MIN_CONTEXT = 16384
 GLUON_MIN_PAIRS = 64
-# Session 34: at GLUON_MIN_PAIRS .. GLUON_L2EF_MAX_PAIRS pairs and contexts in [GLUON_L2EF_MIN_CONTEXT,
-# GLUON_L2EF_MAX_CONTEXT), with K and V bytes known to be within L2EF_MAX_BYTES, the same Gluon rule with the
+# Session 34: at GLUON_MIN_PAIRS .. GLUON_L2EF_MAX_PAIRS pairs and contexts from GLUON_L2EF_MIN_CONTEXT (session 34:
+# up to 8192, exclusive; session 35: no upper bound of its own), with K and V bytes known to be within L2EF_MAX_BYTES, the same Gluon rule with the
 # evict-first hints (session 32) and, as every 1-2 warp Gluon config since session 34, the row stores. B 8 ctx 4096
 # (issue 6's last cell under its targets), H100, eager, against the Triton heuristic (8 alternated rounds; the
 # median of each form's rounds within 1.1x of its fastest, 2-8 of 8 for this form, launched there through Triton's
@@ -284,13 +284,12 @@ GLUON_MIN_PAIRS = 64
 # 77% of the copy), 1.03x / 1.03x at pages of 16 (38.2 / 37.1 us, 1.70 / 1.74x SDPA, 72 / 76%)
 # (decode-b8-20261207-025511.json, form "gluon x8 l2ef rowst"; the sweep before it, -024528.json, agrees).
 # Session 35 (H100, eager, 5 interleaved rounds, decode-s34-20261207-054512.json; 3 rounds in -054310.json agree)
-# widened it to 128 pairs and up to GLUON_MIN_CONTEXT (the byte bound then limits it: 128 pairs to ctx 4096, 64
-# pairs to ctx 8192). The rule's config against the Triton heuristic: B 8 ctx 8192 1.10 / 1.11x at pages of 64 (Hq
+# widened it to 128 pairs and dropped the context bound (from GLUON_MIN_CONTEXT the rule applies anyway; the byte
+# bound ends it at ctx 4096 for 128 pairs and ctx 8192 for 64 at D = 128). The rule's config against the Triton heuristic: B 8 ctx 8192 1.10 / 1.11x at pages of 64 (Hq
 # 32 / 64; 79.3 / 78.6% of copy, 1.75 / 1.73x SDPA), 1.04 / 1.06x at pages of 16; B 16 ctx 4096 (128 pairs, 4
 # splits) 1.09 / 1.07x at pages of 64, 1.03 / 1.01x at pages of 16 (sessions 23 / 25, unhinted and without the row
 # stores: 0.92-0.99x there). B 8 ctx 4096 in that run: 1.16 / 1.12x (Hq 64 / 32, pages of 64). Not on an H200.
 GLUON_L2EF_MIN_CONTEXT = 4096
-GLUON_L2EF_MAX_CONTEXT = GLUON_MIN_CONTEXT
 GLUON_L2EF_MAX_PAIRS = 128
 # Session 25: for GLUON_WARPS_PAIRS (batch x KV head) pairs, contexts in [GLUON_WARPS_MIN_CONTEXT,
 # GLUON_WARPS_MAX_CONTEXT) and any TMA page size, the Gluon kernel with 2
@@ -332,8 +331,7 @@ def decode_config(
     bound; None: unknown); the TMA configs take ``l2_evict_first`` when it is at most :data:`L2EF_MAX_BYTES`.
     ``gluon``: the Gluon kernel can run for this call (sm_90+, D = 128, one new token, a TMA-addressable E4M3
     cache); with ``tma_page`` given, at most 8 rows, at least :data:`GLUON_MIN_PAIRS` (batch x KV head) pairs and
-    ``max_len`` >= :data:`GLUON_MIN_CONTEXT` (or in [:data:`GLUON_L2EF_MIN_CONTEXT`, :data:`GLUON_L2EF_MAX_CONTEXT`)
-    with at most :data:`GLUON_L2EF_MAX_PAIRS` pairs and ``kv_bytes`` within :data:`L2EF_MAX_BYTES`, hinted) it is
+    ``max_len`` >= :data:`GLUON_MIN_CONTEXT` (or >= :data:`GLUON_L2EF_MIN_CONTEXT` with at most :data:`GLUON_L2EF_MAX_PAIRS` pairs and ``kv_bytes`` within :data:`L2EF_MAX_BYTES`, hinted) it is
     taken, with the splits that give about :data:`GLUON_PROGRAMS`
     programs (the combine kernel as a programmatic dependent launch when there are several); with ``max_len`` in
     [:data:`GLUON_WARPS_MIN_CONTEXT`, :data:`GLUON_WARPS_MAX_CONTEXT`), B x Hkv within :data:`GLUON_WARPS_PAIRS` it is
@@ -365,9 +363,8 @@ def decode_config(
         num_splits = max(1, min(by_occupancy, by_length, MAX_SPLITS))
     pairs = batch * kv_heads
     l2ef = kv_bytes is not None and kv_bytes <= L2EF_MAX_BYTES
-    hinted_short = (l2ef and GLUON_L2EF_MIN_CONTEXT <= max_len < GLUON_L2EF_MAX_CONTEXT
-                    and pairs <= GLUON_L2EF_MAX_PAIRS)
-    if (gluon and tma_page is not None and 0 < rows <= 8 and (max_len >= GLUON_MIN_CONTEXT or hinted_short)
+    hinted = l2ef and max_len >= GLUON_L2EF_MIN_CONTEXT and pairs <= GLUON_L2EF_MAX_PAIRS
+    if (gluon and tma_page is not None and 0 < rows <= 8 and (max_len >= GLUON_MIN_CONTEXT or hinted)
             and pairs >= GLUON_MIN_PAIRS and num_splits > 0):
         s = num_splits if given else max(1, min(GLUON_PROGRAMS // pairs, MAX_SPLITS))
         return DecodeConfig(kernel="gluon", merge="kernel", block_n=32, num_warps=1, num_stages=3, num_splits=s,
