@@ -7,6 +7,8 @@ but the hints would (B 16 ctx 4096, B 8 ctx 8192), the rule's config is timed to
 Session 35: every split Gluon form also with merge="inline" (" inline": the Gluon kernel's last split merges, no
 combine launch), its output checked again after the timing; with S34_EXTRA=1 also at twice and half the splits.
 S34_CASES="B:ctx:Hq:page,...": other cases.
+Session 36: with S34_W4=1, on cells of at most B 8 ctx 4096, 4 warps x 2 splits without and with a 168-register cap
+(which takes the row stores), the capped form also merged inline and unsplit.
 
 Eager, do_bench medians after the write flush, interleaved rounds; every form's output is compared with the Triton
 heuristic's before timing (max |diff| <= 1e-2, bf16 output). Prints a table; writes
@@ -31,6 +33,7 @@ CASES = ((8, 4096, 64, 64), (8, 4096, 32, 64), (8, 4096, 64, 16), (8, 4096, 32, 
          (8, 32768, 32, 64), (16, 4096, 32, 64), (8, 8192, 32, 64))
 ROUNDS = int(os.environ.get("S34_ROUNDS", "4"))
 EXTRA = os.environ.get("S34_EXTRA") == "1"
+W4 = os.environ.get("S34_W4") == "1"
 if os.environ.get("S34_CASES"):  # "B:ctx:Hq:page,..." instead of CASES
     CASES = tuple(tuple(int(x) for x in c.split(":")) for c in os.environ["S34_CASES"].split(","))
 
@@ -60,6 +63,15 @@ def main() -> None:
                 for k in (2 * cfgs[name].num_splits, cfgs[name].num_splits // 2):
                     cfgs[f"{name} x{k} inline"] = dataclasses.replace(cfgs[name], num_splits=k, merge="inline",
                                                                      pdl=False)
+        if W4 and b * ctx <= 8 * 4096:
+            # session 36: 4 warps x 2 splits (hinted; the uncapped form keeps the accumulator-layout stores), then
+            # under a 168-register cap with the row stores (kg.row_stores), merged by the combine kernel or inline
+            w4 = dec.DecodeConfig(kernel="gluon", merge="kernel", block_n=32, num_warps=4, num_stages=3,
+                                  num_splits=2, pdl=True, l2_evict_first=True)
+            cfgs["w4 x2"] = w4
+            cfgs["w4 x2 r168 rowst"] = dataclasses.replace(w4, maxnreg=168)
+            cfgs["w4 x2 r168 rowst inline"] = dataclasses.replace(w4, maxnreg=168, merge="inline", pdl=False)
+            cfgs["w4 x1 r168 rowst"] = dataclasses.replace(w4, maxnreg=168, num_splits=1, pdl=False)
         def report(name, diff, case=(b, ctx, hq, page)):
             bad.append((*case, name, diff))
         fns = checked_calls(q, pc, cfgs, report)

@@ -106,18 +106,22 @@ def test_gluon_warps_sass_sm90(page, step, stages, warps, loop_reports):
 @pytest.mark.parametrize("name,warps,width,row_stores", [
     ("decode_gluon_page64_step32s3_l2ef_s33", 1, 128, True), ("decode_gluon_page64_step32s3w2_rowst", 2, 128, True),
     ("decode_gluon_page64_step32s2w2_out_rowst", 2, 64, True), ("decode_gluon_page16_step32s3w4_rowst", 4, 32, False),
-    ("decode_gluon_page64_step32s3_l2ef", 1, 128, True), ("decode_gluon_page64_step32s3_l2ef_accst", 1, 32, False)])
+    ("decode_gluon_page64_step32s3_l2ef", 1, 128, True), ("decode_gluon_page64_step32s3_l2ef_accst", 1, 32, False),
+    ("decode_gluon_page64_step32s3w4_l2ef_rowst_r168", 4, 128, True)])
 def test_gluon_row_store_epilogue(name, warps, width, row_stores, loop_reports):
     """Session 33's epilogue (``ROW_STORE``, 1 and 2 warps; on in the library since session 34): O (or the fp32
     partials) leaves in rows, one 16-byte store per lane and row (8 bytes for the bf16 output), after a layout
     conversion through shared memory; the 4 real rows of these specs (GQA 4) take 4 / W such stores per warp, and
     nothing else is stored but the partials' 4 lse values. With 4 warps (kg.row_stores: 172 registers against the
-    168 of three programs per SM), and with ROW_STORE off, the accumulator's layout keeps 4-byte stores (32 or more
-    per lane)."""
+    168 of three programs per SM) unless capped at 168 registers (session 36, the ``r168`` spec: no spills at pages of
+    64), and with ROW_STORE off, the accumulator's layout keeps 4-byte stores (32 or more per lane)."""
     from tritonfp8._kernels import decode_gluon as kg
 
-    assert kg.ROW_STORE and kg.row_stores(warps) is kg.row_stores(warps, True) is (warps <= 2)
-    assert not kg.row_stores(warps, False)
+    capped = kg.codegen_specs()[name].options.get("maxnreg")
+    on = kg.row_stores(warps, maxnreg=capped)
+    assert kg.ROW_STORE and on is kg.row_stores(warps, True, capped) is (warps <= 2 or capped == 168)
+    assert kg.row_stores(warps) is (warps <= 2) and not kg.row_stores(warps, False, capped)
+    assert kg.row_stores(4, maxnreg=168) and not kg.row_stores(4, maxnreg=176)
     st = loop_reports[name]["stores"]
     assert loop_reports[name]["spill_stores"] == 0 and loop_reports[name]["registers"] <= 168, loop_reports[name]
     if row_stores:
@@ -201,14 +205,14 @@ GPU_WARP_CASES = [
 ]
 
 
-def _gluon_vs(case, step, stages, splits, out_dtype=torch.float32, seed=31, mutate=None, warps=1):
+def _gluon_vs(case, step, stages, splits, out_dtype=torch.float32, seed=31, mutate=None, warps=1, **extra):
     q, kc, vc, bt, sl, ks, vs = _make(case, "cuda", seed=seed)
     if mutate is not None:
         mutate(kc, vc, bt, sl)
     # several splits as decode_config runs them: the combine kernel a programmatic dependent launch (the Gluon
     # kernel's signal to it after its loop is kg.PDL_SIGNAL; the l2ef same-bits test below runs 8 splits without PDL)
-    cfg = dec.DecodeConfig(**{**GLUON, "num_warps": warps}, block_n=step, num_stages=stages, num_splits=splits,
-                           pdl=splits > 1)
+    cfg = dec.DecodeConfig(**{**GLUON, "num_warps": warps, **extra}, block_n=step, num_stages=stages,
+                           num_splits=splits, pdl=splits > 1 and extra.get("merge") != "inline")
     out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg, out_dtype=out_dtype)
     tri = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, num_splits=splits, out_dtype=out_dtype)
     ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
@@ -244,6 +248,26 @@ def test_gluon_session33_forms_match_reference_and_triton(case, step, stages, sp
     assert_decode_close(out, ref, pt, max(case.lens), out_dtype)
     if out_dtype == torch.float32:  # the module docstring's rule against the Triton kernel
         torch.testing.assert_close(out, tri, rtol=2.0**-9, atol=2.0**-9)
+
+
+@requires_gpu
+@pytest.mark.parametrize("case,step,stages,splits", [
+    (Case((4096, 100, 65), 32, 4, d=128, page=64), 32, 3, 2), (Case((4096, 2000), 64, 8, d=128, page=16), 32, 3, 3),
+    (Case((339, 1, 48, 17), 16, 2, d=128, page=64), 32, 3, 1)], ids=lambda x: str(x))
+@pytest.mark.parametrize("out_dtype,merge", [(torch.float32, "kernel"), (torch.bfloat16, "kernel"),
+                                             (torch.float32, "inline")], ids=str)
+def test_gluon_four_warps_capped_row_stores(case, step, stages, splits, out_dtype, merge):
+    """4 warps under a 168-register cap (session 36: ``maxnreg=168`` takes the row-store epilogue there, the kernel
+    name says ``rowst`` and ``r168``) meet the reference and the Triton kernel as the uncapped form does: one and
+    several splits (ragged, empty), the combine kernel and the inline merge, fp32 and bf16 output."""
+    out, tri, ref, pt = _gluon_vs(case, step, stages, splits, out_dtype=out_dtype, warps=4, maxnreg=168, merge=merge)
+    assert out.dtype == out_dtype
+    assert_decode_close(out, ref, pt, max(case.lens), out_dtype)
+    if out_dtype == torch.float32:
+        torch.testing.assert_close(out, tri, rtol=2.0**-9, atol=2.0**-9)
+    name = next(p for k, p in reversed(dec._PLANS.items()) if k[18] is not None and k[18].maxnreg == 168
+                and k[18].merge == merge and k[3] == out_dtype).consts["KERNEL_NAME"]
+    assert "rowst" in name and "r168" in name, name
 
 
 @requires_gpu

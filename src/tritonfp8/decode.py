@@ -136,7 +136,8 @@ class DecodeConfig:
     # finish (merge="inline", as the Triton kernel's). num_warps (1, 2 or 4; session 24): warps per program,
     # each on its own share of the program's tokens with its own softmax, merged on chip (no partials between
     # them); the field's default (4) applies here too, so the one-warp kernel needs num_warps=1. Not in the
-    # interpreter; the other fields (kv_load, v_stage, ...) are not read. decode_config takes it
+    # interpreter; maxnreg caps its registers (session 36; at 4 warps a cap <= 168 also takes the row-store
+    # epilogue, kg.row_stores); the other fields (kv_load, v_stage, ...) are not read. decode_config takes it
     # for long contexts (GLUON_MIN_CONTEXT).
     kernel: str = "triton"
 
@@ -912,13 +913,15 @@ def _gluon_plan(key, cfg: DecodeConfig, splits: int) -> _Plan:
         kg.l2hint.install()  # chains any hook set since the import, before this plan's kernel compiles
     pdl = cfg.pdl and splits > 1 and not inline  # the combine kernel as a programmatic dependent launch
     signal = pdl and kg.PDL_SIGNAL  # ... signalled after the Gluon kernel's loop (session 33, off: see kg.PDL_SIGNAL)
-    rows = kg.row_stores(cfg.num_warps)
+    rows = kg.row_stores(cfg.num_warps, maxnreg=cfg.maxnreg)
     name = kg.kernel_name(page, cfg.block_n, cfg.num_stages, group, short_name(q_dtype), short_name(out_dtype),
-                          splits > 1, bool(k_head or v_head), cfg.num_warps, l2ef, signal, rows, inline).build(mode)
+                          splits > 1, bool(k_head or v_head), cfg.num_warps, l2ef, signal, rows, inline,
+                          cfg.maxnreg).build(mode)
     p.consts = dict(GROUP=group, PAGE=page, BOX=box, STEP=cfg.block_n, STAGES=cfg.num_stages,
                     K_DESCALE_STRIDE=int(k_head), V_DESCALE_STRIDE=int(v_head), Q_POW2_SCALE=q_dtype == torch.bfloat16,
                     WRITE_PARTIAL=splits > 1, KERNEL_NAME=name, L2_HINT=kg.l2hint.VERSION if l2ef else 0,
                     ROW_STORE=rows, PDL=signal, num_warps=cfg.num_warps,
+                    **({"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}),
                     **kg.merge_consts(group, cfg.num_warps, splits if inline else 0))
     _set_combine(p, splits > 1 and not inline, splits, (hq, sq, bsz), d, d, out_dtype, arch, mode, pdl)  # sm_90+
     return p

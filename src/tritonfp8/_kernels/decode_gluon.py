@@ -54,6 +54,7 @@ ROWS = gl.constexpr(8)  # the MMA's N: query rows (heads of a KV head x new toke
 # stays off: 0.97-1.00x there.
 ROW_STORE = True
 PDL_SIGNAL = False
+ROW_STORE_W4_MAXNREG = 168  # registers per thread for three 4-warp programs per SM (65536 / (3 * 128) = 170, in 8s)
 
 
 # Every register tensor carries a leading warp dimension W (the program's warps, each on its own token range, one
@@ -465,20 +466,22 @@ def box_tokens(page: int, step: int) -> int:
 
 @functools.lru_cache(maxsize=64)
 def kernel_name(page: int, step: int, stages: int, group: int, q: str, out: str, split: bool, per_head: bool,
-                warps: int = 1, l2ef: bool = False, pdl: bool = False, rows: bool = False, inline: bool = False):
+                warps: int = 1, l2ef: bool = False, pdl: bool = False, rows: bool = False, inline: bool = False,
+                maxnreg: int | None = None):
     """Types: cache element, q element, accumulator, output; tile: 8 query rows (as N) x STEP cache tokens x head
     dim. Schedule as the Triton kernel's (``pagedsplitkvcombine``: partials merged by its combine kernel,
     ``pagedsplitkv`` with ``inline``: by the last split, :func:`merge_consts`); extras
     ``gluon`` and ``tokm`` (cache tokens as the MMA's M), ``rowst`` with the row-store epilogue, ``pdl`` when it
-    signals its combine kernel (a programmatic dependent launch) after the loop, and ``l2ef`` when the K/V TMA loads
-    carry L2 evict-first hints (the field :mod:`tritonfp8._kernels.l2hint`'s PTX pass keys on)."""
+    signals its combine kernel (a programmatic dependent launch) after the loop, ``r<N>`` under a register cap
+    (``maxnreg``) and ``l2ef`` when the K/V TMA loads carry L2 evict-first hints (the field
+    :mod:`tritonfp8._kernels.l2hint`'s PTX pass keys on)."""
     from tritonfp8.naming import KernelName
 
     return KernelName(arch=90, op="decode", types=("e4m3", q, "f32", out), tile=(8, step, HEAD_DIM), warps=warps,
                       stages=stages, schedule="paged" + (("splitkv" if inline else "splitkvcombine") if split else ""),
                       scaling="headwise" if per_head else "tensorwise",
                       extras=(f"page{page}", f"g{group}", "gluon", "tokm") + (("rowst",) if rows else ())
-                      + (("pdl",) if pdl else ())
+                      + (("pdl",) if pdl else ()) + ((f"r{maxnreg}",) if maxnreg else ())
                       + ((l2hint.TAG,) if l2ef else ()))
 
 
@@ -494,11 +497,14 @@ def merge_consts(group: int, warps: int, splits: int) -> dict:
     return dict(MERGE_ROWS=rows, MERGE_CHUNK=chunk, MERGE_ROUNDS=-(-splits // chunk))
 
 
-def row_stores(warps: int, on: bool | None = None) -> bool:
+def row_stores(warps: int, on: bool | None = None, maxnreg: int | None = None) -> bool:
     """Whether the kernel takes the row-store epilogue (the kernel's ``ROW_STORE``; ``on``: the module's
     :data:`ROW_STORE` unless given): with 1 and 2 warps; at 4 it costs 4 registers over the 168 that keep three
-    programs per SM (offline sm_90: 172), so those keep the stores in the accumulator's layout."""
-    return (ROW_STORE if on is None else on) and warps <= 2
+    programs per SM (offline sm_90: 172), so those keep the stores in the accumulator's layout unless a register
+    cap ``maxnreg`` <= :data:`ROW_STORE_W4_MAXNREG` holds them there (offline sm_90, session 35: no spills at pages of
+    64, 4 spill stores at pages of 16)."""
+    return (ROW_STORE if on is None else on) and (
+        warps <= 2 or maxnreg is not None and maxnreg <= ROW_STORE_W4_MAXNREG)
 
 
 def descriptor(cache, shape: tuple, strides: tuple, box: int):
@@ -519,14 +525,15 @@ def _shared_layout():
 
 
 def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4, split: bool = True, warps: int = 1,
-                 l2ef: bool = False, row_store: bool | None = None, pdl: bool = False, inline: int = 0):
+                 l2ef: bool = False, row_store: bool | None = None, pdl: bool = False, inline: int = 0,
+                 maxnreg: int | None = None):
     """Offline compile spec (sm_90) of one configuration (``l2ef``: the evict-first hinted form, whose hints the PTX
     pass adds when :func:`tritonfp8._kernels.l2hint.install` has run, as the decode kernels' import does; ``inline``:
-    that many splits merged in-kernel, :func:`merge_consts`)."""
+    that many splits merged in-kernel, :func:`merge_consts`; ``maxnreg``: the register cap)."""
     from tritonfp8.codegen import CodegenSpec
 
     box = box_tokens(page, step)
-    rows = row_stores(warps, row_store)
+    rows = row_stores(warps, row_store, maxnreg)
     desc = (f"tensordesc<fp8e4nv[{box}, 128],NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2, "
             f"transposed=False, fp4_padded=False, cga_layout=[])>")
     sig = {"q_ptr": "*bf16", "k_desc": desc, "v_desc": desc, "block_table_ptr": "*i32", "seq_lens_ptr": "*i32",
@@ -541,8 +548,8 @@ def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4
         sig[k] = "constexpr"
     return CodegenSpec(fn=decode_gluon_kernel, signature=sig, constexprs=const,
                        name=kernel_name(page, step, stages, group, "bf16", "bf16", split, True, warps, l2ef, pdl,
-                                        rows, bool(inline)),
-                       num_warps=warps,
+                                        rows, bool(inline), maxnreg),
+                       num_warps=warps, options={"maxnreg": maxnreg} if maxnreg else {},
                        num_stages=stages, min_arch=90,
                        description=f"Gluon paged decode, cache tokens as M, page {page}, {step}-token steps",
                        divisible=("q_ptr", "block_table_ptr", "seq_lens_ptr", "k_descale_ptr", "v_descale_ptr",
@@ -574,4 +581,7 @@ def codegen_specs() -> dict:
     specs["decode_gluon_page64_step32s3_l2ef_inline"] = codegen_spec(64, 32, 3, group=8, l2ef=True, inline=8)
     specs["decode_gluon_page64_step32s3_l2ef_inline_g4"] = codegen_spec(64, 32, 3, group=4, l2ef=True, inline=8)
     specs["decode_gluon_page64_step32s3w2_inline"] = codegen_spec(64, 32, 3, warps=2, inline=4)
+    # session 36: 4 warps (B 8 ctx 4096's 4 warps x 2 splits, hinted) with the row stores under a 168-register cap
+    specs["decode_gluon_page64_step32s3w4_l2ef_rowst_r168"] = codegen_spec(64, 32, 3, warps=4, l2ef=True,
+                                                                           maxnreg=168)
     return specs
