@@ -69,9 +69,10 @@ def main() -> None:
             w4 = dec.DecodeConfig(kernel="gluon", merge="kernel", block_n=32, num_warps=4, num_stages=3,
                                   num_splits=2, pdl=True, l2_evict_first=True)
             cfgs["w4 x2"] = w4
-            cfgs["w4 x2 r168 rowst"] = dataclasses.replace(w4, maxnreg=168)
-            cfgs["w4 x2 r168 rowst inline"] = dataclasses.replace(w4, maxnreg=168, merge="inline", pdl=False)
-            cfgs["w4 x1 r168 rowst"] = dataclasses.replace(w4, maxnreg=168, num_splits=1, pdl=False)
+            cap = kg.ROW_STORE_W4_MAXNREG
+            cfgs["w4 x2 r168 rowst"] = dataclasses.replace(w4, maxnreg=cap)
+            cfgs["w4 x2 r168 rowst inline"] = dataclasses.replace(w4, maxnreg=cap, merge="inline", pdl=False)
+            cfgs["w4 x1 r168 rowst"] = dataclasses.replace(w4, maxnreg=cap, num_splits=1, pdl=False)
         def report(name, diff, case=(b, ctx, hq, page)):
             bad.append((*case, name, diff))
         fns = checked_calls(q, pc, cfgs, report)

@@ -54,7 +54,9 @@ ROWS = gl.constexpr(8)  # the MMA's N: query rows (heads of a KV head x new toke
 # stays off: 0.97-1.00x there.
 ROW_STORE = True
 PDL_SIGNAL = False
-ROW_STORE_W4_MAXNREG = 168  # registers per thread for three 4-warp programs per SM (65536 / (3 * 128) = 170, in 8s)
+# registers per thread that keep three 4-warp programs per SM: the 64 Ki registers over 3 x 128 threads, in the
+# allocation's steps of 8 (168)
+ROW_STORE_W4_MAXNREG = 65536 // (3 * 128) // 8 * 8
 
 
 # Every register tensor carries a leading warp dimension W (the program's warps, each on its own token range, one
