@@ -40,12 +40,14 @@ def pinned_call(q, pc, cfg, seq_lens=None):
                                         config=cfg)
 
 
-def variant_call(q, pc, cfg: dec.DecodeConfig, rows: bool, signal: bool):
+def variant_call(q, pc, cfg: dec.DecodeConfig, rows: bool, signal: bool, split_only: bool = False):
     """The Gluon kernel of ``cfg`` with session 33's switches set to ``rows`` (kg.ROW_STORE, the row-store
     epilogue) and ``signal`` (kg.PDL_SIGNAL, the PDL signal to the combine kernel after the loop): the library's plan
     for the same call key, built with those switches (its constexprs and kernel name follow them), launched as
     decode_attention's repeat calls launch (the compiled kernels recorded by a first launch: session 34 found
-    Triton's dispatch on every call host-bound in whole rounds of do_bench)."""
+    Triton's dispatch on every call host-bound in whole rounds of do_bench). ``split_only``: the replay launches the
+    Gluon kernel alone, not the combine kernel after it (its output is then not the attention: time it, do not check
+    it; session 37's split of a step's time between the split kernel and the merge tail)."""
     from tritonfp8._kernels import decode_gluon as kg
 
     out = dec.decode_attention(q, pc.k, pc.v, pc.table, pc.lens, k_descale=pc.descale, v_descale=pc.descale,
@@ -63,6 +65,8 @@ def variant_call(q, pc, cfg: dec.DecodeConfig, rows: bool, signal: bool):
     plan.launch(*args)  # records the compiled kernels (every tensor here is 16-byte aligned)
     if plan.fast is None:
         raise RuntimeError("variant_call: the plan recorded no compiled kernels")
+    if split_only:
+        plan.fast = plan.fast[:1]  # the replay zips the recorded kernels with their arguments: the first alone
 
     def call():
         plan.launch(*args, replay=True)

@@ -9,6 +9,9 @@ combine launch), its output checked again after the timing; with S34_EXTRA=1 als
 S34_CASES="B:ctx:Hq:page,...": other cases.
 Session 36: with S34_W4=1, on cells of at most B 8 ctx 4096, 4 warps x 2 splits without and with a 168-register cap
 (which takes the row stores), the capped form also merged inline and unsplit.
+Session 37: with S34_SPLIT=1, where the library splits with the combine kernel, its Gluon kernel alone ("library
+split only": the same launch without the combine kernel; not checked, its output is unmerged): the step's time less
+that is what the merge tail costs under do_bench.
 
 Eager, do_bench medians after the write flush, interleaved rounds; every form's output is compared with the Triton
 heuristic's before timing (max |diff| <= 1e-2, bf16 output). Prints a table; writes
@@ -34,6 +37,7 @@ CASES = ((8, 4096, 64, 64), (8, 4096, 32, 64), (8, 4096, 64, 16), (8, 4096, 32, 
 ROUNDS = int(os.environ.get("S34_ROUNDS", "4"))
 EXTRA = os.environ.get("S34_EXTRA") == "1"
 W4 = os.environ.get("S34_W4") == "1"
+SPLIT = os.environ.get("S34_SPLIT") == "1"
 if os.environ.get("S34_CASES"):  # "B:ctx:Hq:page,..." instead of CASES
     CASES = tuple(tuple(int(x) for x in c.split(":")) for c in os.environ["S34_CASES"].split(","))
 
@@ -87,6 +91,9 @@ def main() -> None:
         if lib.kernel == "gluon" and kg.row_stores(lib.num_warps):
             fns["library rows off"] = variant_call(q, pc, lib, False, False)
             check_output(fns["library rows off"], fns["triton"]().float(), "library rows off", report)
+        if SPLIT and lib.kernel == "gluon" and lib.num_splits > 1 and lib.merge == "kernel":
+            fns["library split only"] = variant_call(q, pc, lib, kg.ROW_STORE, kg.PDL_SIGNAL,
+                                                     split_only=True)
         fns["copy"] = copy_fn
         sfn, note = sdpa_peer(q, b, ctx)
         if sfn is not None:
