@@ -42,6 +42,7 @@ decode_variants() {
 matrix_until() {
   local left=$(( $1 - $(date +%s) + T0 ))
   el "matrix-ctx$2" "$left s left"
+  if [ "$left" -le 0 ]; then return; fi
   timeout "$left" python3 -m tritonfp8 bench decode --batch 8 --batch 32 --batch 128 --context "$2" --repeats 3 2>&1 \
     | tail -18
   save

@@ -15,5 +15,5 @@ matrix_until "${2:-300}" 4096
 matrix_until "${3:-430}" 32768
 matrix_until "${4:-500}" 1024
 el gluon-tests
-pytest_v "${5:-80}" -n 8 tests/test_decode_gluon.py
+[ "${5:-80}" -gt 0 ] && pytest_v "${5:-80}" -n 8 tests/test_decode_gluon.py
 el done
