@@ -40,11 +40,9 @@ def pinned_call(q, pc, cfg, seq_lens=None):
                                         config=cfg)
 
 
-def variant_call(q, pc, cfg: dec.DecodeConfig, rows: bool, signal: bool, split_only: bool = False,
-                 prefetch: bool = False):
+def variant_call(q, pc, cfg: dec.DecodeConfig, rows: bool, signal: bool, split_only: bool = False):
     """The Gluon kernel of ``cfg`` with session 33's switches set to ``rows`` (kg.ROW_STORE, the row-store
-    epilogue), ``signal`` (kg.PDL_SIGNAL, the PDL signal to the combine kernel after the loop) and ``prefetch``
-    (kg.TMAP_PREFETCH, session 37: the TMA descriptors prefetched at the kernel's start): the library's plan
+    epilogue) and ``signal`` (kg.PDL_SIGNAL, the PDL signal to the combine kernel after the loop): the library's plan
     for the same call key, built with those switches (its constexprs and kernel name follow them), launched as
     decode_attention's repeat calls launch (the compiled kernels recorded by a first launch: session 34 found
     Triton's dispatch on every call host-bound in whole rounds of do_bench). ``split_only``: the replay launches the
@@ -56,12 +54,12 @@ def variant_call(q, pc, cfg: dec.DecodeConfig, rows: bool, signal: bool, split_o
                                config=cfg)
     key = next(k for k in reversed(dec._PLANS) if k[18] == cfg and k[4] == q.shape[0] and k[6] == q.shape[2]
                and k[9] == pc.k.shape[1])
-    saved = kg.ROW_STORE, kg.PDL_SIGNAL, kg.TMAP_PREFETCH
-    kg.ROW_STORE, kg.PDL_SIGNAL, kg.TMAP_PREFETCH = rows, signal, prefetch
+    saved = kg.ROW_STORE, kg.PDL_SIGNAL
+    kg.ROW_STORE, kg.PDL_SIGNAL = rows, signal
     try:
         plan = dec._plan(key)
     finally:
-        kg.ROW_STORE, kg.PDL_SIGNAL, kg.TMAP_PREFETCH = saved
+        kg.ROW_STORE, kg.PDL_SIGNAL = saved
     scale = 1.0 / math.sqrt(q.shape[-1]) * dec._LOG2E
     args = (q, pc.k, pc.v, pc.table, pc.lens, pc.descale, pc.descale, out, scale)
     plan.launch(*args)  # records the compiled kernels (every tensor here is 16-byte aligned)
@@ -73,7 +71,6 @@ def variant_call(q, pc, cfg: dec.DecodeConfig, rows: bool, signal: bool, split_o
     def call():
         plan.launch(*args, replay=True)
         return out
-    call.plan = plan  # what it launches (its kernel name, recorded compiled kernels)
     return call
 
 

@@ -47,14 +47,6 @@ def global_stores(sass: str, opcode: str = "STG") -> dict:
     return hist
 
 
-def prefetch_first(sass: str) -> bool:
-    """Whether the SASS has descriptor prefetches (UTMACCTL.PF) and every one comes before its first global load."""
-    ops = [line for line in sass.splitlines() if re.search(r"/\*[0-9a-f]{4}\*/", line)]
-    pf = [i for i, line in enumerate(ops) if "UTMACCTL.PF" in line]
-    ldg = [i for i, line in enumerate(ops) if re.search(r"\bLDG\b|\bLDG\.", line)]
-    return bool(pf) and (not ldg or max(pf) < min(ldg))
-
-
 def loop_report(name: str) -> dict:
     """Registers, spills and, per loop holding tensor-core instructions (address order), its instruction count,
     warp-instructions per cache token and an opcode histogram of ``codegen_specs()`` entry ``name`` (sm_90)."""
@@ -68,9 +60,7 @@ def loop_report(name: str) -> dict:
            "warps": spec.num_warps, "block_n": bn, "utmaldg": sass.count("UTMALDG"),
            "ldgsts": sass.count("LDGSTS"), "stores": global_stores(sass),
            "atomics": global_stores(sass, "ATOMG"),
-           "launch_dependents": ck.asm["ptx"].count("griddepcontrol.launch_dependents"),
-           # descriptor prefetches (session 37's tmpf pass), and whether they all precede the first global load
-           "tmap_prefetch": sass.count("UTMACCTL.PF"), "prefetch_first": prefetch_first(sass), "loops": []}
+           "launch_dependents": ck.asm["ptx"].count("griddepcontrol.launch_dependents"), "loops": []}
     for body in loops(sass):
         ops = [op.split(".")[0] for _, op, _ in body]
         if not ops.count("HMMA") + ops.count("HGMMA") + ops.count("QGMMA"):

@@ -11,8 +11,7 @@ Session 36: with S34_W4=1, on cells of at most B 8 ctx 4096, 4 warps x 2 splits 
 (which takes the row stores), the capped form also merged inline and unsplit.
 Session 37: with S34_SPLIT=1, where the library splits with the combine kernel, its Gluon kernel alone ("library
 split only": the same launch without the combine kernel; not checked, its output is unmerged): the step's time less
-that is what the merge tail costs under do_bench. With S34_TMPF=1, the library's Gluon config with its TMA descriptors
-prefetched at the kernel's start ("library tmpf", kg.TMAP_PREFETCH), checked like the others.
+that is what the merge tail costs under do_bench.
 
 Eager, do_bench medians after the write flush, interleaved rounds; every form's output is compared with the Triton
 heuristic's before timing (max |diff| <= 1e-2, bf16 output). Prints a table; writes
@@ -39,7 +38,6 @@ ROUNDS = int(os.environ.get("S34_ROUNDS", "4"))
 EXTRA = os.environ.get("S34_EXTRA") == "1"
 W4 = os.environ.get("S34_W4") == "1"
 SPLIT = os.environ.get("S34_SPLIT") == "1"
-TMPF = os.environ.get("S34_TMPF") == "1"
 if os.environ.get("S34_CASES"):  # "B:ctx:Hq:page,..." instead of CASES
     CASES = tuple(tuple(int(x) for x in c.split(":")) for c in os.environ["S34_CASES"].split(","))
 
@@ -96,12 +94,6 @@ def main() -> None:
         if SPLIT and lib.kernel == "gluon" and lib.num_splits > 1 and lib.merge == "kernel":
             fns["library split only"] = variant_call(q, pc, lib, kg.ROW_STORE, kg.PDL_SIGNAL,
                                                      split_only=True)
-        if TMPF and lib.kernel == "gluon":
-            fns["library tmpf"] = variant_call(q, pc, lib, kg.ROW_STORE, kg.PDL_SIGNAL, prefetch=True)
-            check_output(fns["library tmpf"], fns["triton"]().float(), "library tmpf", report)
-            plan = fns["library tmpf"].plan
-            if "prefetch.param.tensormap" not in plan.fast[0][0].asm["ptx"]:
-                report("library tmpf: no descriptor prefetch in " + plan.consts["KERNEL_NAME"], 0.0)
         fns["copy"] = copy_fn
         sfn, note = sdpa_peer(q, b, ctx)
         if sfn is not None:

@@ -177,26 +177,6 @@ def test_gluon_l2_evict_first_hints_reach_the_tma_loads():
     assert_l2ef_hints("decode_gluon_page64_step32s3_l2ef", "decode_gluon_page64_step64s2")
 
 
-def test_gluon_tensormap_prefetch(loop_reports):
-    """Session 37's descriptor prefetch (kg.TMAP_PREFETCH, off in the library until timed): the name's ``tmpf``
-    field makes l2hint's PTX pass prefetch both K/V descriptors (two UTMACCTL.PF, ahead of the sequence length's and
-    the block table's loads), the body otherwise as the unprefetched spec's (the same instruction count plus those
-    two, the same registers, hints and stores); without the field, no prefetch."""
-    from tritonfp8 import naming
-    from tritonfp8._kernels import decode_gluon as kg
-
-    assert not kg.TMAP_PREFETCH
-    on, off = loop_reports["decode_gluon_page64_step32s3_l2ef_tmpf"], loop_reports["decode_gluon_page64_step32s3_l2ef"]
-    assert on["tmap_prefetch"] == 2 and on["prefetch_first"], on
-    assert off["tmap_prefetch"] == 0 and not off["prefetch_first"], off
-    assert on["instructions"] - off["instructions"] in (2, 0), (on["instructions"], off["instructions"])
-    for k in ("registers", "spill_stores", "utmaldg", "stores", "atomics"):
-        assert on[k] == off[k], (k, on[k], off[k])
-    rest = naming.parse_kernel_name(kg.codegen_specs()["decode_gluon_page64_step32s3_l2ef_tmpf"]
-                                    .kernel_name(90, "cutlass"))["rest"]
-    assert tuple(rest[-2:]) == ("tmpf", "l2ef"), rest
-
-
 # --- GPU ------------------------------------------------------------------------------------------------------------
 
 # (case, block_n (step), stages, splits): pages 16 / 32 / 64 / 128 (a page longer than a step: sub-boxes), GQA

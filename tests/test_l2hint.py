@@ -124,37 +124,3 @@ def test_config_validation():
     assert DecodeConfig(l2_evict_first=True).l2_evict_first
     with pytest.raises(TypeError, match="l2_evict_first: expected a bool"):
         DecodeConfig(l2_evict_first=1)
-
-
-TMAP_PTX = PTX.replace("\t.param .u64 .ptr .global .align 1 cutlass_param_0\n",
-                       "\t.param .u64 .ptr .global .align 1 cutlass_param_0,\n"
-                       "\t.param .align 64 .b8 cutlass_param_1[128],\n"
-                       "\t.param .align 8 .b8 cutlass_param_2[128],\n"
-                       "\t.param .align 64 .b8 cutlass_param_3[128]\n")
-
-
-def test_prefetches_each_descriptor_parameter_first():
-    """Session 37: one prefetch.param.tensormap per 128-byte, 64-byte aligned parameter (a CUtensorMap; another
-    128-byte parameter is not one), as the body's first instructions; the rest of the PTX unchanged."""
-    out, n = l2hint.add_tensormap_prefetch(TMAP_PTX)
-    assert n == 2
-    lines = out.splitlines()
-    body = lines.index("{")
-    assert lines[body + 1:body + 3] == ["\tprefetch.param.tensormap \t[cutlass_param_1];",
-                                        "\tprefetch.param.tensormap \t[cutlass_param_3];"]
-    assert out.replace(lines[body + 1] + "\n", "").replace(lines[body + 2] + "\n", "") == TMAP_PTX
-    # with the hints as well (a kernel named ..._tmpf_l2ef): both, the prefetches first
-    both = l2hint._patch_stage(TMAP_PTX, {"name": "cutlass_sm90_decode_x_tmpf_l2ef"})
-    blines = both.splitlines()
-    assert blines[body + 1:body + 3] == lines[body + 1:body + 3]
-    assert "createpolicy" in blines[body + 4] and both.count("L2::cache_hint") == 1
-
-
-def test_prefetch_only_where_named_and_possible():
-    assert l2hint._patch_stage(TMAP_PTX, {"name": "cutlass_sm90_decode_x"}) == TMAP_PTX
-    assert "prefetch" not in l2hint._patch_stage(TMAP_PTX, {"name": "cutlass_sm90_decode_x_l2ef"})
-    assert l2hint.add_tensormap_prefetch(PTX) == (PTX, 0)  # no descriptor parameter
-    with pytest.raises(ValueError, match="exactly one .entry"):
-        l2hint.add_tensormap_prefetch(TMAP_PTX + TMAP_PTX.split(".address_size 64")[1])
-    assert l2hint.tagged("cutlass_sm90_decode_x_tmpf_l2ef", l2hint.PREFETCH_TAG)
-    assert not l2hint.tagged("cutlass_sm90_decode_x_tmpff", l2hint.PREFETCH_TAG)

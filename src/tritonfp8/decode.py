@@ -909,15 +909,14 @@ def _gluon_plan(key, cfg: DecodeConfig, splits: int) -> _Plan:
     p.part_rows = bsz * sq * hq * splits
     p.counters_n = bsz * hkv if inline else 0
     l2ef = cfg.l2_evict_first  # the Gluon kernel runs on CUDA only, its K/V loads always TMA tiles
-    prefetch = kg.TMAP_PREFETCH
-    if l2ef or prefetch:
+    if l2ef:
         kg.l2hint.install()  # chains any hook set since the import, before this plan's kernel compiles
     pdl = cfg.pdl and splits > 1 and not inline  # the combine kernel as a programmatic dependent launch
     signal = pdl and kg.PDL_SIGNAL  # ... signalled after the Gluon kernel's loop (session 33, off: see kg.PDL_SIGNAL)
     rows = kg.row_stores(cfg.num_warps, maxnreg=cfg.maxnreg)
     name = kg.kernel_name(page, cfg.block_n, cfg.num_stages, group, short_name(q_dtype), short_name(out_dtype),
                           splits > 1, bool(k_head or v_head), cfg.num_warps, l2ef, signal, rows, inline,
-                          cfg.maxnreg, prefetch).build(mode)
+                          cfg.maxnreg).build(mode)
     p.consts = dict(GROUP=group, PAGE=page, BOX=box, STEP=cfg.block_n, STAGES=cfg.num_stages,
                     K_DESCALE_STRIDE=int(k_head), V_DESCALE_STRIDE=int(v_head), Q_POW2_SCALE=q_dtype == torch.bfloat16,
                     WRITE_PARTIAL=splits > 1, KERNEL_NAME=name, L2_HINT=kg.l2hint.VERSION if l2ef else 0,

@@ -54,10 +54,6 @@ ROWS = gl.constexpr(8)  # the MMA's N: query rows (heads of a KV head x new toke
 # stays off: 0.97-1.00x there.
 ROW_STORE = True
 PDL_SIGNAL = False
-# Session 37: TMAP_PREFETCH, the K/V descriptors prefetched at the kernel's start (name field ``tmpf``, added by
-# l2hint's PTX pass), off until timed: the first tile load otherwise waits for the descriptor's fetch, after the
-# sequence length and block table loads.
-TMAP_PREFETCH = False
 # registers per thread that keep three 4-warp programs per SM: the 64 Ki registers over 3 x 128 threads, in the
 # allocation's steps of 8 (168)
 ROW_STORE_W4_MAXNREG = 65536 // (3 * 128) // 8 * 8
@@ -473,14 +469,13 @@ def box_tokens(page: int, step: int) -> int:
 @functools.lru_cache(maxsize=64)
 def kernel_name(page: int, step: int, stages: int, group: int, q: str, out: str, split: bool, per_head: bool,
                 warps: int = 1, l2ef: bool = False, pdl: bool = False, rows: bool = False, inline: bool = False,
-                maxnreg: int | None = None, prefetch: bool = False):
+                maxnreg: int | None = None):
     """Types: cache element, q element, accumulator, output; tile: 8 query rows (as N) x STEP cache tokens x head
     dim. Schedule as the Triton kernel's (``pagedsplitkvcombine``: partials merged by its combine kernel,
     ``pagedsplitkv`` with ``inline``: by the last split, :func:`merge_consts`); extras
     ``gluon`` and ``tokm`` (cache tokens as the MMA's M), ``rowst`` with the row-store epilogue, ``pdl`` when it
     signals its combine kernel (a programmatic dependent launch) after the loop, ``r<N>`` under a register cap
-    (``maxnreg``), ``tmpf`` when it prefetches its TMA descriptors (``prefetch``, :data:`TMAP_PREFETCH`) and
-    ``l2ef`` when the K/V TMA loads carry L2 evict-first hints (the field
+    (``maxnreg``) and ``l2ef`` when the K/V TMA loads carry L2 evict-first hints (the field
     :mod:`tritonfp8._kernels.l2hint`'s PTX pass keys on)."""
     from tritonfp8.naming import KernelName
 
@@ -489,7 +484,7 @@ def kernel_name(page: int, step: int, stages: int, group: int, q: str, out: str,
                       scaling="headwise" if per_head else "tensorwise",
                       extras=(f"page{page}", f"g{group}", "gluon", "tokm") + (("rowst",) if rows else ())
                       + (("pdl",) if pdl else ()) + ((f"r{maxnreg}",) if maxnreg else ())
-                      + ((l2hint.PREFETCH_TAG,) if prefetch else ()) + ((l2hint.TAG,) if l2ef else ()))
+                      + ((l2hint.TAG,) if l2ef else ()))
 
 
 def merge_consts(group: int, warps: int, splits: int) -> dict:
@@ -533,11 +528,10 @@ def _shared_layout():
 
 def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4, split: bool = True, warps: int = 1,
                  l2ef: bool = False, row_store: bool | None = None, pdl: bool = False, inline: int = 0,
-                 maxnreg: int | None = None, prefetch: bool = False):
+                 maxnreg: int | None = None):
     """Offline compile spec (sm_90) of one configuration (``l2ef``: the evict-first hinted form, whose hints the PTX
     pass adds when :func:`tritonfp8._kernels.l2hint.install` has run, as the decode kernels' import does; ``inline``:
-    that many splits merged in-kernel, :func:`merge_consts`; ``maxnreg``: the register cap; ``prefetch``: the
-    descriptors prefetched, :data:`TMAP_PREFETCH`)."""
+    that many splits merged in-kernel, :func:`merge_consts`; ``maxnreg``: the register cap)."""
     from tritonfp8.codegen import CodegenSpec
 
     box = box_tokens(page, step)
@@ -556,7 +550,7 @@ def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4
         sig[k] = "constexpr"
     return CodegenSpec(fn=decode_gluon_kernel, signature=sig, constexprs=const,
                        name=kernel_name(page, step, stages, group, "bf16", "bf16", split, True, warps, l2ef, pdl,
-                                        rows, bool(inline), maxnreg, prefetch),
+                                        rows, bool(inline), maxnreg),
                        num_warps=warps, options={"maxnreg": maxnreg} if maxnreg else {},
                        num_stages=stages, min_arch=90,
                        description=f"Gluon paged decode, cache tokens as M, page {page}, {step}-token steps",
@@ -592,6 +586,4 @@ def codegen_specs() -> dict:
     # session 36: 4 warps (B 8 ctx 4096's 4 warps x 2 splits, hinted) with the row stores under a 168-register cap
     specs["decode_gluon_page64_step32s3w4_l2ef_rowst_r168"] = codegen_spec(64, 32, 3, warps=4, l2ef=True,
                                                                            maxnreg=168)
-    # session 37: B 8 ctx 4096's hinted form with its descriptors prefetched (TMAP_PREFETCH)
-    specs["decode_gluon_page64_step32s3_l2ef_tmpf"] = codegen_spec(64, 32, 3, l2ef=True, prefetch=True)
     return specs

@@ -22,12 +22,6 @@ the unhinted bits. ptxas miscompiles fractional L2 policies on ``cp.async`` (Tri
 reason: triton-lang/triton PR 11660, re-enabled with PTX 9.4 / a fixed ptxas in PR 11848); Triton 3.6 bundles
 ptxas 12.8.
 
-The same pass adds, to kernels whose name has the field :data:`PREFETCH_TAG` (session 37), a
-``prefetch.param.tensormap`` of every TMA descriptor parameter (128-byte, 64-byte aligned ``.param``) at the top of
-the body: the TMA unit then fetches the descriptors while the program's first loads (sequence length, block
-table) are in flight, instead of at its first tile load (``UTMACCTL.PF`` in the SASS; CUTLASS's kernels prefetch
-their descriptors the same way).
-
 Which kernels: those whose symbol (the CUTLASS-style kernel name, :mod:`tritonfp8.naming`) has the field
 :data:`TAG` (``DecodeConfig(l2_evict_first=True)`` adds it). The name is part of Triton's cache key, so a tagged
 kernel is never served from a cache entry compiled without the pass, and :data:`VERSION` (the kernel's
@@ -42,7 +36,6 @@ from __future__ import annotations
 import re
 
 TAG = "l2ef"
-PREFETCH_TAG = "tmpf"
 # Bumped whenever the pass's output changes: the decode kernel takes it as a constexpr (L2_HINT), so Triton's cache
 # never serves a kernel edited by an older pass.
 VERSION = 2
@@ -54,19 +47,11 @@ _TMA_LOAD = re.compile(
     r"(\s+\[[^\]]*\],\s*\[[^\]]*\],\s*\[[^\]]*\])\s*;"
 )
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(")
-# a CUtensorMap kernel parameter (Triton passes host-side TMA descriptors by value: 128 bytes, 64-byte aligned)
-_TMAP_PARAM = re.compile(r"\.param\s+\.align\s+64\s+\.b8\s+([A-Za-z_$][\w$]*)\[128\]")
 
 
-def tagged(name: str, tag: str = TAG) -> bool:
-    """Whether a kernel symbol asks for the hints (its ``_``-separated fields include :data:`TAG`, or ``tag``)."""
-    return tag in name.split("_")
-
-
-def _body_start(ptx_lines: list[str]) -> int:
-    """Index of the line opening the (single) kernel entry's body: the first "{" line after its parameter list."""
-    start = next(i for i, line in enumerate(ptx_lines) if _ENTRY.search(line))
-    return next(i for i in range(start, len(ptx_lines)) if ptx_lines[i].strip() == "{")
+def tagged(name: str) -> bool:
+    """Whether a kernel symbol asks for the hints (its ``_``-separated fields include :data:`TAG`)."""
+    return TAG in name.split("_")
 
 
 def add_l2_evict_first(ptx: str) -> tuple[str, int]:
@@ -83,7 +68,8 @@ def add_l2_evict_first(ptx: str) -> tuple[str, int]:
     # The body opens with the first "{" line after the entry's parameter list; the policy is created before any
     # instruction (declarations may precede it: PTX allows .reg anywhere in a block before its use).
     lines = ptx.split("\n")
-    body = _body_start(lines)
+    start = next(i for i, line in enumerate(lines) if _ENTRY.search(line))
+    body = next(i for i in range(start, len(lines)) if lines[i].strip() == "{")
     lines[body + 1:body + 1] = [
         f"\t.reg .b64 \t{POLICY_REG};",
         f"\tcreatepolicy.fractional.L2::evict_first.b64 \t{POLICY_REG}, 1.0;",
@@ -91,27 +77,9 @@ def add_l2_evict_first(ptx: str) -> tuple[str, int]:
     return "\n".join(lines), n
 
 
-def add_tensormap_prefetch(ptx: str) -> tuple[str, int]:
-    """(ptx with a ``prefetch.param.tensormap`` of each TMA descriptor parameter as the body's first instructions,
-    number of descriptors). Raises ValueError on PTX without exactly one kernel entry."""
-    entries = _ENTRY.findall(ptx)
-    if len(entries) != 1:
-        raise ValueError(f"ptx: expected exactly one .entry, found {len(entries)}")
-    names = _TMAP_PARAM.findall(ptx)
-    if not names:
-        return ptx, 0
-    lines = ptx.split("\n")
-    body = _body_start(lines)
-    lines[body + 1:body + 1] = [f"\tprefetch.param.tensormap \t[{n}];" for n in names]
-    return "\n".join(lines), len(names)
-
-
 def _patch_stage(ptx: str, metadata: dict) -> str:
-    name = metadata.get("name", "")
-    if tagged(name):
+    if tagged(metadata.get("name", "")):
         ptx, _ = add_l2_evict_first(ptx)
-    if tagged(name, PREFETCH_TAG):
-        ptx, _ = add_tensormap_prefetch(ptx)
     return ptx
 
 
