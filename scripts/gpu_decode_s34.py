@@ -11,7 +11,7 @@ Session 36: with S34_W4=1, on cells of at most B 8 ctx 4096, 4 warps x 2 splits 
 (which takes the row stores), the capped form also merged inline and unsplit.
 Session 37: with S34_SPLIT=1, where the library splits with the combine kernel, its Gluon kernel alone ("library
 split only": the same launch without the combine kernel; not checked, its output is unmerged): the step's time less
-that is what the merge tail costs under do_bench.
+that is what the merge tail costs under do_bench; the same at twice the splits ("library x<N>", whole and alone).
 
 Eager, do_bench medians after the write flush, interleaved rounds; every form's output is compared with the Triton
 heuristic's before timing (max |diff| <= 1e-2, bf16 output). Prints a table; writes
@@ -94,6 +94,15 @@ def main() -> None:
         if SPLIT and lib.kernel == "gluon" and lib.num_splits > 1 and lib.merge == "kernel":
             fns["library split only"] = variant_call(q, pc, lib, kg.ROW_STORE, kg.PDL_SIGNAL,
                                                      split_only=True)
+            # ... and at twice the splits (the per-head read floor's 16 programs per pair at B 8 ctx 4096), whole
+            # (checked) and alone: more bytes in flight in the split kernel against a longer merge
+            x2 = dataclasses.replace(lib, num_splits=2 * lib.num_splits)
+            cfgs[f"library x{x2.num_splits}"] = x2
+            fns[f"library x{x2.num_splits}"] = variant_call(q, pc, x2, kg.ROW_STORE, kg.PDL_SIGNAL)
+            check_output(fns[f"library x{x2.num_splits}"], fns["triton"]().float(), f"library x{x2.num_splits}", report)
+            cfgs[f"library x{x2.num_splits} split only"] = x2
+            fns[f"library x{x2.num_splits} split only"] = variant_call(q, pc, x2, kg.ROW_STORE, kg.PDL_SIGNAL,
+                                                                       split_only=True)
         fns["copy"] = copy_fn
         sfn, note = sdpa_peer(q, b, ctx)
         if sfn is not None:
