@@ -77,6 +77,11 @@ def main() -> None:
             cfgs["w4 x2 r168 rowst"] = dataclasses.replace(w4, maxnreg=cap)
             cfgs["w4 x2 r168 rowst inline"] = dataclasses.replace(w4, maxnreg=cap, merge="inline", pdl=False)
             cfgs["w4 x1 r168 rowst"] = dataclasses.replace(w4, maxnreg=cap, num_splits=1, pdl=False)
+        split = SPLIT and lib.kernel == "gluon" and lib.num_splits > 1 and lib.merge == "kernel"
+        if split:
+            # session 37: the library's config at twice the splits (the per-head read floor's 16 programs per pair
+            # at B 8 ctx 4096), checked and timed like the others; alone below
+            cfgs[f"library x{2 * lib.num_splits}"] = dataclasses.replace(lib, num_splits=2 * lib.num_splits)
         def report(name, diff, case=(b, ctx, hq, page)):
             bad.append((*case, name, diff))
         fns = checked_calls(q, pc, cfgs, report)
@@ -91,18 +96,11 @@ def main() -> None:
         if lib.kernel == "gluon" and kg.row_stores(lib.num_warps):
             fns["library rows off"] = variant_call(q, pc, lib, False, False)
             check_output(fns["library rows off"], fns["triton"]().float(), "library rows off", report)
-        if SPLIT and lib.kernel == "gluon" and lib.num_splits > 1 and lib.merge == "kernel":
-            fns["library split only"] = variant_call(q, pc, lib, kg.ROW_STORE, kg.PDL_SIGNAL,
-                                                     split_only=True)
-            # ... and at twice the splits (the per-head read floor's 16 programs per pair at B 8 ctx 4096), whole
-            # (checked) and alone: more bytes in flight in the split kernel against a longer merge
-            x2 = dataclasses.replace(lib, num_splits=2 * lib.num_splits)
-            cfgs[f"library x{x2.num_splits}"] = x2
-            fns[f"library x{x2.num_splits}"] = variant_call(q, pc, x2, kg.ROW_STORE, kg.PDL_SIGNAL)
-            check_output(fns[f"library x{x2.num_splits}"], fns["triton"]().float(), f"library x{x2.num_splits}", report)
-            cfgs[f"library x{x2.num_splits} split only"] = x2
-            fns[f"library x{x2.num_splits} split only"] = variant_call(q, pc, x2, kg.ROW_STORE, kg.PDL_SIGNAL,
-                                                                       split_only=True)
+        if split:  # the Gluon kernel alone (no combine launch; unmerged output, not checked), at 1x and 2x the splits
+            for name in ("library", f"library x{2 * lib.num_splits}"):
+                cfgs[name + " split only"] = cfgs[name]
+                fns[name + " split only"] = variant_call(q, pc, cfgs[name], kg.ROW_STORE, kg.PDL_SIGNAL,
+                                                         split_only=True)
         fns["copy"] = copy_fn
         sfn, note = sdpa_peer(q, b, ctx)
         if sfn is not None:
