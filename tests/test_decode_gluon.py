@@ -36,6 +36,13 @@ def test_gluon_config_is_validated():
         dec.DecodeConfig(**{**GLUON, "merge": "inline"}, pdl=True)
     with pytest.raises(ValueError, match="kernel: expected 'triton' or 'gluon'"):
         dec.DecodeConfig(kernel="cuda")
+    # heads=True (session 38): 2, 4 or 8 warps (one per KV head), the Gluon kernel and the combine launch only
+    dec.DecodeConfig(**{**GLUON, "num_warps": 8}, heads=True)
+    for bad in (dict(num_warps=1), dict(kernel="triton", num_warps=4), dict(num_warps=4, merge="inline")):
+        with pytest.raises(ValueError, match="heads=True: expected kernel='gluon', num_warps 2, 4 or 8"):
+            dec.DecodeConfig(**{**GLUON, **bad}, heads=True)
+    with pytest.raises(TypeError, match="heads: expected a bool"):
+        dec.DecodeConfig(**GLUON, heads=1)
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="the interpreter's refusal (a CUDA host has no interpreter in this process)")
@@ -101,6 +108,26 @@ def test_gluon_warps_sass_sm90(page, step, stages, warps, loop_reports):
     assert ops.get("HMMA", 0) == step, ops
     assert ops.get("LDS", 0) == lp["lds128"] == step // 2, (ops, lp["lds128"])
     assert ops.get("BAR", 0) >= 1, ops
+
+
+@pytest.mark.parametrize("page,boxes", [(64, 1), (16, 2)])
+def test_gluon_heads_sass_sm90(page, boxes, loop_reports):
+    """heads=True (session 38; 8 warps on 8 KV heads, 32-token steps, 2 slots): one TMA copy of K and one of V per
+    page box for all the heads (2 x boxes per step: at the 2 prologue steps and the refill), so 1 / 8 of the
+    per-head form's copies; each warp's loop keeps the one-warp form's products and 16-byte shared loads (16 mma.sync
+    and 8 LDS.128 per 16 tokens); no spills; registers within the 64 Ki / 256 threads of one 8-warp program; the
+    row stores (4 rows of GQA 4 per warp: 4 16-byte stores of the fp32 partial, 4 lse stores), hinted loads."""
+    from tritonfp8._kernels import decode_gluon as kg
+
+    name = f"decode_gluon_page{page}_step32s2w8_heads_l2ef"
+    r = loop_reports[name]
+    assert r["spill_stores"] == 0 and r["spill_loads"] == 0 and r["registers"] <= 255, r
+    assert r["utmaldg"] == 2 * boxes * 3, r
+    lp = r["loops"][0]
+    assert lp["ops"].get("HMMA", 0) == 32 and lp["ops"].get("LDS", 0) == lp["lds128"] == 16, lp["ops"]
+    assert lp["ops"].get("UTMALDG", 0) == 2 * boxes, lp["ops"]
+    assert r["stores"] == {"STG.E.128": 4, "STG.E": 4}, r["stores"]
+    assert "_heads_l2ef" in kg.codegen_specs()[name].kernel_name(90, "cutlass")
 
 
 @pytest.mark.parametrize("name,warps,width,row_stores", [
@@ -204,6 +231,20 @@ GPU_WARP_CASES = [
     (Case((4096, 129, 1000), 64, 8, d=128, page=128), 32, 2, 1, 2),
 ]
 
+# The warps on KV heads of the same tokens (heads=True, session 38; (case, step, stages, splits, warps)): pages of
+# 16 under 32- and 64-token steps (2 and 4 boxes a step), of 64, 128 (sub-boxes) and 32, GQA 1 to 8, per-tensor
+# scales, fp16 q, ragged lengths and splits starting mid-page, one split (the output) and several (the partials).
+GPU_HEADS_CASES = [
+    (Case((1, 17, 339, 64), 8, 2, d=128, page=16), 32, 2, 1, 2),
+    (Case((1, 17, 339, 64), 8, 2, d=128, page=16), 64, 3, 3, 2),
+    (Case((4096, 100, 65), 32, 4, d=128, page=64), 32, 3, 5, 4),
+    (Case((4096, 2000), 64, 8, d=128, page=16), 32, 2, 3, 8),
+    (Case((4096, 2000), 32, 8, d=128, page=64), 32, 2, 16, 8),
+    (Case((339, 1, 48, 17), 16, 2, d=128, page=64), 64, 2, 2, 2),
+    (Case((300, 129), 8, 8, d=128, page=128, per_head=False), 32, 2, 2, 8),
+    (Case((333, 32), 16, 4, d=128, page=32, q_dtype=torch.float16), 32, 2, 4, 4),
+]
+
 
 def _gluon_vs(case, step, stages, splits, out_dtype=torch.float32, seed=31, mutate=None, warps=1, **extra):
     q, kc, vc, bt, sl, ks, vs = _make(case, "cuda", seed=seed)
@@ -227,6 +268,18 @@ def test_gluon_matches_reference_and_triton(case, step, stages, splits, warps):
     out, tri, ref, pt = _gluon_vs(case, step, stages, splits, warps=warps)
     assert_decode_close(out, ref, pt, max(case.lens), torch.float32)
     torch.testing.assert_close(out, tri, rtol=2.0**-9, atol=2.0**-9)
+
+
+@requires_gpu
+@pytest.mark.parametrize("case,step,stages,splits,warps", GPU_HEADS_CASES, ids=lambda x: str(x))
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_gluon_heads_matches_reference_and_triton(case, step, stages, splits, warps, out_dtype):
+    """heads=True: the same attention as the reference and (within 2^-9, fp32 out) the Triton kernel; each warp's
+    rows are its own head's (a head mix-up or a wrong box height would fail both)."""
+    out, tri, ref, pt = _gluon_vs(case, step, stages, splits, out_dtype, warps=warps, heads=True)
+    assert_decode_close(out, ref, pt, max(case.lens), out_dtype)
+    if out_dtype == torch.float32:
+        torch.testing.assert_close(out, tri, rtol=2.0**-9, atol=2.0**-9)
 
 
 @requires_gpu
@@ -342,8 +395,10 @@ def test_gluon_bad_pages_and_nan_garbage_are_not_read():
 
     q, kc, vc, bt, sl, ks, vs = _make(case, "cuda", seed=7)
     mutate(kc, vc, bt, sl)
-    for step, stages, splits, warps in ((64, 2, 1, 1), (32, 3, 3, 1), (32, 3, 1, 2), (32, 2, 2, 4)):
-        cfg = dec.DecodeConfig(**{**GLUON, "num_warps": warps}, block_n=step, num_stages=stages, num_splits=splits)
+    for step, stages, splits, warps, heads in ((64, 2, 1, 1, False), (32, 3, 3, 1, False), (32, 3, 1, 2, False),
+                                               (32, 2, 2, 4, False), (32, 2, 3, 2, True), (64, 2, 1, 2, True)):
+        cfg = dec.DecodeConfig(**{**GLUON, "num_warps": warps}, block_n=step, num_stages=stages, num_splits=splits,
+                               heads=heads)
         out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg, out_dtype=torch.float32)
         tri = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, num_splits=splits,
                                    out_dtype=torch.float32, config=dataclasses.replace(
@@ -357,8 +412,9 @@ def test_gluon_empty_sequences_and_splits():
     """seq_len 0 (every split empty) and more splits than steps (empty splits among full ones) give zeros / merge
     to nothing; prepared in session 23 after its last device call."""
     case = Case((0, 40, 5), 8, 2, d=128, page=16)
-    for splits, warps in ((1, 1), (6, 1), (1, 4), (3, 2)):
-        out, tri, ref, pt = _gluon_vs(case, 32, 3, splits, seed=11, warps=warps)
+    for splits, warps, heads in ((1, 1, False), (6, 1, False), (1, 4, False), (3, 2, False), (1, 2, True),
+                                 (6, 2, True)):
+        out, tri, ref, pt = _gluon_vs(case, 32, 3, splits, seed=11, warps=warps, heads=heads)
         assert torch.equal(out[0], torch.zeros_like(out[0]))
         assert_decode_close(out, ref, pt, 40, torch.float32)
         torch.testing.assert_close(out, tri, rtol=2.0**-9, atol=2.0**-9)
@@ -487,7 +543,7 @@ def test_gluon_plan_fields(monkeypatch):
                                      "V_DESCALE_STRIDE", "Q_POW2_SCALE", "WRITE_PARTIAL", "num_warps")} == dict(
         GROUP=4, PAGE=16, BOX=16, STEP=64, STAGES=2, K_DESCALE_STRIDE=1, V_DESCALE_STRIDE=0, Q_POW2_SCALE=True,
         WRITE_PARTIAL=True, num_warps=1)
-    assert p.tma == ((nb * page, hkv * d), (hkv * d, 1), [16, d])
+    assert p.tma == ((nb * page, hkv * d), (hkv * d, 1), [16, d], 0)
     assert p.combine_grid == (hq, 1, bsz) and p.combine_consts["PDL"] and p.combine_consts["launch_pdl"]
     assert p.consts["KERNEL_NAME"].startswith("cutlass_sm90_decode_e4m3_bf16_f32_bf16_8x64x128_w1s2_pagedsplitkvcombine")
     one = dec._plan(key[:17] + (1, dataclasses.replace(cfg, num_splits=1)) + key[19:])
@@ -526,6 +582,15 @@ def test_gluon_plan_fields(monkeypatch):
     assert inl.consts["KERNEL_NAME"] == p.consts["KERNEL_NAME"].replace("pagedsplitkvcombine", "pagedsplitkv")
     one_inl = dec._plan(key[:17] + (1, dataclasses.replace(cfg, num_splits=1, merge="inline", pdl=False)) + key[19:])
     assert not one_inl.inline and one_inl.consts["MERGE_ROUNDS"] == 0 and one_inl.counters_n == 0
+    # heads=True (session 38): one program per (split, pair of KV heads, sequence), the 3-D descriptors' box
+    # height (the plan's fourth tma entry), the row stores, the name's ``heads`` field; Hkv not a multiple of the
+    # warps is refused
+    hd = dec._plan(key[:18] + (dataclasses.replace(cfg, num_warps=2, heads=True),) + key[19:])
+    assert hd.grid == (5, 1, bsz) and hd.tma[3] == 2 and hd.consts["HEADS"] and hd.consts["ROW_STORE"]
+    assert hd.consts["KERNEL_NAME"] == two.consts["KERNEL_NAME"] + "_heads" and not two.consts["HEADS"]
+    assert hd.combine_grid == (hq, 1, bsz)
+    with pytest.raises(ValueError, match="heads=True needs Hkv a multiple of num_warps, got Hkv = 2, num_warps = 4"):
+        dec._plan(key[:18] + (dataclasses.replace(cfg, num_warps=4, heads=True),) + key[19:])
 
 
 def test_gluon_merge_consts():

@@ -140,15 +140,28 @@ class DecodeConfig:
     # epilogue, kg.row_stores); the other fields (kv_load, v_stage, ...) are not read. decode_config takes it
     # for long contexts (GLUON_MIN_CONTEXT).
     kernel: str = "triton"
+    # With kernel="gluon" (session 38): the program's num_warps warps (2, 4 or 8) take as many KV heads of the same
+    # tokens instead of shares of one head's tokens: one program per (split, num_warps KV heads, sequence), each
+    # page box of those heads one 3-D TMA copy (a token's num_warps x 128 bytes contiguous in the cache's row), each
+    # warp its own softmax and output rows (nothing merged across warps), the row-store epilogue. Needs Hkv a
+    # multiple of num_warps and merge="kernel".
+    heads: bool = False
 
     def __post_init__(self):
         if self.kernel not in ("triton", "gluon"):
             raise ValueError(f"kernel: expected 'triton' or 'gluon', got {self.kernel!r}")
-        if self.kernel == "gluon" and (self.block_n not in (32, 64) or not 1 <= self.num_stages <= 8
-                                       or self.num_warps not in (1, 2, 4)):
+        if not isinstance(self.heads, bool):
+            raise TypeError(f"heads: expected a bool, got {type(self.heads).__name__}")
+        if self.heads and (self.kernel != "gluon" or self.num_warps not in (2, 4, 8) or self.merge != "kernel"):
             raise ValueError(
-                f"kernel='gluon': expected block_n 32 or 64, 1 <= num_stages <= 8 and num_warps 1, 2 or 4, got "
-                f"block_n={self.block_n}, num_stages={self.num_stages}, num_warps={self.num_warps}")
+                f"heads=True: expected kernel='gluon', num_warps 2, 4 or 8 and merge='kernel', got "
+                f"kernel={self.kernel!r}, num_warps={self.num_warps}, merge={self.merge!r}")
+        if self.kernel == "gluon" and (self.block_n not in (32, 64) or not 1 <= self.num_stages <= 8
+                                       or self.num_warps not in ((2, 4, 8) if self.heads else (1, 2, 4))):
+            raise ValueError(
+                f"kernel='gluon': expected block_n 32 or 64, 1 <= num_stages <= 8 and num_warps 1, 2 or 4 (2, 4 or "
+                f"8 with heads), got block_n={self.block_n}, num_stages={self.num_stages}, "
+                f"num_warps={self.num_warps}")
         if self.merge not in ("inline", "kernel"):
             raise ValueError(f"merge: expected 'inline' or 'kernel', got {self.merge!r}")
         if self.loop not in ("single", "tail"):
@@ -841,10 +854,10 @@ class _Plan:
         if self.gluon:
             from tritonfp8._kernels import decode_gluon
 
-            shape, strides, block = self.tma
-            args = (q, decode_gluon.descriptor(k_cache, shape, strides, block[0]),
-                    decode_gluon.descriptor(v_cache, shape, strides, block[0]), block_table, seq_lens, kd, vd, out,
-                    part_o, part_lse, counters, sm_scale_log2, self.nblocks, self.max_blocks, splits, q.stride(0),
+            shape, strides, block, heads = self.tma
+            args = (q, decode_gluon.descriptor(k_cache, shape, strides, block[0], heads),
+                    decode_gluon.descriptor(v_cache, shape, strides, block[0], heads), block_table, seq_lens, kd, vd,
+                    out, part_o, part_lse, counters, sm_scale_log2, self.nblocks, self.max_blocks, splits, q.stride(0),
                     q.stride(2), block_table.stride(0), block_table.stride(1))
         else:
             qs, ks, vs, bs = q.stride(), k_cache.stride(), v_cache.stride(), block_table.stride()
@@ -898,12 +911,16 @@ def _gluon_plan(key, cfg: DecodeConfig, splits: int) -> _Plan:
     if tma is None or page < 16:
         raise ValueError(f"{op}: config: kernel='gluon' needs caches TMA can address (16-byte aligned bases and "
                          f"page rows, contiguous heads, pages of >= 16 tokens), got strides {kstr} / {vstr}, page {page}")
+    heads = cfg.num_warps if cfg.heads else 0
+    if heads and hkv % heads:
+        raise ValueError(f"{op}: config: heads=True needs Hkv a multiple of num_warps, got Hkv = {hkv}, "
+                         f"num_warps = {heads}")
     arch = _backend.arch_of(device)
     p = _Plan()
     p.gluon, p.fast, p.ws = True, None, None
-    p.tma = ((tma[0], tma[1]), (tma[2], 1), [box, d])
+    p.tma = ((tma[0], tma[1]), (tma[2], 1), [box, d], heads)
     p.kernel = kg.decode_gluon_kernel
-    p.grid = (splits, hkv, bsz)
+    p.grid = (splits, hkv // max(1, heads), bsz)
     inline = splits > 1 and cfg.merge == "inline"
     p.splits, p.inline, p.nblocks, p.max_blocks, p.d = splits, inline, nblocks, max_blocks, d
     p.part_rows = bsz * sq * hq * splits
@@ -913,14 +930,14 @@ def _gluon_plan(key, cfg: DecodeConfig, splits: int) -> _Plan:
         kg.l2hint.install()  # chains any hook set since the import, before this plan's kernel compiles
     pdl = cfg.pdl and splits > 1 and not inline  # the combine kernel as a programmatic dependent launch
     signal = pdl and kg.PDL_SIGNAL  # ... signalled after the Gluon kernel's loop (session 33, off: see kg.PDL_SIGNAL)
-    rows = kg.row_stores(cfg.num_warps, maxnreg=cfg.maxnreg)
+    rows = cfg.heads or kg.row_stores(cfg.num_warps, maxnreg=cfg.maxnreg)
     name = kg.kernel_name(page, cfg.block_n, cfg.num_stages, group, short_name(q_dtype), short_name(out_dtype),
                           splits > 1, bool(k_head or v_head), cfg.num_warps, l2ef, signal, rows, inline,
-                          cfg.maxnreg).build(mode)
+                          cfg.maxnreg, cfg.heads).build(mode)
     p.consts = dict(GROUP=group, PAGE=page, BOX=box, STEP=cfg.block_n, STAGES=cfg.num_stages,
                     K_DESCALE_STRIDE=int(k_head), V_DESCALE_STRIDE=int(v_head), Q_POW2_SCALE=q_dtype == torch.bfloat16,
                     WRITE_PARTIAL=splits > 1, KERNEL_NAME=name, L2_HINT=kg.l2hint.VERSION if l2ef else 0,
-                    ROW_STORE=rows, PDL=signal, num_warps=cfg.num_warps,
+                    ROW_STORE=rows, PDL=signal, HEADS=cfg.heads, num_warps=cfg.num_warps,
                     **({"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}),
                     **kg.merge_consts(group, cfg.num_warps, splits if inline else 0))
     _set_combine(p, splits > 1 and not inline, splits, (hq, sq, bsz), d, d, out_dtype, arch, mode, pdl)  # sm_90+

@@ -181,24 +181,39 @@ def _step_pages(bt_row, stride_btn, i, starts, ends, PAGE: gl.constexpr, BOX: gl
 
 @gluon.jit
 def _issue(k_desc, v_desc, k_ring, v_ring, slot, bar, pages, i, starts, num_blocks, col, PAGE: gl.constexpr,
-           BOX: gl.constexpr, STEP: gl.constexpr, W: gl.constexpr):
+           BOX: gl.constexpr, STEP: gl.constexpr, W: gl.constexpr, HEADS: gl.constexpr = False):
     """TMA copies of step ``i`` of every warp's range (STEP // BOX boxes of K and of V each, from ``pages`` of
     _step_pages) into ring slot ``slot`` (warp w's tokens at rows [w STEP, (w + 1) STEP)). A box of a page outside
-    [0, num_blocks) or past the warp's end (page -1) reads past the view's end (zeros)."""
+    [0, num_blocks) or past the warp's end (page -1) reads past the view's end (zeros). HEADS (W warps on W KV heads
+    of the same tokens, ``col`` the first of them): one 3-D box [W, BOX, 128] per page box into ring buffer
+    ``slot * STEP // BOX + j`` (each head's BOX tokens contiguous, as a warp's tokens in the other form)."""
     mbarrier.expect(bar, W * 2 * STEP * 128)
-    for w in gl.static_range(W):
-        n0 = starts[w] + i * STEP
+    if HEADS:
+        n0 = starts[0] + i * STEP
         for j in gl.static_range(STEP // BOX):
-            page = pages[w * (STEP // BOX) + j]
+            page = pages[j]
             ok = (page >= 0) & (page < num_blocks)
             row = gl.where(ok, page * PAGE + (n0 + j * BOX) % PAGE, num_blocks * PAGE)
-            tma.async_copy_global_to_shared(k_desc, [row, col], bar, k_ring.index(slot).slice(w * STEP + j * BOX, BOX))
-            tma.async_copy_global_to_shared(v_desc, [row, col], bar, v_ring.index(slot).slice(w * STEP + j * BOX, BOX))
+            buf = slot * (STEP // BOX) + j
+            tma.async_copy_global_to_shared(k_desc, [col, row, 0], bar, k_ring.index(buf))
+            tma.async_copy_global_to_shared(v_desc, [col, row, 0], bar, v_ring.index(buf))
+    else:
+        for w in gl.static_range(W):
+            n0 = starts[w] + i * STEP
+            for j in gl.static_range(STEP // BOX):
+                page = pages[w * (STEP // BOX) + j]
+                ok = (page >= 0) & (page < num_blocks)
+                row = gl.where(ok, page * PAGE + (n0 + j * BOX) % PAGE, num_blocks * PAGE)
+                tma.async_copy_global_to_shared(k_desc, [row, col], bar,
+                                                k_ring.index(slot).slice(w * STEP + j * BOX, BOX))
+                tma.async_copy_global_to_shared(v_desc, [row, col], bar,
+                                                v_ring.index(slot).slice(w * STEP + j * BOX, BOX))
 
 
 @gluon.jit
 def _refill(k_desc, v_desc, k_ring, v_ring, ready, pages, i, n_steps, starts, num_blocks, col, PAGE: gl.constexpr,
-            BOX: gl.constexpr, STEP: gl.constexpr, STAGES: gl.constexpr, W: gl.constexpr):
+            BOX: gl.constexpr, STEP: gl.constexpr, STAGES: gl.constexpr, W: gl.constexpr,
+            HEADS: gl.constexpr = False):
     """After step ``i``: its ring slot refilled with step i + STAGES (if any), whose table entries ``pages`` were
     loaded at the top of step i (their latency hidden behind the step's products)."""
     nxt = i + STAGES
@@ -208,16 +223,28 @@ def _refill(k_desc, v_desc, k_ring, v_ring, ready, pages, i, n_steps, starts, nu
         fence_async_shared()  # this slot's shared-memory reads before the copy engine overwrites it
         s = i % STAGES
         _issue(k_desc, v_desc, k_ring, v_ring, s, ready.index(s), pages, nxt, starts, num_blocks, col, PAGE, BOX, STEP,
-               W)
+               W, HEADS)
 
 
 @gluon.jit
-def _step(k_bufs, v_bufs, qt, acc, m_i, l_part, bt_row, stride_btn, n0, end, num_blocks, score_scale,
-          PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr, W: gl.constexpr, MASKED: gl.constexpr):
-    """One step of STEP tokens per warp from a ring slot ([W, STEP, 128] buffers; ``n0``, ``end``: the warps' [W]
-    first token and range end): S^T per 16-token sub-tile, one online-softmax update (row max over the step, one
-    rescale of acc), P^T.V per sub-tile. ``l_part`` [W, 16, 8] keeps each lane's partial row sums (reduced across
-    lanes once, after the loop)."""
+def _sub_tile(ring, slot, u, STEP: gl.constexpr, BOX: gl.constexpr, W: gl.constexpr, HEADS: gl.constexpr):
+    """Sub-tile ``u`` ([W, 16 tokens, 128]) of ring slot ``slot``: rows 16 u .. of each warp's [STEP, 128] share of
+    the slot, or with HEADS of each head's part of the slot's (16 u // BOX)-th [W, BOX, 128] box (see _issue)."""
+    if HEADS:
+        t = ring.index(slot * (STEP // BOX) + 16 * u // BOX).slice(16 * u % BOX, 16, dim=1)
+    else:
+        t = ring.index(slot).reshape([W, STEP, 128]).slice(16 * u, 16, dim=1)
+    return t
+
+
+@gluon.jit
+def _step(k_ring, v_ring, slot, qt, acc, m_i, l_part, bt_row, stride_btn, n0, end, num_blocks, score_scale,
+          PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr, W: gl.constexpr, MASKED: gl.constexpr,
+          HEADS: gl.constexpr = False):
+    """One step of STEP tokens per warp from ring slot ``slot`` (_sub_tile; ``n0``, ``end``: the warps' [W] first
+    token and range end): S^T per 16-token sub-tile, one online-softmax update (row max over the step, one rescale of
+    acc), P^T.V per sub-tile. ``l_part`` [W, 16, 8] keeps each lane's partial row sums (reduced across lanes once,
+    after the loop)."""
     U: gl.constexpr = STEP // 16
     MMA: gl.constexpr = _mma(W)
     m_idx = gl.arange(0, 16, layout=gl.SliceLayout(0, gl.SliceLayout(2, MMA)))
@@ -227,7 +254,8 @@ def _step(k_bufs, v_bufs, qt, acc, m_i, l_part, bt_row, stride_btn, n0, end, num
         nb = n0 + (16 * u) // BOX * BOX  # the sub-tile's box (BOX >= 16: a sub-tile lies in one box)
         page = gl.load(bt_row + (nb // PAGE) * stride_btn, mask=nb < end, other=-1)
         page_ok = (page >= 0) & (page < num_blocks)  # [W]
-        st = mma_v2(_k_operand(k_bufs.slice(16 * u, 16, dim=1), W), qt, gl.full([W, 16, ROWS], 0.0, gl.float32, MMA))
+        st = mma_v2(_k_operand(_sub_tile(k_ring, slot, u, STEP, BOX, W, HEADS), W), qt,
+                    gl.full([W, 16, ROWS], 0.0, gl.float32, MMA))
         st = st * score_scale[:, None, :]
         if MASKED:
             tok_ok = page_ok[:, None] & (n0[:, None] + 16 * u + _sigma(m_idx)[None, :] < end[:, None])
@@ -250,7 +278,7 @@ def _step(k_bufs, v_bufs, qt, acc, m_i, l_part, bt_row, stride_btn, n0, end, num
         p = gl.exp2(ss[u] - m_use[:, None, :])
         l_part = l_part + p
         pb = gl.convert_layout(p.to(gl.float16), gl.DotOperandLayout(1, MMA, 2))
-        acc = mma_v2(_v_operand(v_bufs.slice(16 * u, 16, dim=1), oks[u], W, MASKED), pb, acc)
+        acc = mma_v2(_v_operand(_sub_tile(v_ring, slot, u, STEP, BOX, W, HEADS), oks[u], W, MASKED), pb, acc)
     return acc, m_new, l_part
 
 
@@ -292,6 +320,40 @@ def _merge_splits(part_o_ptr, part_lse_ptr, out_ptr, row0, num_splits, GROUP: gl
              mask=(r_o < GROUP)[:, None])
 
 
+@gluon.jit
+def _heads_epilogue(acc, m_i, l_part, v_descale_ptr, out_ptr, part_o_ptr, part_lse_ptr, row0, split, num_splits,
+                    vd0, V_DESCALE_STRIDE: gl.constexpr, GROUP: gl.constexpr, WRITE_PARTIAL: gl.constexpr,
+                    W: gl.constexpr):
+    """The HEADS form's output or partial: warp w's rows are query heads row0 + w GROUP + r (r < GROUP) of the
+    (B, 1, Hq) rows, each normalized by its own row sum and times its head's v_descale (``v_descale_ptr + vd0 + w
+    V_DESCALE_STRIDE``), stored as rows (the row-store epilogue's conversion through shared memory, 16 bytes per
+    lane), with the log2-sum-exp partials as the other form's."""
+    MMA: gl.constexpr = _mma(W)
+    SL: gl.constexpr = gl.BlockedLayout([1, 1, 4], [1, 1, 32], [W, 1, 1], [2, 1, 0])  # [W, rows, 128]
+    RL: gl.constexpr = gl.SliceLayout(2, SL)  # [W, rows]
+    w_v = gl.arange(0, W, layout=gl.SliceLayout(1, gl.SliceLayout(1, MMA)))
+    v_ds = gl.load(v_descale_ptr + vd0 + w_v * V_DESCALE_STRIDE)
+    l_i = gl.sum(l_part, axis=1)  # [W, 8]
+    has = l_i > 0.0
+    o_scale = gl.where(has, v_ds[:, None] / gl.where(has, l_i, 1.0), 0.0)
+    # O^T [w, n, r] -> O [w, r, d] with d = pi_v(n) = 16 (n % 8) + n // 8 (register renaming), then rows
+    o = gl.reshape(gl.permute(gl.reshape(acc, [W, 16, 8, ROWS]), (0, 3, 2, 1)), [W, ROWS, 128])
+    o = gl.convert_layout(o, SL) * gl.convert_layout(o_scale, RL)[:, :, None]
+    d_o = gl.arange(0, 128, layout=gl.SliceLayout(0, gl.SliceLayout(1, SL)))
+    r_o = gl.arange(0, ROWS, layout=gl.SliceLayout(0, RL))
+    w_o = gl.arange(0, W, layout=gl.SliceLayout(1, RL))
+    o_row = row0 + w_o[:, None] * GROUP + r_o[None, :]  # [W, rows]
+    row_ok = (r_o < GROUP)[None, :] & (w_o >= 0)[:, None]
+    if WRITE_PARTIAL:
+        lse = gl.where(has, m_i + gl.log2(gl.where(has, l_i, 1.0)), float("-inf"))
+        p_row = o_row * num_splits + split
+        gl.store(part_lse_ptr + p_row, gl.convert_layout(lse, RL), mask=row_ok)
+        gl.store(part_o_ptr + p_row[:, :, None] * 128 + d_o[None, None, :], o, mask=row_ok[:, :, None])
+    else:
+        gl.store(out_ptr + o_row[:, :, None] * 128 + d_o[None, None, :], o.to(out_ptr.dtype.element_ty),
+                 mask=row_ok[:, :, None])
+
+
 @gluon.jit(repr=_repr_from_constexpr, do_not_specialize=["num_blocks"])
 def decode_gluon_kernel(
     q_ptr, k_desc, v_desc, block_table_ptr, seq_lens_ptr, k_descale_ptr, v_descale_ptr, out_ptr, part_o_ptr,
@@ -300,7 +362,7 @@ def decode_gluon_kernel(
     STAGES: gl.constexpr, K_DESCALE_STRIDE: gl.constexpr, V_DESCALE_STRIDE: gl.constexpr, Q_POW2_SCALE: gl.constexpr,
     WRITE_PARTIAL: gl.constexpr, KERNEL_NAME: gl.constexpr, L2_HINT: gl.constexpr = 0,
     ROW_STORE: gl.constexpr = False, PDL: gl.constexpr = False, MERGE_ROWS: gl.constexpr = 0,
-    MERGE_CHUNK: gl.constexpr = 1, MERGE_ROUNDS: gl.constexpr = 0,
+    MERGE_CHUNK: gl.constexpr = 1, MERGE_ROUNDS: gl.constexpr = 0, HEADS: gl.constexpr = False,
 ):
     """Grid (num_splits, Hkv, B), W = num_warps warps (1, 2 or 4): warp w takes split ``split * W + w`` of
     ``num_splits * W`` of the sequence's tokens with its own online softmax, and the warps' results are merged on
@@ -312,44 +374,60 @@ def decode_gluon_kernel(
     an acq_rel ticket on ``counter_ptr`` (int32 per (sequence, KV head), zero between launches: that program resets
     it), merges the partials into ``out`` (_merge_splits), as the Triton kernel's INLINE_MERGE: no combine launch.
     L2_HINT: not read by the body; l2hint.VERSION when KERNEL_NAME carries ``l2ef`` (the PTX pass then adds evict-first
-    hints to the K/V TMA loads), so Triton's cache key holds the pass's version, as in the Triton kernel."""
+    hints to the K/V TMA loads), so Triton's cache key holds the pass's version, as in the Triton kernel.
+    HEADS (session 38; with ROW_STORE, without MERGE_ROUNDS): grid (num_splits, Hkv / W, B), warp w on KV head
+    ``program_id(1) * W + w`` over the split's tokens (split ``split`` of ``num_splits``), each warp its own
+    output rows; the caches as descriptors of the 3-D [Hkv, num_blocks * PAGE, D] views with [W, BOX, 128] boxes,
+    so one copy moves a page box of all the program's heads (a 1 KB row per token at Hkv = W = 8)."""
     W: gl.constexpr = gl.num_warps()
+    HW: gl.constexpr = W if HEADS else 1  # KV heads per program
+    TW: gl.constexpr = 1 if HEADS else W  # token ranges per program
     MMA: gl.constexpr = _mma(W)
     split = gl.program_id(0)
-    kvh = gl.program_id(1)
+    kvh = gl.program_id(1) * HW  # the program's (first) KV head
     b = gl.program_id(2).to(gl.int64)
-    hq = GROUP * gl.num_programs(1)
+    hq = GROUP * HW * gl.num_programs(1)
+    gl.static_assert(not HEADS or (ROW_STORE and MERGE_ROUNDS == 0), "HEADS: row stores, no inline merge")
 
     starts = ()
     ends = ()
     n_steps = 0
     n_full = 1 << 30
-    for w in gl.static_range(W):
-        seq_len, start_w, end_w = _split_range(seq_lens_ptr, b, split * W + w, num_splits * W, max_blocks, PAGE, STEP)
+    for w in gl.static_range(TW):
+        seq_len, start_w, end_w = _split_range(seq_lens_ptr, b, split * TW + w, num_splits * TW, max_blocks, PAGE,
+                                               STEP)
         starts = starts + (start_w,)
         ends = ends + (end_w,)
         n_steps = gl.maximum(n_steps, gl.cdiv(gl.maximum(end_w - start_w, 0), STEP))
         n_full = gl.minimum(n_full, gl.maximum(end_w - start_w, 0) // STEP)
     w_idx = gl.arange(0, W, layout=_wvec(MMA))
-    start_v = _per_warp(starts, w_idx, W)
-    end_v = _per_warp(ends, w_idx, W)
+    if HEADS:
+        start_v = starts[0] + 0 * w_idx
+        end_v = ends[0] + 0 * w_idx
+        col = kvh  # the 3-D box's head coordinate
+        SH3: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=3)
+        # STEP // BOX boxes a slot, each the W heads' BOX tokens
+        k_ring = gl.allocate_shared_memory(gl.float8e4nv, [STAGES * (STEP // BOX), W, BOX, 128], SH3)
+        v_ring = gl.allocate_shared_memory(gl.float8e4nv, [STAGES * (STEP // BOX), W, BOX, 128], SH3)
+    else:
+        start_v = _per_warp(starts, w_idx, W)
+        end_v = _per_warp(ends, w_idx, W)
+        col = kvh * 128
+        SH: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
+        k_ring = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, W * STEP, 128], SH)  # slot: the warps' steps
+        v_ring = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, W * STEP, 128], SH)
     bt_row = block_table_ptr + b * stride_btb
-    col = kvh * 128
-
-    SH: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
-    k_ring = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, W * STEP, 128], SH)  # slot: the warps' steps
-    v_ring = gl.allocate_shared_memory(gl.float8e4nv, [STAGES, W * STEP, 128], SH)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)
     fence_async_shared()
     first = ()  # every prologue step's table entries loaded before the first copy (none past the warps' ends)
     for i in gl.static_range(STAGES):
-        first = first + (_step_pages(bt_row, stride_btn, i, starts, ends, PAGE, BOX, STEP, W),)
+        first = first + (_step_pages(bt_row, stride_btn, i, starts, ends, PAGE, BOX, STEP, TW),)
     for i in gl.static_range(STAGES):
         if i < n_steps:
             _issue(k_desc, v_desc, k_ring, v_ring, i, ready.index(i), first[i], i, starts, num_blocks, col, PAGE, BOX,
-                   STEP, W)
+                   STEP, W, HEADS)
 
     # q^T [W, 128, 8] as the B operand (each warp its copy): row r = query head kvh * GROUP + r (rows >= GROUP are
     # zero), the head dimension permuted as K's (pi_k), bf16 brought into fp16 by a per-row power of two (as the
@@ -359,7 +437,7 @@ def decode_gluon_kernel(
     k_q = gl.arange(0, 128, layout=gl.SliceLayout(0, gl.SliceLayout(1, QL)))
     w_q = gl.arange(0, W, layout=_wvec(QL))
     d_q = ((k_q >> 1) & 3) * 32 + (k_q >> 4) * 4 + ((k_q >> 3) & 1) * 2 + (k_q & 1)
-    q_off = (kvh * GROUP + r_q)[None, :, None] * stride_qh + d_q[None, None, :] + 0 * w_q[:, None, None]
+    q_off = ((kvh + w_q * (HW // W))[:, None, None] * GROUP + r_q[None, :, None]) * stride_qh + d_q[None, None, :]
     qf = gl.load(q_ptr + b * stride_qb + q_off, mask=(r_q < GROUP)[None, :, None], other=0.0).to(gl.float32)
     if Q_POW2_SCALE:
         e = (gl.max(gl.abs(qf), axis=2).to(gl.int32, bitcast=True) >> 23) & 0xFF
@@ -369,38 +447,39 @@ def decode_gluon_kernel(
     else:
         row_scale = gl.full([W, ROWS], 1.0, gl.float32, gl.SliceLayout(2, QL))
     qt = gl.convert_layout(gl.permute(qf.to(gl.float16), (0, 2, 1)), gl.DotOperandLayout(1, MMA, 2))
-    k_ds = gl.load(k_descale_ptr + kvh * K_DESCALE_STRIDE)
-    v_ds = gl.load(v_descale_ptr + kvh * V_DESCALE_STRIDE)
-    score_scale = gl.convert_layout(row_scale, gl.SliceLayout(1, MMA)) * (sm_scale_log2 * k_ds)
+    if HEADS:  # each warp its head's descales ([W] vectors)
+        w_s = gl.arange(0, W, layout=gl.SliceLayout(1, gl.SliceLayout(1, MMA)))
+        k_ds = gl.load(k_descale_ptr + (kvh + w_s) * K_DESCALE_STRIDE)
+        score_scale = gl.convert_layout(row_scale, gl.SliceLayout(1, MMA)) * (sm_scale_log2 * k_ds)[:, None]
+    else:
+        k_ds = gl.load(k_descale_ptr + kvh * K_DESCALE_STRIDE)
+        v_ds = gl.load(v_descale_ptr + kvh * V_DESCALE_STRIDE)
+        score_scale = gl.convert_layout(row_scale, gl.SliceLayout(1, MMA)) * (sm_scale_log2 * k_ds)
 
     acc = gl.full([W, 128, ROWS], 0.0, gl.float32, MMA)  # O^T per warp
     l_part = gl.full([W, 16, ROWS], 0.0, gl.float32, MMA)
     m_i = gl.full([W, ROWS], float("-inf"), gl.float32, gl.SliceLayout(1, MMA))
     for i in range(0, n_full):
         s = i % STAGES
-        ahead = _step_pages(bt_row, stride_btn, i + STAGES, starts, ends, PAGE, BOX, STEP, W)
+        ahead = _step_pages(bt_row, stride_btn, i + STAGES, starts, ends, PAGE, BOX, STEP, TW)
         mbarrier.wait(ready.index(s), (i // STAGES) & 1)
-        kb = k_ring.index(s).reshape([W, STEP, 128])
-        vb = v_ring.index(s).reshape([W, STEP, 128])
-        acc, m_i, l_part = _step(kb, vb, qt, acc, m_i, l_part, bt_row, stride_btn, start_v + i * STEP, end_v,
-                                 num_blocks, score_scale, PAGE, BOX, STEP, W, False)
+        acc, m_i, l_part = _step(k_ring, v_ring, s, qt, acc, m_i, l_part, bt_row, stride_btn, start_v + i * STEP,
+                                 end_v, num_blocks, score_scale, PAGE, BOX, STEP, W, False, HEADS)
         _refill(k_desc, v_desc, k_ring, v_ring, ready, ahead, i, n_steps, starts, num_blocks, col, PAGE, BOX, STEP,
-                STAGES, W)
-    if W == 1:  # at most one masked step (the last, partial one): nothing left to refill
+                STAGES, W, HEADS)
+    if TW == 1:  # one token range: at most one masked step (the last, partial one), nothing left to refill
         if n_full < n_steps:
             s = n_full % STAGES
             mbarrier.wait(ready.index(s), (n_full // STAGES) & 1)
-            acc, m_i, l_part = _step(k_ring.index(s).reshape([W, STEP, 128]), v_ring.index(s).reshape([W, STEP, 128]),
-                                     qt, acc, m_i, l_part, bt_row, stride_btn, start_v + n_full * STEP, end_v,
-                                     num_blocks, score_scale, PAGE, BOX, STEP, W, True)
+            acc, m_i, l_part = _step(k_ring, v_ring, s, qt, acc, m_i, l_part, bt_row, stride_btn,
+                                     start_v + n_full * STEP, end_v, num_blocks, score_scale, PAGE, BOX, STEP, W, True,
+                                     HEADS)
     else:
         for i in range(n_full, n_steps):  # each warp's last, partial step and any past its share: token masks
             s = i % STAGES
             mbarrier.wait(ready.index(s), (i // STAGES) & 1)
-            kb = k_ring.index(s).reshape([W, STEP, 128])
-            vb = v_ring.index(s).reshape([W, STEP, 128])
-            acc, m_i, l_part = _step(kb, vb, qt, acc, m_i, l_part, bt_row, stride_btn, start_v + i * STEP, end_v,
-                                     num_blocks, score_scale, PAGE, BOX, STEP, W, True)
+            acc, m_i, l_part = _step(k_ring, v_ring, s, qt, acc, m_i, l_part, bt_row, stride_btn, start_v + i * STEP,
+                                     end_v, num_blocks, score_scale, PAGE, BOX, STEP, W, True)
             # (the refill's entries loaded here, after the step: ahead of it they cost 5 registers in this loop,
             # which runs only for the warps' last, partial steps)
             ahead = _step_pages(bt_row, stride_btn, i + STAGES, starts, ends, PAGE, BOX, STEP, W)
@@ -411,50 +490,55 @@ def decode_gluon_kernel(
     if PDL:  # the combine kernel, a programmatic dependent launch, may be scheduled now (it waits for this grid)
         _launch_dependents()
 
-    # The warps' (m, l, O^T) merged: weights 2^(m_w - m) (0 for a warp without tokens).
-    l_w = gl.sum(l_part, axis=1)  # [W, 8]
-    m_all = gl.max(m_i, axis=0)
-    m_use = gl.where(m_all == float("-inf"), 0.0, m_all)
-    wgt = gl.exp2(m_i - m_use[None, :])
-    l_i = gl.sum(l_w * wgt, axis=0)
-    o = gl.sum(acc * wgt[:, None, :], axis=0)  # [128, 8]
-    has = l_i > 0.0
-    OL: gl.constexpr = gl.SliceLayout(0, MMA)
-    o_scale = gl.where(has, v_ds / gl.where(has, l_i, 1.0), 0.0)
-    if ROW_STORE:
-        # O^T [n, r] -> O [r, d]: pi_v (d = 16 (n % 8) + n // 8) is a permutation of the index bits, so the reshape
-        # and permute only rename registers; the layout conversion (through shared memory) then gives each lane 4
-        # adjacent columns of a row: one 16-byte store per lane and row instead of 4-byte stores scattered over a
-        # 64-byte stride (session 33).
-        SL: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [W, 1], [1, 0])
-        o = gl.reshape(gl.permute(gl.reshape(o, [16, 8, ROWS]), (2, 1, 0)), [ROWS, 128])
-        o = gl.convert_layout(o, SL) * gl.convert_layout(o_scale, gl.SliceLayout(1, SL))[:, None]
-        d_o = gl.arange(0, 128, layout=gl.SliceLayout(0, SL))
-    else:  # the form before session 33: O^T's accumulator layout (seen as [r, n]), 4-byte stores
-        o = gl.permute(o * gl.convert_layout(o_scale, gl.SliceLayout(0, OL))[None, :], (1, 0))
-        n_o = gl.arange(0, 128, layout=gl.SliceLayout(0, o.type.layout))
-        d_o = (n_o % 8) * 16 + n_o // 8  # pi_v: V's (and so O's) permuted columns back to the head dimension
-    RL: gl.constexpr = gl.SliceLayout(1, o.type.layout)
-    r_o = gl.arange(0, ROWS, layout=RL)
-    row_ok = r_o < GROUP
-    o_row = b * hq + kvh * GROUP + r_o  # (B, 1, Hq) flattened
-    if WRITE_PARTIAL:
-        lse = gl.where(has, m_all + gl.log2(gl.where(has, l_i, 1.0)), float("-inf"))
-        p_row = o_row * num_splits + split
-        gl.store(part_lse_ptr + p_row, gl.convert_layout(lse, RL), mask=row_ok)
-        gl.store(part_o_ptr + p_row[:, None] * 128 + d_o[None, :], o, mask=row_ok[:, None])
-        if MERGE_ROUNDS > 0:
-            # Every warp's stores precede the barrier; the ticket's acq_rel atomic (gpu scope) publishes them to the
-            # program that draws the last ticket, which reads them through L2 and resets the counter.
-            gl.thread_barrier()
-            c_ptr = counter_ptr + b * gl.num_programs(1) + kvh
-            ticket = gl.atomic_add(c_ptr, 1, sem="acq_rel", scope="gpu")
-            if ticket == num_splits - 1:
-                gl.atomic_xchg(c_ptr, 0)
-                _merge_splits(part_o_ptr, part_lse_ptr, out_ptr, b * hq + kvh * GROUP, num_splits, GROUP,
-                              MERGE_ROWS, MERGE_CHUNK, MERGE_ROUNDS, W)
+    if HEADS:  # every warp its own head: no merge across warps
+        _heads_epilogue(acc, m_i, l_part, v_descale_ptr, out_ptr, part_o_ptr, part_lse_ptr, b * hq + kvh * GROUP,
+                        split, num_splits, V_DESCALE_STRIDE * kvh, V_DESCALE_STRIDE, GROUP, WRITE_PARTIAL, W)
     else:
-        gl.store(out_ptr + o_row[:, None] * 128 + d_o[None, :], o.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])
+        # The warps' (m, l, O^T) merged: weights 2^(m_w - m) (0 for a warp without tokens).
+        l_w = gl.sum(l_part, axis=1)  # [W, 8]
+        m_all = gl.max(m_i, axis=0)
+        m_use = gl.where(m_all == float("-inf"), 0.0, m_all)
+        wgt = gl.exp2(m_i - m_use[None, :])
+        l_i = gl.sum(l_w * wgt, axis=0)
+        o = gl.sum(acc * wgt[:, None, :], axis=0)  # [128, 8]
+        has = l_i > 0.0
+        OL: gl.constexpr = gl.SliceLayout(0, MMA)
+        o_scale = gl.where(has, v_ds / gl.where(has, l_i, 1.0), 0.0)
+        if ROW_STORE:
+            # O^T [n, r] -> O [r, d]: pi_v (d = 16 (n % 8) + n // 8) is a permutation of the index bits, so the reshape
+            # and permute only rename registers; the layout conversion (through shared memory) then gives each lane 4
+            # adjacent columns of a row: one 16-byte store per lane and row instead of 4-byte stores scattered over a
+            # 64-byte stride (session 33).
+            SL: gl.constexpr = gl.BlockedLayout([1, 4], [1, 32], [W, 1], [1, 0])
+            o = gl.reshape(gl.permute(gl.reshape(o, [16, 8, ROWS]), (2, 1, 0)), [ROWS, 128])
+            o = gl.convert_layout(o, SL) * gl.convert_layout(o_scale, gl.SliceLayout(1, SL))[:, None]
+            d_o = gl.arange(0, 128, layout=gl.SliceLayout(0, SL))
+        else:  # the form before session 33: O^T's accumulator layout (seen as [r, n]), 4-byte stores
+            o = gl.permute(o * gl.convert_layout(o_scale, gl.SliceLayout(0, OL))[None, :], (1, 0))
+            n_o = gl.arange(0, 128, layout=gl.SliceLayout(0, o.type.layout))
+            d_o = (n_o % 8) * 16 + n_o // 8  # pi_v: V's (and so O's) permuted columns back to the head dimension
+        RL: gl.constexpr = gl.SliceLayout(1, o.type.layout)
+        r_o = gl.arange(0, ROWS, layout=RL)
+        row_ok = r_o < GROUP
+        o_row = b * hq + kvh * GROUP + r_o  # (B, 1, Hq) flattened
+        if WRITE_PARTIAL:
+            lse = gl.where(has, m_all + gl.log2(gl.where(has, l_i, 1.0)), float("-inf"))
+            p_row = o_row * num_splits + split
+            gl.store(part_lse_ptr + p_row, gl.convert_layout(lse, RL), mask=row_ok)
+            gl.store(part_o_ptr + p_row[:, None] * 128 + d_o[None, :], o, mask=row_ok[:, None])
+            if MERGE_ROUNDS > 0:
+                # Every warp's stores precede the barrier; the ticket's acq_rel atomic (gpu scope) publishes them to the
+                # program that draws the last ticket, which reads them through L2 and resets the counter.
+                gl.thread_barrier()
+                c_ptr = counter_ptr + b * gl.num_programs(1) + kvh
+                ticket = gl.atomic_add(c_ptr, 1, sem="acq_rel", scope="gpu")
+                if ticket == num_splits - 1:
+                    gl.atomic_xchg(c_ptr, 0)
+                    _merge_splits(part_o_ptr, part_lse_ptr, out_ptr, b * hq + kvh * GROUP, num_splits, GROUP,
+                                  MERGE_ROWS, MERGE_CHUNK, MERGE_ROUNDS, W)
+        else:
+            gl.store(out_ptr + o_row[:, None] * 128 + d_o[None, :], o.to(out_ptr.dtype.element_ty),
+                     mask=row_ok[:, None])
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -469,14 +553,14 @@ def box_tokens(page: int, step: int) -> int:
 @functools.lru_cache(maxsize=64)
 def kernel_name(page: int, step: int, stages: int, group: int, q: str, out: str, split: bool, per_head: bool,
                 warps: int = 1, l2ef: bool = False, pdl: bool = False, rows: bool = False, inline: bool = False,
-                maxnreg: int | None = None):
+                maxnreg: int | None = None, heads: bool = False):
     """Types: cache element, q element, accumulator, output; tile: 8 query rows (as N) x STEP cache tokens x head
     dim. Schedule as the Triton kernel's (``pagedsplitkvcombine``: partials merged by its combine kernel,
     ``pagedsplitkv`` with ``inline``: by the last split, :func:`merge_consts`); extras
     ``gluon`` and ``tokm`` (cache tokens as the MMA's M), ``rowst`` with the row-store epilogue, ``pdl`` when it
     signals its combine kernel (a programmatic dependent launch) after the loop, ``r<N>`` under a register cap
-    (``maxnreg``) and ``l2ef`` when the K/V TMA loads carry L2 evict-first hints (the field
-    :mod:`tritonfp8._kernels.l2hint`'s PTX pass keys on)."""
+    (``maxnreg``), ``heads`` with ``heads`` (the warps on KV heads of the same tokens, HEADS) and ``l2ef`` when the
+    K/V TMA loads carry L2 evict-first hints (the field :mod:`tritonfp8._kernels.l2hint`'s PTX pass keys on)."""
     from tritonfp8.naming import KernelName
 
     return KernelName(arch=90, op="decode", types=("e4m3", q, "f32", out), tile=(8, step, HEAD_DIM), warps=warps,
@@ -484,7 +568,7 @@ def kernel_name(page: int, step: int, stages: int, group: int, q: str, out: str,
                       scaling="headwise" if per_head else "tensorwise",
                       extras=(f"page{page}", f"g{group}", "gluon", "tokm") + (("rowst",) if rows else ())
                       + (("pdl",) if pdl else ()) + ((f"r{maxnreg}",) if maxnreg else ())
-                      + ((l2hint.TAG,) if l2ef else ()))
+                      + (("heads",) if heads else ()) + ((l2hint.TAG,) if l2ef else ()))
 
 
 def merge_consts(group: int, warps: int, splits: int) -> dict:
@@ -509,35 +593,43 @@ def row_stores(warps: int, on: bool | None = None, maxnreg: int | None = None) -
         warps <= 2 or maxnreg is not None and maxnreg <= ROW_STORE_W4_MAXNREG)
 
 
-def descriptor(cache, shape: tuple, strides: tuple, box: int):
+def descriptor(cache, shape: tuple, strides: tuple, box: int, heads: int = 0):
     """Host TMA descriptor (Gluon's, with the kernel's shared layout) of an E4M3 cache viewed as [num_blocks * page,
     Hkv * D] rows (``shape``, ``strides`` as checked by ``decode._tma_geometry``), [box, 128] boxes, built without
-    the dataclass's per-call checks."""
+    the dataclass's per-call checks. ``heads`` > 0 (the HEADS form): the 3-D view [Hkv, num_blocks * page, D]
+    (head stride D, the same row stride) with [heads, box, 128] boxes."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     d = object.__new__(TensorDescriptor)
-    d.base, d.shape, d.strides, d.block_shape = cache, shape, strides, [box, HEAD_DIM]
-    d.layout, d.padding = _shared_layout(), "zero"
+    if heads:
+        (rows, cols), (row_stride, _) = shape, strides
+        d.base, d.shape, d.strides = cache, [cols // HEAD_DIM, rows, HEAD_DIM], [HEAD_DIM, row_stride, 1]
+        d.block_shape = [heads, box, HEAD_DIM]
+    else:
+        d.base, d.shape, d.strides, d.block_shape = cache, shape, strides, [box, HEAD_DIM]
+    d.layout, d.padding = _shared_layout(3 if heads else 2), "zero"
     return d
 
 
-@functools.lru_cache(maxsize=1)
-def _shared_layout():
-    return gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
+@functools.lru_cache(maxsize=2)
+def _shared_layout(rank: int = 2):
+    return gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=rank)
 
 
 def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4, split: bool = True, warps: int = 1,
                  l2ef: bool = False, row_store: bool | None = None, pdl: bool = False, inline: int = 0,
-                 maxnreg: int | None = None):
+                 maxnreg: int | None = None, heads: bool = False):
     """Offline compile spec (sm_90) of one configuration (``l2ef``: the evict-first hinted form, whose hints the PTX
     pass adds when :func:`tritonfp8._kernels.l2hint.install` has run, as the decode kernels' import does; ``inline``:
-    that many splits merged in-kernel, :func:`merge_consts`; ``maxnreg``: the register cap)."""
+    that many splits merged in-kernel, :func:`merge_consts`; ``maxnreg``: the register cap; ``heads``: the warps on
+    ``warps`` KV heads of the same tokens, 3-D boxes, row stores)."""
     from tritonfp8.codegen import CodegenSpec
 
     box = box_tokens(page, step)
-    rows = row_stores(warps, row_store, maxnreg)
-    desc = (f"tensordesc<fp8e4nv[{box}, 128],NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2, "
-            f"transposed=False, fp4_padded=False, cga_layout=[])>")
+    rows = heads or row_stores(warps, row_store, maxnreg)
+    block = f"{warps}, {box}, 128" if heads else f"{box}, 128"
+    desc = (f"tensordesc<fp8e4nv[{block}],NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, "
+            f"rank={3 if heads else 2}, transposed=False, fp4_padded=False, cga_layout=[])>")
     sig = {"q_ptr": "*bf16", "k_desc": desc, "v_desc": desc, "block_table_ptr": "*i32", "seq_lens_ptr": "*i32",
            "k_descale_ptr": "*fp32", "v_descale_ptr": "*fp32", "out_ptr": "*bf16", "part_o_ptr": "*fp32",
            "part_lse_ptr": "*fp32", "counter_ptr": "*i32", "sm_scale_log2": "fp32", "num_blocks": "i32",
@@ -545,12 +637,12 @@ def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4
     # stride_btn: 1 for a contiguous block table, which Triton's launcher specializes into a constant
     const = dict(stride_btn=1, GROUP=group, PAGE=page, BOX=box, STEP=step, STAGES=stages, K_DESCALE_STRIDE=1,
                  V_DESCALE_STRIDE=1, Q_POW2_SCALE=True, WRITE_PARTIAL=split, L2_HINT=l2hint.VERSION if l2ef else 0,
-                 ROW_STORE=rows, PDL=pdl, **merge_consts(group, warps, inline))
+                 ROW_STORE=rows, PDL=pdl, HEADS=heads, **merge_consts(group, warps, inline))
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=decode_gluon_kernel, signature=sig, constexprs=const,
                        name=kernel_name(page, step, stages, group, "bf16", "bf16", split, True, warps, l2ef, pdl,
-                                        rows, bool(inline), maxnreg),
+                                        rows, bool(inline), maxnreg, heads),
                        num_warps=warps, options={"maxnreg": maxnreg} if maxnreg else {},
                        num_stages=stages, min_arch=90,
                        description=f"Gluon paged decode, cache tokens as M, page {page}, {step}-token steps",
@@ -586,4 +678,7 @@ def codegen_specs() -> dict:
     # session 36: 4 warps (B 8 ctx 4096's 4 warps x 2 splits, hinted) with the row stores under a 168-register cap
     specs["decode_gluon_page64_step32s3w4_l2ef_rowst_r168"] = codegen_spec(64, 32, 3, warps=4, l2ef=True,
                                                                            maxnreg=168)
+    # session 38: the warps on the 8 KV heads of the same tokens (3-D boxes), B 8 ctx 4096's pages of 64 and 16
+    specs["decode_gluon_page64_step32s2w8_heads_l2ef"] = codegen_spec(64, 32, 2, warps=8, l2ef=True, heads=True)
+    specs["decode_gluon_page16_step32s2w8_heads_l2ef"] = codegen_spec(16, 32, 2, warps=8, l2ef=True, heads=True)
     return specs

@@ -1,0 +1,89 @@
+"""Session 38: the Gluon kernel with its warps on KV heads (``DecodeConfig(heads=True)``: one program per (split,
+W KV heads, sequence), each page box of those heads one 3-D TMA copy) against the library's choice on issue 6's
+B 8 ctx 4096 cells (and any S38_CASES="B:ctx:Hq:page,...").
+
+Why: session 37 split B 8 ctx 4096's step under do_bench into the split kernel alone (2.3-4.2 us above the per-head
+read floor) and the merge tail (1.8-3.1 us); the heads-together reader (gpu_decode_heads.py, 3-D boxes of 8 heads,
+16 splits, 2 slots) read the same pages 0.4-1.2 us faster than the per-head reader, and a program of 8 warps puts
+two warps on each scheduler (one now) to hide the loop's latencies. Forms (all hinted evict-first, 32-token steps,
+the combine kernel as a PDL):
+
+- ``library``: the heuristic's config (the per-head one-warp kernel, 8 splits, 3 slots);
+- ``heads w<W> x<S> s<N>``: W warps on W KV heads, S splits, N ring slots;
+- ``... split only``: the best-guess heads form's Gluon kernel alone (no combine launch; unmerged, not checked);
+- ``read heads8t3 x16 l2ef``: the no-arithmetic reader of the same boxes (the floor);
+- ``copy`` and ``sdpa``, the bench's references.
+
+Every form but the split-only one and the reader is compared with the Triton heuristic's output before timing
+(max |diff| <= 1e-2, bf16 output). Eager, do_bench medians after the write flush, S38_ROUNDS interleaved rounds
+(default 4). Prints a table; writes $OUT/results/decode-s38-<stamp>.json (benchmarks/results when $OUT is unset).
+Usage on the device: ``python scripts/gpu_decode_s38.py``.
+"""
+from __future__ import annotations
+
+import os
+
+import torch
+
+from decode_case import (add_x_sdpa, case_inputs, checked_calls, heuristic_config, report_mismatches, save_results,
+                         sdpa_peer, time_rows, variant_call, write_report)
+from gpu_decode_heads import heads_fn
+from tritonfp8 import decode as dec
+from tritonfp8._kernels import decode_gluon as kg
+from tritonfp8.bench.suites import decode as S
+
+CASES = ((8, 4096, 64, 64), (8, 4096, 32, 64), (8, 4096, 64, 16), (8, 4096, 32, 16))
+if os.environ.get("S38_CASES"):
+    CASES = tuple(tuple(int(x) for x in c.split(":")) for c in os.environ["S38_CASES"].split(","))
+ROUNDS = int(os.environ.get("S38_ROUNDS", "4"))
+# (warps, splits, slots): 8 warps at 16 splits (the reader's shape: 128 programs of 64 KB a slot, one per SM) with 2
+# and 3 slots, at 8 splits (64 programs, the library's tokens per split); 4 warps at 16 splits (256 programs)
+HEADS_FORMS = ((8, 16, 2), (8, 16, 3), (8, 8, 3), (4, 16, 3))
+SPLIT_ONLY = (8, 16, 2)
+
+
+def heads_config(warps: int, splits: int, slots: int) -> dec.DecodeConfig:
+    return dec.DecodeConfig(kernel="gluon", heads=True, merge="kernel", block_n=32, num_warps=warps,
+                            num_stages=slots, num_splits=splits, pdl=splits > 1, l2_evict_first=True)
+
+
+def main() -> None:
+    rows, bad = [], []
+    for b, ctx, hq, page in CASES:
+        pc, q, nbytes, copy_fn, moved = case_inputs(b, ctx, hq, page, "cuda")
+        lib = heuristic_config(b, ctx, hq, page)
+        tri = dec.decode_config(b, S.HKV, hq // S.HKV, ctx, dec.num_sms(torch.device("cuda")), tma_page=page,
+                                kv_bytes=S.cache_bytes(b, ctx, 1), gluon=False)
+        cfgs = {"triton": tri, "library": lib}
+        for w, s, n in HEADS_FORMS:
+            cfgs[f"heads w{w} x{s} s{n}"] = heads_config(w, s, n)
+
+        def report(name, diff, case=(b, ctx, hq, page)):
+            bad.append((*case, name, diff))
+        fns = checked_calls(q, pc, cfgs, report)
+        name = "heads w{} x{} s{}".format(*SPLIT_ONLY)
+        fns[name + " split only"] = variant_call(q, pc, cfgs[name], kg.ROW_STORE, kg.PDL_SIGNAL, split_only=True)
+        cfgs[name + " split only"] = cfgs[name]
+        fns["read heads8t3 x16 l2ef"] = heads_fn(pc, 16, 32, 2, 8, True, l2ef=True)
+        fns["copy"] = copy_fn
+        sfn, note = sdpa_peer(q, b, ctx)
+        if sfn is not None:
+            fns["sdpa"] = sfn
+        case_rows = time_rows(fns, (b, ctx, hq, page), moved, nbytes, ROUNDS, None)
+        add_x_sdpa(case_rows, note)
+        for r in case_rows:
+            r["config"] = str(cfgs[r["form"]]) if r["form"] in cfgs else None
+        rows += case_rows
+        save_results("decode-s38-partial", {"rounds": ROUNDS, "rows": rows})  # kept if the call is cut short
+        del pc, fns, sfn
+        torch.cuda.empty_cache()
+    write_report("decode-s38", "Decode: warps on KV heads (heads=True) vs the library", rows, ROUNDS)
+    for r in rows:
+        if r["form"] not in ("copy", "sdpa"):
+            print(f"B{r['B']} ctx{r['ctx']} Hq{r['Hq']} p{r['page']} {r['form']}: {r['us']:.1f} us "
+                  f"{r['pct_of_copy']:.1f}% x_sdpa {r['x_sdpa'] or float('nan'):.2f}")
+    report_mismatches(bad)
+
+
+if __name__ == "__main__":
+    main()
