@@ -10,8 +10,8 @@ the combine kernel as a PDL):
 
 - ``library``: the heuristic's config (the per-head one-warp kernel, 8 splits, 3 slots);
 - ``heads w<W> x<S> s<N>``: W warps on W KV heads, S splits, N ring slots;
-- ``... split only``: the best-guess heads form's Gluon kernel alone (no combine launch; unmerged, not checked);
-- ``read heads8t3 x16 l2ef``: the no-arithmetic reader of the same boxes (the floor);
+- ``... split only``: a heads form's Gluon kernel alone (no combine launch; unmerged, not checked);
+- ``read heads<W>t3 x<S> s<N> l2ef``: the no-arithmetic reader of the same boxes (the floor);
 - ``copy`` and ``sdpa``, the bench's references.
 
 Every form but the split-only one and the reader is compared with the Triton heuristic's output before timing
@@ -39,7 +39,16 @@ ROUNDS = int(os.environ.get("S38_ROUNDS", "4"))
 # (warps, splits, slots): 8 warps at 16 splits (the reader's shape: 128 programs of 64 KB a slot, one per SM) with 2
 # and 3 slots, at 8 splits (64 programs, the library's tokens per split); 4 warps at 16 splits (256 programs)
 HEADS_FORMS = ((8, 16, 2), (8, 16, 3), (8, 8, 3), (4, 16, 3))
-SPLIT_ONLY = (8, 16, 2)
+SPLIT_ONLY = ((8, 16, 2),)
+READERS = ()
+# S38_FORMS="W:S:N,...": other heads forms; S38_SPLIT_ONLY=1: every heads form also alone (no combine launch);
+# S38_READERS=1: the heads reader at every heads form's (heads, splits, slots) too, else only at (8, 16, 2). Call 2
+# (session 38) swept the ring's depth: the bytes in flight per SM that the step's end must still compute.
+if os.environ.get("S38_FORMS"):
+    HEADS_FORMS = tuple(tuple(int(x) for x in f.split(":")) for f in os.environ["S38_FORMS"].split(","))
+if os.environ.get("S38_SPLIT_ONLY") == "1":
+    SPLIT_ONLY = HEADS_FORMS
+READERS = HEADS_FORMS if os.environ.get("S38_READERS") == "1" else ((8, 16, 2),)
 
 
 def heads_config(warps: int, splits: int, slots: int) -> dec.DecodeConfig:
@@ -61,10 +70,14 @@ def main() -> None:
         def report(name, diff, case=(b, ctx, hq, page)):
             bad.append((*case, name, diff))
         fns = checked_calls(q, pc, cfgs, report)
-        name = "heads w{} x{} s{}".format(*SPLIT_ONLY)
-        fns[name + " split only"] = variant_call(q, pc, cfgs[name], kg.ROW_STORE, kg.PDL_SIGNAL, split_only=True)
-        cfgs[name + " split only"] = cfgs[name]
-        fns["read heads8t3 x16 l2ef"] = heads_fn(pc, 16, 32, 2, 8, True, l2ef=True)
+        for w, s, n in SPLIT_ONLY:
+            name = f"heads w{w} x{s} s{n}"
+            if s > 1:
+                fns[name + " split only"] = variant_call(q, pc, cfgs[name], kg.ROW_STORE, kg.PDL_SIGNAL,
+                                                         split_only=True)
+                cfgs[name + " split only"] = cfgs[name]
+        for w, s, n in READERS:
+            fns[f"read heads{w}t3 x{s} s{n} l2ef"] = heads_fn(pc, s, 32, n, w, True, l2ef=True)
         fns["copy"] = copy_fn
         sfn, note = sdpa_peer(q, b, ctx)
         if sfn is not None:
