@@ -10,6 +10,8 @@ the combine kernel as a PDL):
 
 - ``library``: the heuristic's config (the per-head one-warp kernel, 8 splits, 3 slots);
 - ``heads w<W> x<S> s<N>``: W warps on W KV heads, S splits, N ring slots;
+- ``tok w<W> x<S> s<N>`` (S38_TOKEN): W warps on shares of one KV head's tokens (the session-24 form, 8 warps
+  from session 38), at one split without a combine launch;
 - ``... split only``: a heads form's Gluon kernel alone (no combine launch; unmerged, not checked);
 - ``read heads<W>t3 x<S> s<N> l2ef``: the no-arithmetic reader of the same boxes (the floor);
 - ``copy`` and ``sdpa``, the bench's references.
@@ -21,6 +23,7 @@ Usage on the device: ``python scripts/gpu_decode_s38.py``.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import torch
@@ -49,11 +52,20 @@ if os.environ.get("S38_FORMS"):
 if os.environ.get("S38_SPLIT_ONLY") == "1":
     SPLIT_ONLY = HEADS_FORMS
 READERS = HEADS_FORMS if os.environ.get("S38_READERS") == "1" else ((8, 16, 2),)
+# S38_TOKEN="W:S:N,...": the token-split form at W warps (each warp on its share of one head's tokens, merged on
+# chip), S splits, N slots; at one split no combine launch ("tok w8 x1 s2": B 8's 64 (sequence, KV head) pairs as
+# 64 programs of 8 warps)
+TOKEN_FORMS = tuple(tuple(int(x) for x in f.split(":")) for f in os.environ.get("S38_TOKEN", "").split(",") if f)
 
 
 def heads_config(warps: int, splits: int, slots: int) -> dec.DecodeConfig:
     return dec.DecodeConfig(kernel="gluon", heads=True, merge="kernel", block_n=32, num_warps=warps,
                             num_stages=slots, num_splits=splits, pdl=splits > 1, l2_evict_first=True)
+
+
+
+def token_config(warps: int, splits: int, slots: int) -> dec.DecodeConfig:
+    return dataclasses.replace(heads_config(warps, splits, slots), heads=False)
 
 
 def main() -> None:
@@ -66,6 +78,8 @@ def main() -> None:
         cfgs = {"triton": tri, "library": lib}
         for w, s, n in HEADS_FORMS:
             cfgs[f"heads w{w} x{s} s{n}"] = heads_config(w, s, n)
+        for w, s, n in TOKEN_FORMS:
+            cfgs[f"tok w{w} x{s} s{n}"] = token_config(w, s, n)
 
         def report(name, diff, case=(b, ctx, hq, page)):
             bad.append((*case, name, diff))
