@@ -42,16 +42,13 @@ ROUNDS = int(os.environ.get("S38_ROUNDS", "4"))
 # (warps, splits, slots): 8 warps at 16 splits (the reader's shape: 128 programs of 64 KB a slot, one per SM) with 2
 # and 3 slots, at 8 splits (64 programs, the library's tokens per split); 4 warps at 16 splits (256 programs)
 HEADS_FORMS = ((8, 16, 2), (8, 16, 3), (8, 8, 3), (4, 16, 3))
-SPLIT_ONLY = ((8, 16, 2),)
-READERS = ()
 # S38_FORMS="W:S:N,...": other heads forms; S38_SPLIT_ONLY=1: every heads form also alone (no combine launch);
 # S38_READERS=1: the heads reader at every heads form's (heads, splits, slots) too, else only at (8, 16, 2). Call 2
 # (session 38) swept the ring's depth: the bytes in flight per SM that the step's end must still compute.
 if os.environ.get("S38_FORMS"):
     HEADS_FORMS = tuple(tuple(int(x) for x in f.split(":")) for f in os.environ["S38_FORMS"].split(","))
-if os.environ.get("S38_SPLIT_ONLY") == "1":
-    SPLIT_ONLY = HEADS_FORMS
-READERS = HEADS_FORMS if os.environ.get("S38_READERS") == "1" else ((8, 16, 2),)
+SPLIT_ONLY = HEADS_FORMS if os.environ.get("S38_SPLIT_ONLY") == "1" else HEADS_FORMS[:1]
+READERS = HEADS_FORMS if os.environ.get("S38_READERS") == "1" else HEADS_FORMS[:1]
 # S38_TOKEN="W:S:N,...": the token-split form at W warps (each warp on its share of one head's tokens, merged on
 # chip), S splits, N slots; at one split no combine launch ("tok w8 x1 s2": B 8's 64 (sequence, KV head) pairs as
 # 64 programs of 8 warps)
