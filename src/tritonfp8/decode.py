@@ -133,9 +133,9 @@ class DecodeConfig:
     # Needs sm_90+, an E4M3 cache TMA can address (as kv_load="tma"), D = 128, Sq = 1 and Hq / Hkv <= 8; block_n is
     # its step (32 or 64 tokens), num_stages its ring of TMA buffers; several splits are merged by the combine
     # kernel (merge="kernel", pdl as for the Triton kernel) or, from session 35, in-kernel by the last split to
-    # finish (merge="inline", as the Triton kernel's). num_warps (1, 2 or 4, session 24; 8, session 38): warps per
-    # program, each on its own share of the program's tokens with its own softmax, merged on chip (no partials
-    # between them); the field's default (4) applies here too, so the one-warp kernel needs num_warps=1. Not in the
+    # finish (merge="inline", as the Triton kernel's). num_warps (1, 2 or 4; session 24): warps per program,
+    # each on its own share of the program's tokens with its own softmax, merged on chip (no partials between
+    # them); the field's default (4) applies here too, so the one-warp kernel needs num_warps=1. Not in the
     # interpreter; maxnreg caps its registers (session 36; at 4 warps a cap <= 168 also takes the row-store
     # epilogue, kg.row_stores); the other fields (kv_load, v_stage, ...) are not read. decode_config takes it
     # for long contexts (GLUON_MIN_CONTEXT).
@@ -157,10 +157,10 @@ class DecodeConfig:
                 f"heads=True: expected kernel='gluon', num_warps 2, 4 or 8 and merge='kernel', got "
                 f"kernel={self.kernel!r}, num_warps={self.num_warps}, merge={self.merge!r}")
         if self.kernel == "gluon" and (self.block_n not in (32, 64) or not 1 <= self.num_stages <= 8
-                                       or self.num_warps not in ((2, 4, 8) if self.heads else (1, 2, 4, 8))):
+                                       or self.num_warps not in ((2, 4, 8) if self.heads else (1, 2, 4))):
             raise ValueError(
-                f"kernel='gluon': expected block_n 32 or 64, 1 <= num_stages <= 8 and num_warps 1, 2, 4 or 8 (2, 4 "
-                f"or 8 with heads), got block_n={self.block_n}, num_stages={self.num_stages}, "
+                f"kernel='gluon': expected block_n 32 or 64, 1 <= num_stages <= 8 and num_warps 1, 2 or 4 (2, 4 or "
+                f"8 with heads), got block_n={self.block_n}, num_stages={self.num_stages}, "
                 f"num_warps={self.num_warps}")
         if self.merge not in ("inline", "kernel"):
             raise ValueError(f"merge: expected 'inline' or 'kernel', got {self.merge!r}")

@@ -588,10 +588,9 @@ def row_stores(warps: int, on: bool | None = None, maxnreg: int | None = None) -
     :data:`ROW_STORE` unless given): with 1 and 2 warps; at 4 it costs 4 registers over the 168 that keep three
     programs per SM (offline sm_90: 172), so those keep the stores in the accumulator's layout unless a register
     cap ``maxnreg`` <= :data:`ROW_STORE_W4_MAXNREG` holds them there (offline sm_90, session 35: no spills at pages of
-    64, 4 spill stores at pages of 16); with 8 (one program per SM, up to 255 registers: offline sm_90, session 38,
-    185-226 registers, no spills)."""
+    64, 4 spill stores at pages of 16)."""
     return (ROW_STORE if on is None else on) and (
-        warps in (1, 2, 8) or maxnreg is not None and maxnreg <= ROW_STORE_W4_MAXNREG)
+        warps <= 2 or maxnreg is not None and maxnreg <= ROW_STORE_W4_MAXNREG)
 
 
 def descriptor(cache, shape: tuple, strides: tuple, box: int, heads: int = 0):
@@ -682,7 +681,4 @@ def codegen_specs() -> dict:
     # session 38: the warps on the 8 KV heads of the same tokens (3-D boxes), B 8 ctx 4096's pages of 64 and 16
     specs["decode_gluon_page64_step32s2w8_heads_l2ef"] = codegen_spec(64, 32, 2, warps=8, l2ef=True, heads=True)
     specs["decode_gluon_page16_step32s2w8_heads_l2ef"] = codegen_spec(16, 32, 2, warps=8, l2ef=True, heads=True)
-    # ... and 8 warps on one head's tokens, unsplit (B 8 ctx 4096 with no combine launch: 64 programs, GQA 8)
-    specs["decode_gluon_page64_step32s2w8_out_l2ef"] = codegen_spec(64, 32, 2, group=8, split=False, warps=8,
-                                                                    l2ef=True)
     return specs
