@@ -12,7 +12,7 @@ the combine kernel as a PDL):
 - ``heads w<W> x<S> s<N>``: W warps on W KV heads, S splits, N ring slots;
 - ``tok w<W> x<S> s<N>`` (S38_TOKEN): W warps on shares of one KV head's tokens (the session-24 form), at one
   split without a combine launch (call 6 ran it at 8 warps, allowed from f44ef0e until its revert after that call:
-  0.58-0.89x the library at B 8 ctx 4096, decode-s38-20261207-165706.json);
+  0.55-0.86x the library at B 8 ctx 4096, decode-s38-20261207-165706.json);
 - ``... split only``: a heads form's Gluon kernel alone (no combine launch; unmerged, not checked);
 - ``read heads<W>t3 x<S> s<N> l2ef``: the no-arithmetic reader of the same boxes (the floor);
 - ``copy`` and ``sdpa``, the bench's references.

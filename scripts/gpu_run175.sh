@@ -4,7 +4,7 @@
 # no-arithmetic reader of the same boxes; (2) the token-split form at 8 warps, unsplit (no combine launch, 64
 # programs) and at 2 splits; then the heads form on the other cells near the target (B 8 ctx 32768, B 32 ctx 4096).
 # First the GPU tests of the 8-warp forms (new in session 38). The 8-warp token forms ran in call 6 (commit
-# f44ef0e) and were removed after it (0.58-0.89x the library): this script now stops at their configs.
+# f44ef0e) and were removed after it (0.55-0.86x the library): this script now stops at their configs.
 # Usage: bash scripts/gpu_run175.sh [TEST_SECONDS=90] [DEPTH_SECONDS=240] [LONG_SECONDS=110] [B32_SECONDS=80]
 source scripts/gpu_common.sh
 nvidia-smi --query-gpu=name --format=csv,noheader
