@@ -53,6 +53,10 @@ READERS = HEADS_FORMS if os.environ.get("S38_READERS") == "1" else HEADS_FORMS[:
 # S38_TOKEN="W:S:N,...": the token-split form at W warps (each warp on its share of one head's tokens, merged on
 # chip), S splits, N slots; at one split no combine launch ("tok w8 x1 s2": B 8's 64 (sequence, KV head) pairs as
 # 64 programs of 8 warps)
+# S38_HINTS=1: every heads form also without the evict-first hints (" noef") and the library's config with them
+# where it has none (" l2ef"): at ctx 32768 (537 MB a step, past decode.L2EF_MAX_BYTES) the library runs unhinted
+# while the heads forms above are hinted, so a difference there may be the hint's
+HINTS = os.environ.get("S38_HINTS") == "1"
 TOKEN_FORMS = tuple(tuple(int(x) for x in f.split(":")) for f in os.environ.get("S38_TOKEN", "").split(",") if f)
 
 
@@ -78,6 +82,11 @@ def main() -> None:
             cfgs[f"heads w{w} x{s} s{n}"] = heads_config(w, s, n)
         for w, s, n in TOKEN_FORMS:
             cfgs[f"tok w{w} x{s} s{n}"] = token_config(w, s, n)
+        if HINTS:
+            for w, s, n in HEADS_FORMS:
+                cfgs[f"heads w{w} x{s} s{n} noef"] = dataclasses.replace(heads_config(w, s, n), l2_evict_first=False)
+            if not lib.l2_evict_first:
+                cfgs["library l2ef"] = dataclasses.replace(lib, l2_evict_first=True)
 
         def report(name, diff, case=(b, ctx, hq, page)):
             bad.append((*case, name, diff))
