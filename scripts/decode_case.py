@@ -167,3 +167,26 @@ def write_report(prefix: str, title: str, rows: list[dict], rounds: int) -> Path
     Console(width=140).print(tab)
     print(path)
     return path
+
+
+def final_report(prefix: str, title: str, rows: list[dict], rounds: int, bad: list) -> None:
+    """:func:`write_report` of the rows, then one line per timed form (copy and SDPA left out: they are in the
+    table) and :func:`report_mismatches` last, for the device call's output tail."""
+    write_report(prefix, title, rows, rounds)
+    for r in rows:
+        if r["form"] not in ("copy", "sdpa"):
+            print(f"B{r['B']} ctx{r['ctx']} Hq{r['Hq']} p{r['page']} {r['form']}: {r['us']:.1f} us "
+                  f"{r['pct_of_copy']:.1f}% x_sdpa {r['x_sdpa'] or float('nan'):.2f}")
+    report_mismatches(bad)
+
+
+def time_with_peers(fns: dict, q, case: tuple, copy_fn, moved: int, nbytes: int, rounds: int) -> list[dict]:
+    """:func:`time_rows` of ``fns`` with the copy and (where it runs) the SDPA peer of ``case`` = (B, ctx, Hq, page)
+    added, each row's speed-up over SDPA filled in (:func:`add_x_sdpa`)."""
+    fns["copy"] = copy_fn
+    sfn, note = sdpa_peer(q, case[0], case[1])
+    if sfn is not None:
+        fns["sdpa"] = sfn
+    case_rows = time_rows(fns, case, moved, nbytes, rounds, None)
+    add_x_sdpa(case_rows, note)
+    return case_rows

@@ -25,8 +25,8 @@ import os
 
 import torch
 
-from decode_case import (add_x_sdpa, case_inputs, check_output, checked_calls, heuristic_config, report_mismatches,
-                         save_results, sdpa_peer, time_rows, variant_call, write_report)
+from decode_case import (case_inputs, check_output, checked_calls, final_report, heuristic_config, save_results,
+                         time_with_peers, variant_call)
 from tritonfp8 import decode as dec
 from tritonfp8._kernels import decode_gluon as kg
 from tritonfp8.bench.suites import decode as S
@@ -101,27 +101,17 @@ def main() -> None:
                 cfgs[name + " split only"] = cfgs[name]
                 fns[name + " split only"] = variant_call(q, pc, cfgs[name], kg.ROW_STORE, kg.PDL_SIGNAL,
                                                          split_only=True)
-        fns["copy"] = copy_fn
-        sfn, note = sdpa_peer(q, b, ctx)
-        if sfn is not None:
-            fns["sdpa"] = sfn
-        case_rows = time_rows(fns, (b, ctx, hq, page), moved, nbytes, ROUNDS, None)
+        case_rows = time_with_peers(fns, q, (b, ctx, hq, page), copy_fn, moved, nbytes, ROUNDS)
         ref = fns["triton"]().float()
         for name in [n for n in fns if n.endswith(" inline")]:  # after thousands of launches: counters still zero
             check_output(fns[name], ref, name + " (after timing)", report)
-        add_x_sdpa(case_rows, note)
         for r in case_rows:
             r["config"] = str(cfgs.get(r["form"], lib)) if r["form"] not in ("copy", "sdpa") else None
         rows += case_rows
         save_results("decode-s34-partial", {"rounds": ROUNDS, "rows": rows})  # kept if the call is cut short
-        del pc, fns, sfn
+        del pc, fns
         torch.cuda.empty_cache()
-    write_report("decode-s34", "Decode: library (row stores, hinted Gluon rule) vs Triton heuristic", rows, ROUNDS)
-    for r in rows:
-        if r["form"] not in ("copy", "sdpa"):
-            print(f"B{r['B']} ctx{r['ctx']} Hq{r['Hq']} p{r['page']} {r['form']}: {r['us']:.1f} us "
-                  f"{r['pct_of_copy']:.1f}% x_sdpa {r['x_sdpa'] or float('nan'):.2f}")
-    report_mismatches(bad)
+    final_report("decode-s34", "Decode: library (row stores, hinted Gluon rule) vs Triton heuristic", rows, ROUNDS, bad)
 
 
 if __name__ == "__main__":

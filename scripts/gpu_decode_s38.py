@@ -29,8 +29,8 @@ import os
 
 import torch
 
-from decode_case import (add_x_sdpa, case_inputs, checked_calls, heuristic_config, report_mismatches, save_results,
-                         sdpa_peer, time_rows, variant_call, write_report)
+from decode_case import (case_inputs, checked_calls, final_report, heuristic_config, save_results, time_with_peers,
+                         variant_call)
 from gpu_decode_heads import heads_fn
 from tritonfp8 import decode as dec
 from tritonfp8._kernels import decode_gluon as kg
@@ -99,24 +99,14 @@ def main() -> None:
                 cfgs[name + " split only"] = cfgs[name]
         for w, s, n in READERS:
             fns[f"read heads{w}t3 x{s} s{n} l2ef"] = heads_fn(pc, s, 32, n, w, True, l2ef=True)
-        fns["copy"] = copy_fn
-        sfn, note = sdpa_peer(q, b, ctx)
-        if sfn is not None:
-            fns["sdpa"] = sfn
-        case_rows = time_rows(fns, (b, ctx, hq, page), moved, nbytes, ROUNDS, None)
-        add_x_sdpa(case_rows, note)
+        case_rows = time_with_peers(fns, q, (b, ctx, hq, page), copy_fn, moved, nbytes, ROUNDS)
         for r in case_rows:
             r["config"] = str(cfgs[r["form"]]) if r["form"] in cfgs else None
         rows += case_rows
         save_results("decode-s38-partial", {"rounds": ROUNDS, "rows": rows})  # kept if the call is cut short
-        del pc, fns, sfn
+        del pc, fns
         torch.cuda.empty_cache()
-    write_report("decode-s38", "Decode: warps on KV heads (heads=True) vs the library", rows, ROUNDS)
-    for r in rows:
-        if r["form"] not in ("copy", "sdpa"):
-            print(f"B{r['B']} ctx{r['ctx']} Hq{r['Hq']} p{r['page']} {r['form']}: {r['us']:.1f} us "
-                  f"{r['pct_of_copy']:.1f}% x_sdpa {r['x_sdpa'] or float('nan'):.2f}")
-    report_mismatches(bad)
+    final_report("decode-s38", "Decode: warps on KV heads (heads=True) vs the library", rows, ROUNDS, bad)
 
 
 if __name__ == "__main__":
