@@ -455,11 +455,24 @@ def test_heuristic_gluon_rule():
         kw.setdefault("kv_bytes", 2 * b * ctx * 8 * 128)
         return dec.decode_config(b, 8, rows, ctx, 132, tma_page=page, gluon=gluon, **kw)
 
-    for b, splits in ((8, 8), (16, 4), (32, 2), (64, 1), (128, 1)):
+    for b, splits in ((32, 2), (64, 1), (128, 1)):
         for page in (16, 64):
             c = cfg(b, 32768, page=page)
-            assert (c.kernel, c.num_splits, c.block_n, c.num_stages, c.merge, c.pdl) == (
-                "gluon", splits, 32, 3, "kernel", splits > 1)
+            assert (c.kernel, c.num_splits, c.block_n, c.num_stages, c.merge, c.pdl, c.heads) == (
+                "gluon", splits, 32, 3, "kernel", splits > 1, False)
+    # session 38: up to GLUON_HEADS_MAX_PAIRS (128) pairs with Hkv a multiple of 4, the heads form (4 warps on 4 KV
+    # heads, 2 slots) at about GLUON_HEADS_PROGRAMS (256) programs: 16 splits at 64 pairs, 8 at 128; hinted as the
+    # rule it replaces (unhinted here: K and V over L2EF_MAX_BYTES)
+    assert (dec.GLUON_HEADS_MAX_PAIRS, dec.GLUON_HEADS_WARPS, dec.GLUON_HEADS_PROGRAMS) == (128, 4, 256)
+    for b, splits in ((8, 16), (16, 8)):
+        for page in (16, 64):
+            c = cfg(b, 32768, page=page)
+            assert (c.kernel, c.heads, c.num_warps, c.num_splits, c.block_n, c.num_stages, c.merge, c.pdl,
+                    c.l2_evict_first) == ("gluon", True, 4, splits, 32, 2, "kernel", True, False), (b, c)
+    assert not dec.decode_config(8, 6, 4, 32768, 132, tma_page=16, gluon=True).heads  # Hkv 6: one-warp form
+    h4 = dec.decode_config(16, 4, 4, 32768, 132, tma_page=16, gluon=True)  # Hkv 4: one program per (split, seq)
+    assert (h4.heads, h4.num_warps, h4.num_splits) == (True, 4, 16)
+    assert cfg(8, 32768, num_splits=5).num_splits == 5 and cfg(8, 32768, num_splits=5).heads
     assert cfg(8, dec.GLUON_MIN_CONTEXT).kernel == "gluon" and not cfg(8, dec.GLUON_MIN_CONTEXT).l2_evict_first
     # the hinted rule (session 34, widened in session 35): 64 .. GLUON_L2EF_MAX_PAIRS (128) pairs,
     # ctx >= GLUON_L2EF_MIN_CONTEXT, K and V within L2EF_MAX_BYTES (which at D = 128 ends
@@ -470,15 +483,19 @@ def test_heuristic_gluon_rule():
         for page in (16, 64):
             for rows in (4, 8):
                 c = cfg(b, ctx, rows=rows, page=page)
-                assert (c.kernel, c.num_warps, c.num_splits, c.block_n, c.num_stages, c.pdl, c.l2_evict_first) == (
-                    "gluon", 1, dec.GLUON_PROGRAMS // (8 * b), 32, 3, True, True), (b, ctx, c)
+                assert (c.kernel, c.heads, c.num_warps, c.num_splits, c.block_n, c.num_stages, c.pdl,
+                        c.l2_evict_first) == ("gluon", True, 4, 1024 // (8 * b), 32, 2, True, True), (b, ctx, c)
+                # the same pairs with Hkv 2 (not a multiple of 4): the one-warp kernel at GLUON_PROGRAMS programs
+                one = dec.decode_config(4 * b, 2, rows, ctx, 132, tma_page=page, gluon=True, kv_bytes=1 << 20)
+                assert (one.kernel, one.heads, one.num_warps, one.num_splits) == (
+                    "gluon", False, 1, dec.GLUON_PROGRAMS // (8 * b))
     assert cfg(8, dec.GLUON_L2EF_MIN_CONTEXT - 1).kernel == "triton"
     assert cfg(8, 8193).kernel == "triton" and cfg(top, 4097).kernel == "triton"  # over the byte bound
     small = dict(kv_bytes=1 << 20)  # bytes within the bound: the pairs and context bounds themselves
     assert cfg(top + 1, 4096, **small).kernel == "triton"  # 136 pairs
     assert cfg(8, dec.GLUON_MIN_CONTEXT - 1, **small).l2_evict_first
     long = cfg(8, dec.GLUON_MIN_CONTEXT, **small)  # the long-context rule from there: hinted as the bytes say
-    assert (long.kernel, long.num_splits, long.l2_evict_first) == ("gluon", 8, True)
+    assert (long.kernel, long.num_splits, long.l2_evict_first) == ("gluon", 16, True)
     assert cfg(top + 1, dec.GLUON_MIN_CONTEXT, **small).kernel == "gluon"  # ... at any pairs from 64
     assert cfg(8, dec.GLUON_L2EF_MIN_CONTEXT, rows=16).kernel == "triton"
     big = dict(kv_bytes=dec.L2EF_MAX_BYTES + 1)  # K and V over the hints' bound: the Triton kernel, unhinted
@@ -498,10 +515,10 @@ def test_heuristic_gluon_rule():
     assert cfg(32, dec.GLUON_WARPS_MIN_CONTEXT - 1, page=64).kernel == "triton"
     assert cfg(32, dec.GLUON_WARPS_MAX_CONTEXT, page=64).kernel == "triton"
     assert cfg(128, 4096, page=64).kernel == "triton"  # 1024 pairs
-    assert cfg(16, 4096, page=64).num_warps == 1  # 128 pairs: the hinted rule (1 warp, 4 splits)
+    assert cfg(16, 4096, page=64).heads  # 128 pairs: the hinted rule (heads form, 8 splits)
     assert cfg(32, 4096, rows=16, page=64).kernel == "triton"
     assert cfg(32, 4096, page=64, gluon=False).kernel == "triton"
-    assert cfg(32, dec.GLUON_MIN_CONTEXT).num_warps == 1  # the long-context rule
+    assert cfg(32, dec.GLUON_MIN_CONTEXT).num_warps == 1  # the long-context rule (256 pairs: one warp)
     assert cfg(1, 32768).kernel == "triton"  # 8 pairs
     assert cfg(8, 32768, rows=16).kernel == "triton"  # GQA 8 x Sq 2
     assert cfg(8, 32768, gluon=False).kernel == "triton"

@@ -317,6 +317,17 @@ GLUON_L2EF_MAX_PAIRS = 128
 # B 64 (decode-nvidia-h200-20261205-170857.json; H100 1.09x, decode-ahead-20261205-162654.json), so they take it.
 # B 16 ctx 4096 (128 pairs): 0.92-0.97x; B 8: 0.93-0.96x (decode-parts-20261205-072224.json). Not measured from
 # 1024 pairs (B 128 ctx 4096 keeps the one-split tmab rule, 94-99% of copy).
+# Session 38: where either rule above takes the one-warp Gluon kernel at GLUON_MIN_PAIRS .. GLUON_HEADS_MAX_PAIRS
+# pairs and Hkv is a multiple of GLUON_HEADS_WARPS, the heads form instead (DecodeConfig(heads=True): 4 warps on 4 KV
+# heads of the same tokens, one 3-D TMA copy per page box, 2 ring slots) with the splits that give about
+# GLUON_HEADS_PROGRAMS programs (two per SM; 16 splits at 64 pairs, 8 at 128), hinted as the rule it replaces. H100,
+# eager, 4 interleaved rounds against the library's one-warp config (decode-s38-20261207-172051.json; calls 6-7,
+# -165706.json / -165831.json, agree): B 8 ctx 32768 (unhinted, 537 MB a step) 1.067-1.080x (92.5-93.6% of copy,
+# from 85.7-87.3%), B 8 ctx 8192 1.042 / 1.063x, B 8 ctx 4096 1.027-1.049x (75.2-80.6%), B 16 ctx 4096 at 8 splits
+# 1.038 / 1.065x. Not measured: 128 pairs beyond ctx 4096, Hkv other than 8, an H200.
+GLUON_HEADS_MAX_PAIRS = 128
+GLUON_HEADS_WARPS = 4
+GLUON_HEADS_PROGRAMS = 256
 GLUON_WARPS_MIN_CONTEXT = 4096
 GLUON_WARPS_MAX_CONTEXT = 8192
 GLUON_WARPS_PAIRS = (256, 512)
@@ -347,7 +358,10 @@ def decode_config(
     cache); with ``tma_page`` given, at most 8 rows, at least :data:`GLUON_MIN_PAIRS` (batch x KV head) pairs and
     ``max_len`` >= :data:`GLUON_MIN_CONTEXT` (or >= :data:`GLUON_L2EF_MIN_CONTEXT` with at most :data:`GLUON_L2EF_MAX_PAIRS` pairs and ``kv_bytes`` within :data:`L2EF_MAX_BYTES`, hinted) it is
     taken, with the splits that give about :data:`GLUON_PROGRAMS`
-    programs (the combine kernel as a programmatic dependent launch when there are several); with ``max_len`` in
+    programs (the combine kernel as a programmatic dependent launch when there are several), or, at most
+    :data:`GLUON_HEADS_MAX_PAIRS` pairs with Hkv a multiple of :data:`GLUON_HEADS_WARPS`, as the heads form
+    (``heads=True``, that many warps, 2 slots) with the splits that give about :data:`GLUON_HEADS_PROGRAMS`
+    programs; with ``max_len`` in
     [:data:`GLUON_WARPS_MIN_CONTEXT`, :data:`GLUON_WARPS_MAX_CONTEXT`), B x Hkv within :data:`GLUON_WARPS_PAIRS` it is
     taken with 2 warps per program (each on half of the
     sequence, merged on chip), one split and 2 ring slots.
@@ -380,6 +394,10 @@ def decode_config(
     hinted = l2ef and max_len >= GLUON_L2EF_MIN_CONTEXT and pairs <= GLUON_L2EF_MAX_PAIRS
     if (gluon and tma_page is not None and 0 < rows <= 8 and (max_len >= GLUON_MIN_CONTEXT or hinted)
             and pairs >= GLUON_MIN_PAIRS and num_splits > 0):
+        if pairs <= GLUON_HEADS_MAX_PAIRS and kv_heads % GLUON_HEADS_WARPS == 0:
+            s = num_splits if given else max(1, min(GLUON_HEADS_PROGRAMS * GLUON_HEADS_WARPS // pairs, MAX_SPLITS))
+            return DecodeConfig(kernel="gluon", heads=True, merge="kernel", block_n=32, num_warps=GLUON_HEADS_WARPS,
+                                num_stages=2, num_splits=s, pdl=s > 1, l2_evict_first=l2ef)
         s = num_splits if given else max(1, min(GLUON_PROGRAMS // pairs, MAX_SPLITS))
         return DecodeConfig(kernel="gluon", merge="kernel", block_n=32, num_warps=1, num_stages=3, num_splits=s,
                             pdl=s > 1, l2_evict_first=l2ef)
