@@ -8,7 +8,8 @@ read floor) and the merge tail (1.8-3.1 us); the heads-together reader (gpu_deco
 two warps on each scheduler (one now) to hide the loop's latencies. Forms (all hinted evict-first, 32-token steps,
 the combine kernel as a PDL):
 
-- ``library``: the heuristic's config (the per-head one-warp kernel, 8 splits, 3 slots);
+- ``library``: the heuristic's config (until session 38's rule the per-head one-warp kernel, 8 splits, 3 slots;
+  since then the heads form at 64-128 pairs, and that one-warp config is timed as ``one-warp``);
 - ``heads w<W> x<S> s<N>``: W warps on W KV heads, S splits, N ring slots;
 - ``tok w<W> x<S> s<N>`` (S38_TOKEN): W warps on shares of one KV head's tokens (the session-24 form), at one
   split without a combine launch (call 6 ran it at 8 warps, allowed from f44ef0e until its revert after that call:
@@ -78,6 +79,11 @@ def main() -> None:
         tri = dec.decode_config(b, S.HKV, hq // S.HKV, ctx, dec.num_sms(torch.device("cuda")), tma_page=page,
                                 kv_bytes=S.cache_bytes(b, ctx, 1), gluon=False)
         cfgs = {"triton": tri, "library": lib}
+        if lib.heads:  # from session 38's heuristic on: the one-warp config the heads rule replaced, as the baseline
+            pairs = b * S.HKV
+            cfgs["one-warp"] = dataclasses.replace(lib, heads=False, num_warps=1, num_stages=3,
+                                                   num_splits=max(1, dec.GLUON_PROGRAMS // pairs),
+                                                   pdl=dec.GLUON_PROGRAMS // pairs > 1)
         for w, s, n in HEADS_FORMS:
             cfgs[f"heads w{w} x{s} s{n}"] = heads_config(w, s, n)
         for w, s, n in TOKEN_FORMS:
