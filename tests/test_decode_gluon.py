@@ -110,24 +110,26 @@ def test_gluon_warps_sass_sm90(page, step, stages, warps, loop_reports):
     assert ops.get("BAR", 0) >= 1, ops
 
 
-@pytest.mark.parametrize("page,boxes", [(64, 1), (16, 2)])
-def test_gluon_heads_sass_sm90(page, boxes, loop_reports):
-    """heads=True (session 38; 8 warps on 8 KV heads, 32-token steps, 2 slots): one TMA copy of K and one of V per
-    page box for all the heads (2 x boxes per step: at the 2 prologue steps and the refill), so 1 / 8 of the
-    per-head form's copies; each warp's loop keeps the one-warp form's products and 16-byte shared loads (16 mma.sync
-    and 8 LDS.128 per 16 tokens); no spills; registers within the 64 Ki / 256 threads of one 8-warp program; the
-    row stores (4 rows of GQA 4 per warp: 4 16-byte stores of the fp32 partial, 4 lse stores), hinted loads."""
+@pytest.mark.parametrize("page,boxes,warps,hint", [(64, 1, 8, True), (16, 2, 8, True), (64, 1, 4, True),
+                                                   (16, 2, 4, False)])
+def test_gluon_heads_sass_sm90(page, boxes, warps, hint, loop_reports):
+    """heads=True (session 38; 8 or 4 warps on as many KV heads, 32-token steps, 2 slots; 4 warps: decode_config's
+    rule): one TMA copy of K and one of V per page box for all the heads (2 x boxes per step: at the 2 prologue steps
+    and the refill), so 1 / W of the per-head form's copies; each warp's loop keeps the one-warp form's products and
+    16-byte shared loads (16 mma.sync and 8 LDS.128 per 16 tokens); no spills; registers within 255 (one 8-warp
+    program per SM; 4 warps: 168, so that three fit); the row stores (4 rows of GQA 4 per warp: 4 16-byte stores of
+    the fp32 partial, 4 lse stores)."""
     from tritonfp8._kernels import decode_gluon as kg
 
-    name = f"decode_gluon_page{page}_step32s2w8_heads_l2ef"
+    name = f"decode_gluon_page{page}_step32s2w{warps}_heads" + ("_l2ef" if hint else "")
     r = loop_reports[name]
-    assert r["spill_stores"] == 0 and r["spill_loads"] == 0 and r["registers"] <= 255, r
+    assert r["spill_stores"] == 0 and r["spill_loads"] == 0 and r["registers"] <= (255 if warps == 8 else 168), r
     assert r["utmaldg"] == 2 * boxes * 3, r
     lp = r["loops"][0]
     assert lp["ops"].get("HMMA", 0) == 32 and lp["ops"].get("LDS", 0) == lp["lds128"] == 16, lp["ops"]
     assert lp["ops"].get("UTMALDG", 0) == 2 * boxes, lp["ops"]
     assert r["stores"] == {"STG.E.128": 4, "STG.E": 4}, r["stores"]
-    assert "_heads_l2ef" in kg.codegen_specs()[name].kernel_name(90, "cutlass")
+    assert kg.codegen_specs()[name].kernel_name(90, "cutlass").endswith("_heads" + ("_l2ef" if hint else ""))
 
 
 @pytest.mark.parametrize("name,warps,width,row_stores", [

@@ -343,7 +343,7 @@ def _heads_epilogue(acc, m_i, l_part, v_descale_ptr, out_ptr, part_o_ptr, part_l
     r_o = gl.arange(0, ROWS, layout=gl.SliceLayout(0, RL))
     w_o = gl.arange(0, W, layout=gl.SliceLayout(1, RL))
     o_row = row0 + w_o[:, None] * GROUP + r_o[None, :]  # [W, rows]
-    row_ok = (r_o < GROUP)[None, :] & (w_o >= 0)[:, None]
+    row_ok = (r_o < GROUP)[None, :] & (w_o >= 0)[:, None]  # (the second term broadcasts it to [W, rows])
     if WRITE_PARTIAL:
         lse = gl.where(has, m_i + gl.log2(gl.where(has, l_i, 1.0)), float("-inf"))
         p_row = o_row * num_splits + split
@@ -437,6 +437,7 @@ def decode_gluon_kernel(
     k_q = gl.arange(0, 128, layout=gl.SliceLayout(0, gl.SliceLayout(1, QL)))
     w_q = gl.arange(0, W, layout=_wvec(QL))
     d_q = ((k_q >> 1) & 3) * 32 + (k_q >> 4) * 4 + ((k_q >> 3) & 1) * 2 + (k_q & 1)
+    # warp w's KV head: kvh + w with HEADS (HW // W = 1), else kvh for every warp (HW // W = 0, or w = 0 at W = 1)
     q_off = ((kvh + w_q * (HW // W))[:, None, None] * GROUP + r_q[None, :, None]) * stride_qh + d_q[None, None, :]
     qf = gl.load(q_ptr + b * stride_qb + q_off, mask=(r_q < GROUP)[None, :, None], other=0.0).to(gl.float32)
     if Q_POW2_SCALE:
@@ -681,4 +682,7 @@ def codegen_specs() -> dict:
     # session 38: the warps on the 8 KV heads of the same tokens (3-D boxes), B 8 ctx 4096's pages of 64 and 16
     specs["decode_gluon_page64_step32s2w8_heads_l2ef"] = codegen_spec(64, 32, 2, warps=8, l2ef=True, heads=True)
     specs["decode_gluon_page16_step32s2w8_heads_l2ef"] = codegen_spec(16, 32, 2, warps=8, l2ef=True, heads=True)
+    # ... and decode_config's heads rule (4 warps, 2 slots; hinted up to L2EF_MAX_BYTES, unhinted past it)
+    specs["decode_gluon_page64_step32s2w4_heads_l2ef"] = codegen_spec(64, 32, 2, warps=4, l2ef=True, heads=True)
+    specs["decode_gluon_page16_step32s2w4_heads"] = codegen_spec(16, 32, 2, warps=4, heads=True)
     return specs
