@@ -73,7 +73,8 @@ SWEEP_KEYS = frozenset({"names", "splits_factor", "heuristic_splits_factor", "pr
                         "triton_heuristic"})
 # Config variants for --variants (None fields: the heuristic's value).
 # The Gluon kernel's variant fields over the heuristic's config: one warp per program unless a variant says otherwise.
-_GLUON: dict[str, Any] = {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "num_warps": 1}
+# (heads=False: the one-warp-per-head forms also where the heuristic takes the heads form, session 38)
+_GLUON: dict[str, Any] = {"on_heuristic": True, "kernel": "gluon", "merge": "kernel", "num_warps": 1, "heads": False}
 VARIANTS: dict[str, dict[str, Any]] = {
     "heuristic": {},
     "gather": {},  # the gather heuristic: differs from "heuristic" where the long-context TMA rule applies
