@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Session 39: issue 6's matrix through the library as of session 38 (the heads rule at 64-128 pairs, row stores,
+# the hinted Gluon rules) on whatever card comes, meant for an H200 (the issue's card; last matrix there: session
+# 30): ctx 4096, 32768, 1024, then gpu_decode_s38.py's B 8 ctx 4096 A/B (library = heads form, the one-warp config it
+# replaced, split kernel alone, heads reader; 4 rounds). SM clocks, power and throttle reasons logged every 250 ms
+# to $OUT/results/smi-s39-*.csv. The s38 script's partial saves are dropped from $OUT once its final file exists
+# (at most 8 files come back).
+# Usage: bash scripts/gpu_run179.sh [END4096=45] [END32768=90] [END1024=130] [S38_END=230]
+source scripts/gpu_common.sh
+nvidia-smi --query-gpu=name --format=csv,noheader
+SMI=/tmp/smi.csv
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+  --format=csv -lms 250 > "$SMI" 2>&1 &
+SMI_PID=$!
+matrix_until "${1:-45}" 4096
+matrix_until "${2:-90}" 32768
+matrix_until "${3:-130}" 1024
+el s38
+left=$(( ${4:-230} - $(date +%s) + T0 ))
+if [ "$left" -gt 0 ]; then
+  S38_CASES=8:4096:64:64,8:4096:32:64,8:4096:64:16,8:4096:32:16 S38_FORMS=4:16:2 S38_ROUNDS=4 \
+    timeout "$left" python3 scripts/gpu_decode_s38.py 2>&1 | grep "us .*x_sdpa\|mismatch\|Error\|error" | tail -40
+fi
+if [ -n "${OUT:-}" ] && ls "$OUT"/results/decode-s38-2*.json >/dev/null 2>&1; then
+  rm -f "$OUT"/results/decode-s38-partial-*.json
+fi
+save
+kill "$SMI_PID"
+[ -n "${OUT:-}" ] && cp "$SMI" "$OUT/results/smi-s39-$(date +%H%M%S).csv"
+awk -F', ' 'NR > 1 && $2 + 0 > 1000 { n++; s += $2; if (min == "" || $2 + 0 < min) min = $2 + 0 } END {
+  print "smi samples under load", n, "sm MHz mean", s / n, "min", min }' "$SMI"
+el done
