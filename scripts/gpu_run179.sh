@@ -5,9 +5,10 @@
 # replaced, split kernel alone, heads reader; 4 rounds). SM clocks, power and throttle reasons logged every 250 ms
 # to $OUT/results/smi-s39-*.csv. The s38 script's partial saves are dropped from $OUT once its final file exists
 # (at most 8 files come back).
-# Usage: bash scripts/gpu_run179.sh [END4096=45] [END32768=90] [END1024=130] [S38_END=230]
+# Usage: [REQ=H200] bash scripts/gpu_run179.sh [END4096=45] [END32768=90] [END1024=130] [S38_END=230] (REQ: stop at
+# once, exit 3, on a card whose name lacks it)
 source scripts/gpu_common.sh
-nvidia-smi --query-gpu=name --format=csv,noheader
+if [ -n "${REQ:-}" ]; then require_gpu "$REQ"; else nvidia-smi --query-gpu=name --format=csv,noheader; fi
 SMI=/tmp/smi.csv
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
   --format=csv -lms 250 > "$SMI" 2>&1 &
