@@ -2,8 +2,9 @@
 # Session 39: the speculative prologue (kg.SPEC_PROLOGUE, off in the library): its GPU test (same bits as without,
 # hits and misses, bad pages, NaN past the end) with the heads / plan tests, then gpu_decode_s38.py S38_SPEC=1 on
 # the four B 8 ctx 4096 cells and two B 8 ctx 32768 ones (6 rounds: the library's config replayed with and without
-# it, whole and split kernel alone), then the ctx 4096 matrix (the library as it is).
-# Usage: [REQ=H200] bash scripts/gpu_run180.sh [TEST_SECONDS=90] [S38_END=250] [END4096=290]
+# it, whole and split kernel alone), then the ctx 4096 matrix (the library as it is) and, given ends, the 32768
+# and 1024 ones.
+# Usage: [REQ=H200] bash scripts/gpu_run180.sh [TEST_SECONDS=90] [S38_END=250] [END4096=290] [END32768=0] [END1024=0]
 source scripts/gpu_common.sh
 if [ -n "${REQ:-}" ]; then require_gpu "$REQ"; else nvidia-smi --query-gpu=name --format=csv,noheader; fi
 el tests
@@ -18,4 +19,6 @@ if [ -n "${OUT:-}" ] && ls "$OUT"/results/decode-s38-2*.json >/dev/null 2>&1; th
 fi
 save
 matrix_until "${3:-290}" 4096
+matrix_until "${4:-0}" 32768
+matrix_until "${5:-0}" 1024
 el done
