@@ -4,7 +4,8 @@
 # the four B 8 ctx 4096 cells and two B 8 ctx 32768 ones (6 rounds: the library's config replayed with and without
 # it, whole and split kernel alone), then the ctx 4096 matrix (the library as it is) and, given ends, the 32768
 # and 1024 ones.
-# Usage: [REQ=H200] [S180_CASES=B:ctx:Hq:page,...] [S180_ROUNDS=6] bash scripts/gpu_run180.sh [TEST_SECONDS=90] [S38_END=250] [END4096=290] [END32768=0] [END1024=0]
+# Usage: [REQ=H200] [S180_CASES=B:ctx:Hq:page,...] [S180_ROUNDS=6] bash scripts/gpu_run180.sh [TEST_SECONDS=90]
+#   [S38_END=250] [END4096=290] [END32768=0] [END1024=0]
 source scripts/gpu_common.sh
 if [ -n "${REQ:-}" ]; then require_gpu "$REQ"; else nvidia-smi --query-gpu=name --format=csv,noheader; fi
 el tests
