@@ -40,29 +40,26 @@ def pinned_call(q, pc, cfg, seq_lens=None):
                                         config=cfg)
 
 
-def variant_call(q, pc, cfg: dec.DecodeConfig, rows: bool, signal: bool, split_only: bool = False,
-                 spec: bool | None = None):
+def variant_call(q, pc, cfg: dec.DecodeConfig, rows: bool, signal: bool, split_only: bool = False):
     """The Gluon kernel of ``cfg`` with session 33's switches set to ``rows`` (kg.ROW_STORE, the row-store
     epilogue) and ``signal`` (kg.PDL_SIGNAL, the PDL signal to the combine kernel after the loop): the library's plan
     for the same call key, built with those switches (its constexprs and kernel name follow them), launched as
     decode_attention's repeat calls launch (the compiled kernels recorded by a first launch: session 34 found
     Triton's dispatch on every call host-bound in whole rounds of do_bench). ``split_only``: the replay launches the
     Gluon kernel alone, not the combine kernel after it (its output is then not the attention: time it, do not check
-    it; session 37's split of a step's time between the split kernel and the merge tail). ``spec``: kg.SPEC_PROLOGUE
-    for the plan (None: the module's; session 39's speculative prologue)."""
+    it; session 37's split of a step's time between the split kernel and the merge tail)."""
     from tritonfp8._kernels import decode_gluon as kg
 
     out = dec.decode_attention(q, pc.k, pc.v, pc.table, pc.lens, k_descale=pc.descale, v_descale=pc.descale,
                                config=cfg)
     key = next(k for k in reversed(dec._PLANS) if k[18] == cfg and k[4] == q.shape[0] and k[6] == q.shape[2]
                and k[9] == pc.k.shape[1])
-    saved = kg.ROW_STORE, kg.PDL_SIGNAL, kg.SPEC_PROLOGUE
+    saved = kg.ROW_STORE, kg.PDL_SIGNAL
     kg.ROW_STORE, kg.PDL_SIGNAL = rows, signal
-    kg.SPEC_PROLOGUE = kg.SPEC_PROLOGUE if spec is None else spec
     try:
         plan = dec._plan(key)
     finally:
-        kg.ROW_STORE, kg.PDL_SIGNAL, kg.SPEC_PROLOGUE = saved
+        kg.ROW_STORE, kg.PDL_SIGNAL = saved
     scale = 1.0 / math.sqrt(q.shape[-1]) * dec._LOG2E
     args = (q, pc.k, pc.v, pc.table, pc.lens, pc.descale, pc.descale, out, scale)
     plan.launch(*args)  # records the compiled kernels (every tensor here is 16-byte aligned)

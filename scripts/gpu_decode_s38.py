@@ -30,8 +30,8 @@ import os
 
 import torch
 
-from decode_case import (case_inputs, check_output, checked_calls, final_report, heuristic_config, save_results,
-                         time_with_peers, variant_call)
+from decode_case import (case_inputs, checked_calls, final_report, heuristic_config, save_results, time_with_peers,
+                         variant_call)
 from gpu_decode_heads import heads_fn
 from tritonfp8 import decode as dec
 from tritonfp8._kernels import decode_gluon as kg
@@ -59,11 +59,6 @@ READERS = HEADS_FORMS if os.environ.get("S38_READERS") == "1" else HEADS_FORMS[:
 # while the heads forms above are hinted, so a difference there may be the hint's
 HINTS = os.environ.get("S38_HINTS") == "1"
 TOKEN_FORMS = tuple(tuple(int(x) for x in f.split(":")) for f in os.environ.get("S38_TOKEN", "").split(",") if f)
-# S38_SPEC=1 (session 39): the library's config with the speculative prologue (kg.SPEC_PROLOGUE: the prologue's table
-# entries loaded at the split bounds of the plan's length bound, before the length) and without, both launched as
-# replays of their own plans ("library replay" / "library spec"; checked against the Triton heuristic), and the same
-# two as split kernels alone; the spec forms are also checked bit for bit against their replay twins
-SPEC = os.environ.get("S38_SPEC") == "1"
 
 
 def heads_config(warps: int, splits: int, slots: int) -> dec.DecodeConfig:
@@ -102,25 +97,12 @@ def main() -> None:
         def report(name, diff, case=(b, ctx, hq, page)):
             bad.append((*case, name, diff))
         fns = checked_calls(q, pc, cfgs, report)
-        tri_out = fns["triton"]().float()  # the first config's output, every checked call's reference
         for w, s, n in SPLIT_ONLY:
             name = f"heads w{w} x{s} s{n}"
             if s > 1:
                 fns[name + " split only"] = variant_call(q, pc, cfgs[name], kg.ROW_STORE, kg.PDL_SIGNAL,
                                                          split_only=True)
                 cfgs[name + " split only"] = cfgs[name]
-        if SPEC and lib.kernel == "gluon":
-            for spec in (False, True):
-                tag = "spec" if spec else "replay"
-                fn = fns[f"library {tag}"] = variant_call(q, pc, lib, kg.ROW_STORE, kg.PDL_SIGNAL, spec=spec)
-                check_output(fn, tri_out, f"library {tag}", report)
-                cfgs[f"library {tag}"] = lib
-                if lib.num_splits > 1:
-                    fns[f"library {tag} split only"] = variant_call(q, pc, lib, kg.ROW_STORE, kg.PDL_SIGNAL,
-                                                                    split_only=True, spec=spec)
-                    cfgs[f"library {tag} split only"] = lib
-            if not torch.equal(fns["library spec"](), fns["library replay"]()):
-                report("library spec (bits)", float("nan"))
         for w, s, n in READERS:
             fns[f"read heads{w}t3 x{s} s{n} l2ef"] = heads_fn(pc, s, 32, n, w, True, l2ef=True)
         case_rows = time_with_peers(fns, q, (b, ctx, hq, page), copy_fn, moved, nbytes, ROUNDS)

@@ -410,45 +410,6 @@ def test_gluon_bad_pages_and_nan_garbage_are_not_read():
 
 
 @requires_gpu
-@pytest.mark.parametrize("case,step,stages,splits,warps,heads", [
-    (Case((4096, 2000, 4096, 65), 32, 8, d=128, page=64), 32, 2, 16, 4, True),
-    (Case((1000, 1000, 17), 32, 8, d=128, page=16), 32, 2, 3, 4, True),
-    (Case((4096, 100, 65), 32, 4, d=128, page=64), 32, 3, 5, 1, False),
-    (Case((339, 1, 48, 17), 16, 2, d=128, page=16), 64, 2, 2, 2, False),
-    (Case((4096, 2000), 64, 8, d=128, page=16), 32, 2, 3, 4, False)], ids=lambda x: str(x))
-def test_gluon_spec_prologue_same_bits(case, step, stages, splits, warps, heads, monkeypatch):
-    """kg.SPEC_PROLOGUE (session 39): the prologue's table entries loaded at the split bounds of the plan's length
-    bound before the length is known give the same bits as without, whether the bounds agree (lengths that fill the
-    table; max_seqlen the longest length) or not (shorter lengths; a max_seqlen under the longest length, which the
-    op cannot check without a sync; one over the table's width), with out-of-range table entries in full and partial
-    steps and NaN past a sequence's end; heads and token forms, 1-4 warps, one and several splits."""
-    from tritonfp8._kernels import decode_gluon as kg
-
-    q, kc, vc, bt, sl, ks, vs = _make(case, "cuda", seed=13)
-    nb, page = kc.shape[0], case.page
-    bt[0, 3] = nb + 5  # a full step's page of the first (longest) sequence
-    last = bt[-1, (case.lens[-1] - 1) // page].item()
-    kc[last, case.lens[-1] % page or page:] = float("nan")  # the last sequence's unwritten slots
-    vc[last, case.lens[-1] % page or page:] = float("nan")
-    cfg = dec.DecodeConfig(**{**GLUON, "num_warps": warps}, block_n=step, num_stages=stages, num_splits=splits,
-                           heads=heads, pdl=splits > 1)
-    outs = {}
-    for on in (False, True):
-        monkeypatch.setattr(kg, "SPEC_PROLOGUE", on)
-        monkeypatch.setattr(dec, "_PLANS", {})
-        monkeypatch.setattr(dec, "_REPLAYS", {})
-        for bound in (None, max(case.lens), 100, 10**6):
-            for _ in range(2):  # the first call and its replay
-                outs[on, bound] = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg,
-                                                       max_seqlen=bound, out_dtype=torch.float32)
-        names = {p.consts["KERNEL_NAME"] for p in dec._PLANS.values()}
-        assert all(("_spec" in n) is on for n in names), names
-    for bound in (None, max(case.lens), 100, 10**6):
-        assert not torch.isnan(outs[True, bound]).any()
-        assert torch.equal(outs[True, bound], outs[False, bound]), bound
-
-
-@requires_gpu
 def test_gluon_empty_sequences_and_splits():
     """seq_len 0 (every split empty) and more splits than steps (empty splits among full ones) give zeros / merge
     to nothing; prepared in session 23 after its last device call."""
@@ -623,14 +584,6 @@ def test_gluon_plan_fields(monkeypatch):
         assert not dec._plan(key[:17] + (1, dataclasses.replace(cfg, num_splits=1)) + key[19:]).consts["PDL"]
         assert not dec._plan(key[:18] + (dataclasses.replace(cfg, num_warps=4),) + key[19:]).consts["ROW_STORE"]
     assert "_8x64x128_w2s2_" in two.consts["KERNEL_NAME"]
-    # session 39's speculative prologue (kg.SPEC_PROLOGUE, off): the length it assumes is the plan's bound (key[16],
-    # max_seqlen or the table's width) cut at the table's width (key[10] pages)
-    assert p.len_bound == 320 and not p.consts["SPEC_PROLOGUE"] and "spec" not in p.consts["KERNEL_NAME"].split("_")
-    assert dec._plan(key[:16] + (5000,) + key[17:]).len_bound == 20 * page
-    with monkeypatch.context() as m:
-        m.setattr(kg, "SPEC_PROLOGUE", True)
-        spec = dec._plan(key)
-        assert spec.consts["SPEC_PROLOGUE"] and "_spec" in spec.consts["KERNEL_NAME"]
     assert p.consts["L2_HINT"] == 0 and "l2ef" not in p.consts["KERNEL_NAME"].split("_")
     hinted = dec._plan(key[:18] + (dataclasses.replace(cfg, l2_evict_first=True),) + key[19:])
     from tritonfp8._kernels import l2hint

@@ -845,7 +845,7 @@ def _tma_geometry(shape, kstr, vstr, elem: int, block_n: int, aligned: bool):
 
 class _Plan:
     __slots__ = ("kernel", "grid", "consts", "splits", "inline", "nblocks", "max_blocks", "part_rows", "d",
-                 "combine", "combine_grid", "combine_consts", "counters_n", "ws", "tma", "fast", "gluon", "len_bound")
+                 "combine", "combine_grid", "combine_consts", "counters_n", "ws", "tma", "fast", "gluon")
 
     def launch(self, q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, sm_scale_log2, replay=False):
         """The plan's launches. ``replay`` (decode_attention's replay path only, which has checked the 16-byte
@@ -875,8 +875,8 @@ class _Plan:
             shape, strides, block, heads = self.tma
             args = (q, decode_gluon.descriptor(k_cache, shape, strides, block[0], heads),
                     decode_gluon.descriptor(v_cache, shape, strides, block[0], heads), block_table, seq_lens, kd, vd,
-                    out, part_o, part_lse, counters, sm_scale_log2, self.nblocks, self.max_blocks, splits,
-                    self.len_bound, q.stride(0), q.stride(2), block_table.stride(0), block_table.stride(1))
+                    out, part_o, part_lse, counters, sm_scale_log2, self.nblocks, self.max_blocks, splits, q.stride(0),
+                    q.stride(2), block_table.stride(0), block_table.stride(1))
         else:
             qs, ks, vs, bs = q.stride(), k_cache.stride(), v_cache.stride(), block_table.stride()
             if self.tma is not None:  # the kernel reads K/V through descriptors (its stride arguments go unused)
@@ -941,7 +941,6 @@ def _gluon_plan(key, cfg: DecodeConfig, splits: int) -> _Plan:
     p.grid = (splits, hkv // max(1, heads), bsz)
     inline = splits > 1 and cfg.merge == "inline"
     p.splits, p.inline, p.nblocks, p.max_blocks, p.d = splits, inline, nblocks, max_blocks, d
-    p.len_bound = min(int(bound), max_blocks * page)  # the lengths SPEC_PROLOGUE's table loads assume
     p.part_rows = bsz * sq * hq * splits
     p.counters_n = bsz * hkv if inline else 0
     l2ef = cfg.l2_evict_first  # the Gluon kernel runs on CUDA only, its K/V loads always TMA tiles
@@ -952,12 +951,11 @@ def _gluon_plan(key, cfg: DecodeConfig, splits: int) -> _Plan:
     rows = cfg.heads or kg.row_stores(cfg.num_warps, maxnreg=cfg.maxnreg)
     name = kg.kernel_name(page, cfg.block_n, cfg.num_stages, group, short_name(q_dtype), short_name(out_dtype),
                           splits > 1, bool(k_head or v_head), cfg.num_warps, l2ef, signal, rows, inline,
-                          cfg.maxnreg, cfg.heads, kg.SPEC_PROLOGUE).build(mode)
+                          cfg.maxnreg, cfg.heads).build(mode)
     p.consts = dict(GROUP=group, PAGE=page, BOX=box, STEP=cfg.block_n, STAGES=cfg.num_stages,
                     K_DESCALE_STRIDE=int(k_head), V_DESCALE_STRIDE=int(v_head), Q_POW2_SCALE=q_dtype == torch.bfloat16,
                     WRITE_PARTIAL=splits > 1, KERNEL_NAME=name, L2_HINT=kg.l2hint.VERSION if l2ef else 0,
-                    ROW_STORE=rows, PDL=signal, HEADS=cfg.heads, SPEC_PROLOGUE=kg.SPEC_PROLOGUE,
-                    num_warps=cfg.num_warps,
+                    ROW_STORE=rows, PDL=signal, HEADS=cfg.heads, num_warps=cfg.num_warps,
                     **({"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}),
                     **kg.merge_consts(group, cfg.num_warps, splits if inline else 0))
     _set_combine(p, splits > 1 and not inline, splits, (hq, sq, bsz), d, d, out_dtype, arch, mode, pdl)  # sm_90+

@@ -127,12 +127,6 @@ def split_range(seq_lens_ptr, b, split, num_splits, max_blocks, PAGE: tl.constex
     cdiv(cdiv(seq_len, STEP), num_splits) * STEP``, cut at seq_len (empty when start >= seq_len). Shared with the
     Gluon kernel (_kernels/decode_gluon.py)."""
     seq_len = tl.load(seq_lens_ptr + b)
-    return split_bounds(seq_len, split, num_splits, max_blocks, PAGE, STEP)
-
-
-@triton.jit
-def split_bounds(seq_len, split, num_splits, max_blocks, PAGE: tl.constexpr, STEP: tl.constexpr):
-    """:func:`split_range` of a sequence of ``seq_len`` tokens (a value, not loaded)."""
     seq_len = tl.minimum(tl.maximum(seq_len, 0), max_blocks * PAGE)
     tiles_per_split = tl.cdiv(tl.cdiv(seq_len, STEP), num_splits)
     start = split * tiles_per_split * STEP

@@ -54,9 +54,6 @@ ROWS = gl.constexpr(8)  # the MMA's N: query rows (heads of a KV head x new toke
 # stays off: 0.97-1.00x there.
 ROW_STORE = True
 PDL_SIGNAL = False
-# SPEC_PROLOGUE (session 39): the prologue's table entries loaded at the bound's split bounds before the length is
-# known (the kernel's SPEC_PROLOGUE); off until timed.
-SPEC_PROLOGUE = False
 # registers per thread that keep three 4-warp programs per SM: the 64 Ki registers over 3 x 128 threads, in the
 # allocation's steps of 8 (168)
 ROW_STORE_W4_MAXNREG = 65536 // (3 * 128) // 8 * 8
@@ -116,13 +113,7 @@ def _wvec(layout):
     return gl.SliceLayout(1, gl.SliceLayout(2, layout))
 
 
-_split_bounds = gluon.jit(_triton_decode.split_bounds.fn)  # the Triton kernel's split bounds, compiled as Gluon
-
-
-@gluon.jit
-def _split_range(seq_lens_ptr, b, split, num_splits, max_blocks, PAGE: gl.constexpr, STEP: gl.constexpr):
-    """(seq_len, start, end) of split ``split`` of sequence ``b``, as the Triton kernel's ``split_range``."""
-    return _split_bounds(gl.load(seq_lens_ptr + b), split, num_splits, max_blocks, PAGE, STEP)
+_split_range = gluon.jit(_triton_decode.split_range.fn)  # the Triton kernel's split bounds, compiled as Gluon
 
 
 @gluon.jit
@@ -174,26 +165,17 @@ def _v_operand(v_sub, row_ok, W: gl.constexpr, MASKED: gl.constexpr):
 
 @gluon.jit
 def _step_pages(bt_row, stride_btn, i, starts, ends, PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr,
-                W: gl.constexpr, spec=None):
+                W: gl.constexpr):
     """The block-table entries of step ``i``'s boxes, every warp's (a tuple of W * STEP // BOX, warp-major; -1 past a
     warp's end, not read), loaded together before any copy is issued so that their latencies overlap (issued one
     before each copy, each load waited for in turn: W * STEP // BOX latencies per step, 4 at pages of 16 with 2
-    warps). ``spec`` (SPEC_PROLOGUE): (entries, starts, ends) of the same step loaded earlier at the split bounds of
-    another length; a warp whose bounds have the same start and an end within those takes them (the same table
-    positions; any past its end lie in a step the masked step reads with token masks) and loads nothing, so its
-    copies wait on no load issued after its length; the others load as without."""
+    warps)."""
     pages = ()
     for w in gl.static_range(W):
         n0 = starts[w] + i * STEP
-        if spec is not None:
-            hit = (starts[w] == spec[1][w]) & (ends[w] <= spec[2][w])
         for j in gl.static_range(STEP // BOX):
             nj = n0 + j * BOX
-            if spec is None:
-                pages = pages + (gl.load(bt_row + (nj // PAGE) * stride_btn, mask=nj < ends[w], other=-1),)
-            else:
-                own = gl.load(bt_row + (nj // PAGE) * stride_btn, mask=(nj < ends[w]) & ~hit, other=-1)
-                pages = pages + (gl.where(hit, spec[0][w * (STEP // BOX) + j], own),)
+            pages = pages + (gl.load(bt_row + (nj // PAGE) * stride_btn, mask=nj < ends[w], other=-1),)
     return pages
 
 
@@ -372,16 +354,15 @@ def _heads_epilogue(acc, m_i, l_part, v_descale_ptr, out_ptr, part_o_ptr, part_l
                  mask=row_ok[:, :, None])
 
 
-@gluon.jit(repr=_repr_from_constexpr, do_not_specialize=["num_blocks", "len_bound"])
+@gluon.jit(repr=_repr_from_constexpr, do_not_specialize=["num_blocks"])
 def decode_gluon_kernel(
     q_ptr, k_desc, v_desc, block_table_ptr, seq_lens_ptr, k_descale_ptr, v_descale_ptr, out_ptr, part_o_ptr,
-    part_lse_ptr, counter_ptr, sm_scale_log2, num_blocks, max_blocks, num_splits, len_bound, stride_qb, stride_qh,
-    stride_btb, stride_btn, GROUP: gl.constexpr, PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr,
+    part_lse_ptr, counter_ptr, sm_scale_log2, num_blocks, max_blocks, num_splits, stride_qb, stride_qh, stride_btb,
+    stride_btn, GROUP: gl.constexpr, PAGE: gl.constexpr, BOX: gl.constexpr, STEP: gl.constexpr,
     STAGES: gl.constexpr, K_DESCALE_STRIDE: gl.constexpr, V_DESCALE_STRIDE: gl.constexpr, Q_POW2_SCALE: gl.constexpr,
     WRITE_PARTIAL: gl.constexpr, KERNEL_NAME: gl.constexpr, L2_HINT: gl.constexpr = 0,
     ROW_STORE: gl.constexpr = False, PDL: gl.constexpr = False, MERGE_ROWS: gl.constexpr = 0,
     MERGE_CHUNK: gl.constexpr = 1, MERGE_ROUNDS: gl.constexpr = 0, HEADS: gl.constexpr = False,
-    SPEC_PROLOGUE: gl.constexpr = False,
 ):
     """Grid (num_splits, Hkv, B), W = num_warps warps (1, 2 or 4): warp w takes split ``split * W + w`` of
     ``num_splits * W`` of the sequence's tokens with its own online softmax, and the warps' results are merged on
@@ -397,11 +378,7 @@ def decode_gluon_kernel(
     HEADS (session 38; with ROW_STORE, without MERGE_ROUNDS): grid (num_splits, Hkv / W, B), warp w on KV head
     ``program_id(1) * W + w`` over the split's tokens (split ``split`` of ``num_splits``), each warp its own
     output rows; the caches as descriptors of the 3-D [Hkv, num_blocks * PAGE, D] views with [W, BOX, 128] boxes,
-    so one copy moves a page box of all the program's heads (a 1 KB row per token at Hkv = W = 8).
-    SPEC_PROLOGUE (session 39): the prologue's table entries are loaded first at the split bounds of a sequence of
-    ``len_bound`` tokens (the plan's bound on the lengths), alongside the length's own load, and taken where the
-    sequence's bounds agree (_step_pages): the first copies then wait on one load latency, not on the length's and
-    then the table's."""
+    so one copy moves a page box of all the program's heads (a 1 KB row per token at Hkv = W = 8)."""
     W: gl.constexpr = gl.num_warps()
     HW: gl.constexpr = W if HEADS else 1  # KV heads per program
     TW: gl.constexpr = 1 if HEADS else W  # token ranges per program
@@ -412,17 +389,6 @@ def decode_gluon_kernel(
     hq = GROUP * HW * gl.num_programs(1)
     gl.static_assert(not HEADS or (ROW_STORE and MERGE_ROUNDS == 0), "HEADS: row stores, no inline merge")
 
-    if SPEC_PROLOGUE:  # issued before the length is known (no load below depends on them)
-        s_starts = ()
-        s_ends = ()
-        for w in gl.static_range(TW):
-            _, s_start, s_end = _split_bounds(len_bound, split * TW + w, num_splits * TW, max_blocks, PAGE, STEP)
-            s_starts = s_starts + (s_start,)
-            s_ends = s_ends + (s_end,)
-        spec = ()
-        for i in gl.static_range(STAGES):
-            spec = spec + (_step_pages(block_table_ptr + b * stride_btb, stride_btn, i, s_starts, s_ends, PAGE, BOX,
-                                       STEP, TW),)
     starts = ()
     ends = ()
     n_steps = 0
@@ -457,11 +423,7 @@ def decode_gluon_kernel(
     fence_async_shared()
     first = ()  # every prologue step's table entries loaded before the first copy (none past the warps' ends)
     for i in gl.static_range(STAGES):
-        if SPEC_PROLOGUE:
-            first = first + (_step_pages(bt_row, stride_btn, i, starts, ends, PAGE, BOX, STEP, TW,
-                                         (spec[i], s_starts, s_ends)),)
-        else:
-            first = first + (_step_pages(bt_row, stride_btn, i, starts, ends, PAGE, BOX, STEP, TW),)
+        first = first + (_step_pages(bt_row, stride_btn, i, starts, ends, PAGE, BOX, STEP, TW),)
     for i in gl.static_range(STAGES):
         if i < n_steps:
             _issue(k_desc, v_desc, k_ring, v_ring, i, ready.index(i), first[i], i, starts, num_blocks, col, PAGE, BOX,
@@ -592,14 +554,13 @@ def box_tokens(page: int, step: int) -> int:
 @functools.lru_cache(maxsize=64)
 def kernel_name(page: int, step: int, stages: int, group: int, q: str, out: str, split: bool, per_head: bool,
                 warps: int = 1, l2ef: bool = False, pdl: bool = False, rows: bool = False, inline: bool = False,
-                maxnreg: int | None = None, heads: bool = False, spec: bool = False):
+                maxnreg: int | None = None, heads: bool = False):
     """Types: cache element, q element, accumulator, output; tile: 8 query rows (as N) x STEP cache tokens x head
     dim. Schedule as the Triton kernel's (``pagedsplitkvcombine``: partials merged by its combine kernel,
     ``pagedsplitkv`` with ``inline``: by the last split, :func:`merge_consts`); extras
     ``gluon`` and ``tokm`` (cache tokens as the MMA's M), ``rowst`` with the row-store epilogue, ``pdl`` when it
     signals its combine kernel (a programmatic dependent launch) after the loop, ``r<N>`` under a register cap
-    (``maxnreg``), ``heads`` with ``heads`` (the warps on KV heads of the same tokens, HEADS), ``spec`` with the
-    speculative prologue (``spec``, SPEC_PROLOGUE) and ``l2ef`` when the
+    (``maxnreg``), ``heads`` with ``heads`` (the warps on KV heads of the same tokens, HEADS) and ``l2ef`` when the
     K/V TMA loads carry L2 evict-first hints (the field :mod:`tritonfp8._kernels.l2hint`'s PTX pass keys on)."""
     from tritonfp8.naming import KernelName
 
@@ -608,7 +569,7 @@ def kernel_name(page: int, step: int, stages: int, group: int, q: str, out: str,
                       scaling="headwise" if per_head else "tensorwise",
                       extras=(f"page{page}", f"g{group}", "gluon", "tokm") + (("rowst",) if rows else ())
                       + (("pdl",) if pdl else ()) + ((f"r{maxnreg}",) if maxnreg else ())
-                      + (("heads",) if heads else ()) + (("spec",) if spec else ()) + ((l2hint.TAG,) if l2ef else ()))
+                      + (("heads",) if heads else ()) + ((l2hint.TAG,) if l2ef else ()))
 
 
 def merge_consts(group: int, warps: int, splits: int) -> dict:
@@ -658,11 +619,11 @@ def _shared_layout(rank: int = 2):
 
 def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4, split: bool = True, warps: int = 1,
                  l2ef: bool = False, row_store: bool | None = None, pdl: bool = False, inline: int = 0,
-                 maxnreg: int | None = None, heads: bool = False, spec: bool = False):
+                 maxnreg: int | None = None, heads: bool = False):
     """Offline compile spec (sm_90) of one configuration (``l2ef``: the evict-first hinted form, whose hints the PTX
     pass adds when :func:`tritonfp8._kernels.l2hint.install` has run, as the decode kernels' import does; ``inline``:
     that many splits merged in-kernel, :func:`merge_consts`; ``maxnreg``: the register cap; ``heads``: the warps on
-    ``warps`` KV heads of the same tokens, 3-D boxes, row stores; ``spec``: SPEC_PROLOGUE)."""
+    ``warps`` KV heads of the same tokens, 3-D boxes, row stores)."""
     from tritonfp8.codegen import CodegenSpec
 
     box = box_tokens(page, step)
@@ -673,17 +634,16 @@ def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4
     sig = {"q_ptr": "*bf16", "k_desc": desc, "v_desc": desc, "block_table_ptr": "*i32", "seq_lens_ptr": "*i32",
            "k_descale_ptr": "*fp32", "v_descale_ptr": "*fp32", "out_ptr": "*bf16", "part_o_ptr": "*fp32",
            "part_lse_ptr": "*fp32", "counter_ptr": "*i32", "sm_scale_log2": "fp32", "num_blocks": "i32",
-           "max_blocks": "i32", "num_splits": "i32", "len_bound": "i32", "stride_qb": "i32", "stride_qh": "i32",
-           "stride_btb": "i32"}
+           "max_blocks": "i32", "num_splits": "i32", "stride_qb": "i32", "stride_qh": "i32", "stride_btb": "i32"}
     # stride_btn: 1 for a contiguous block table, which Triton's launcher specializes into a constant
     const = dict(stride_btn=1, GROUP=group, PAGE=page, BOX=box, STEP=step, STAGES=stages, K_DESCALE_STRIDE=1,
                  V_DESCALE_STRIDE=1, Q_POW2_SCALE=True, WRITE_PARTIAL=split, L2_HINT=l2hint.VERSION if l2ef else 0,
-                 ROW_STORE=rows, PDL=pdl, HEADS=heads, SPEC_PROLOGUE=spec, **merge_consts(group, warps, inline))
+                 ROW_STORE=rows, PDL=pdl, HEADS=heads, **merge_consts(group, warps, inline))
     for k in const:
         sig[k] = "constexpr"
     return CodegenSpec(fn=decode_gluon_kernel, signature=sig, constexprs=const,
                        name=kernel_name(page, step, stages, group, "bf16", "bf16", split, True, warps, l2ef, pdl,
-                                        rows, bool(inline), maxnreg, heads, spec),
+                                        rows, bool(inline), maxnreg, heads),
                        num_warps=warps, options={"maxnreg": maxnreg} if maxnreg else {},
                        num_stages=stages, min_arch=90,
                        description=f"Gluon paged decode, cache tokens as M, page {page}, {step}-token steps",
@@ -725,8 +685,4 @@ def codegen_specs() -> dict:
     # ... and decode_config's heads rule (4 warps, 2 slots; hinted up to L2EF_MAX_BYTES, unhinted past it)
     specs["decode_gluon_page64_step32s2w4_heads_l2ef"] = codegen_spec(64, 32, 2, warps=4, l2ef=True, heads=True)
     specs["decode_gluon_page16_step32s2w4_heads"] = codegen_spec(16, 32, 2, warps=4, heads=True)
-    # session 39: the speculative prologue (SPEC_PROLOGUE) on the heads rule's forms
-    specs["decode_gluon_page64_step32s2w4_heads_spec_l2ef"] = codegen_spec(64, 32, 2, warps=4, l2ef=True, heads=True,
-                                                                           spec=True)
-    specs["decode_gluon_page16_step32s2w4_heads_spec"] = codegen_spec(16, 32, 2, warps=4, heads=True, spec=True)
     return specs
