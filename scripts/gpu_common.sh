@@ -54,3 +54,21 @@ require_gpu() {
   echo "$gpu"
   case "$gpu" in *"$1"*) ;; *) echo "not an $1: stop"; exit 3 ;; esac
 }
+# smi_start / smi_stop TAG: SM and memory clocks, power, temperature and throttle reasons every 250 ms in the
+# background (session 39), then $OUT/results/smi-TAG-<time>.csv and a one-line summary of the samples under load.
+smi_start() {
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv -lms 250 > /tmp/smi.csv 2>&1 &
+  SMI_PID=$!
+}
+smi_stop() {
+  kill "$SMI_PID"
+  [ -n "${OUT:-}" ] && cp /tmp/smi.csv "$OUT/results/smi-$1-$(date +%H%M%S).csv"
+  awk -F', ' 'NR > 1 && $2 + 0 > 1000 { n++; s += $2; if (min == "" || $2 + 0 < min) min = $2 + 0 } END {
+    print "smi samples under load", n, "sm MHz mean", s / n, "min", min }' /tmp/smi.csv
+}
+# drop_partials PREFIX: once $OUT/results holds PREFIX's final file, its PREFIX-partial-* saves are removed (at most 8
+# files come back; session 39 lost its clock log to them).
+drop_partials() {
+  if [ -n "${OUT:-}" ] && ls "$OUT"/results/"$1"-2*.json >/dev/null 2>&1; then rm -f "$OUT"/results/"$1"-partial-*.json; fi
+}

@@ -10,21 +10,16 @@
 source scripts/gpu_common.sh
 nvidia-smi --query-gpu=name --format=csv,noheader
 date +%T
-SMI=/tmp/smi.csv
-nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
-  --format=csv -lms 250 > "$SMI" 2>&1 &
-SMI_PID=$!
+smi_start
 matrix_until "${1:-70}" 4096
 el s38
 left=$(( ${2:-230} - $(date +%s) + T0 ))
 S38_CASES=8:4096:64:64,8:4096:32:64,8:4096:64:16,8:4096:32:16 S38_FORMS=4:16:2 S38_ROUNDS=6 \
   timeout "$left" python3 scripts/gpu_decode_s38.py 2>&1 | grep "us .*x_sdpa\|mismatch\|Error\|error" | tail -40
+drop_partials decode-s38
 save
 matrix_until "${3:-270}" 4096
 matrix_until "${4:-310}" 32768
 matrix_until "${5:-350}" 1024
-kill "$SMI_PID"
-[ -n "${OUT:-}" ] && cp "$SMI" "$OUT/results/smi-s39-$(date +%H%M%S).csv"
-awk -F', ' 'NR > 1 { n++; s += $2; if (min == "" || $2 + 0 < min) min = $2 + 0 } END { print "smi samples", n,
-  "sm MHz mean", s / n, "min", min }' "$SMI"
+smi_stop s39
 el done

@@ -10,10 +10,7 @@
 # once, exit 3, on a card whose name lacks it)
 source scripts/gpu_common.sh
 if [ -n "${REQ:-}" ]; then require_gpu "$REQ"; else nvidia-smi --query-gpu=name --format=csv,noheader; fi
-SMI=/tmp/smi.csv
-nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
-  --format=csv -lms 250 > "$SMI" 2>&1 &
-SMI_PID=$!
+smi_start
 matrix_until "${1:-45}" 4096
 matrix_until "${2:-90}" 32768
 matrix_until "${3:-130}" 1024
@@ -24,12 +21,7 @@ if [ "$left" -gt 0 ]; then
     S38_ROUNDS=4 \
     timeout "$left" python3 scripts/gpu_decode_s38.py 2>&1 | grep "us .*x_sdpa\|mismatch\|Error\|error" | tail -40
 fi
-if [ -n "${OUT:-}" ] && ls "$OUT"/results/decode-s38-2*.json >/dev/null 2>&1; then
-  rm -f "$OUT"/results/decode-s38-partial-*.json
-fi
+drop_partials decode-s38
 save
-kill "$SMI_PID"
-[ -n "${OUT:-}" ] && cp "$SMI" "$OUT/results/smi-s39-$(date +%H%M%S).csv"
-awk -F', ' 'NR > 1 && $2 + 0 > 1000 { n++; s += $2; if (min == "" || $2 + 0 < min) min = $2 + 0 } END {
-  print "smi samples under load", n, "sm MHz mean", s / n, "min", min }' "$SMI"
+smi_stop s39
 el done
