@@ -70,5 +70,7 @@ smi_stop() {
 # drop_partials PREFIX: once $OUT/results holds PREFIX's final file, its PREFIX-partial-* saves are removed (at most 8
 # files come back; session 39 lost its clock log to them).
 drop_partials() {
-  if [ -n "${OUT:-}" ] && ls "$OUT"/results/"$1"-2*.json >/dev/null 2>&1; then rm -f "$OUT"/results/"$1"-partial-*.json; fi
+  if [ -n "${OUT:-}" ] && ls "$OUT"/results/"$1"-2*.json >/dev/null 2>&1; then
+    rm -f "$OUT"/results/"$1"-partial-*.json
+  fi
 }
