@@ -67,6 +67,17 @@ def heads_config(warps: int, splits: int, slots: int) -> dec.DecodeConfig:
 
 
 
+def without_heads_rule(b: int, ctx: int, hq: int, page: int) -> dec.DecodeConfig:
+    """The heuristic's config for the case with its heads rule off (dec.GLUON_HEADS_MAX_PAIRS = 0 while it runs):
+    the one-warp Gluon config that rule replaced."""
+    saved = dec.GLUON_HEADS_MAX_PAIRS
+    dec.GLUON_HEADS_MAX_PAIRS = 0
+    try:
+        return heuristic_config(b, ctx, hq, page)
+    finally:
+        dec.GLUON_HEADS_MAX_PAIRS = saved
+
+
 def token_config(warps: int, splits: int, slots: int) -> dec.DecodeConfig:
     return dataclasses.replace(heads_config(warps, splits, slots), heads=False)
 
@@ -80,10 +91,7 @@ def main() -> None:
                                 kv_bytes=S.cache_bytes(b, ctx, 1), gluon=False)
         cfgs = {"triton": tri, "library": lib}
         if lib.heads:  # from session 38's heuristic on: the one-warp config the heads rule replaced, as the baseline
-            pairs = b * S.HKV
-            cfgs["one-warp"] = dataclasses.replace(lib, heads=False, num_warps=1, num_stages=3,
-                                                   num_splits=max(1, dec.GLUON_PROGRAMS // pairs),
-                                                   pdl=dec.GLUON_PROGRAMS // pairs > 1)
+            cfgs["one-warp"] = without_heads_rule(b, ctx, hq, page)
         for w, s, n in HEADS_FORMS:
             cfgs[f"heads w{w} x{s} s{n}"] = heads_config(w, s, n)
         for w, s, n in TOKEN_FORMS:

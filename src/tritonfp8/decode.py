@@ -394,11 +394,13 @@ def decode_config(
     hinted = l2ef and max_len >= GLUON_L2EF_MIN_CONTEXT and pairs <= GLUON_L2EF_MAX_PAIRS
     if (gluon and tma_page is not None and 0 < rows <= 8 and (max_len >= GLUON_MIN_CONTEXT or hinted)
             and pairs >= GLUON_MIN_PAIRS and num_splits > 0):
-        if pairs <= GLUON_HEADS_MAX_PAIRS and kv_heads % GLUON_HEADS_WARPS == 0:
-            s = num_splits if given else max(1, min(GLUON_HEADS_PROGRAMS * GLUON_HEADS_WARPS // pairs, MAX_SPLITS))
+        heads = pairs <= GLUON_HEADS_MAX_PAIRS and kv_heads % GLUON_HEADS_WARPS == 0
+        # (split, KV head, sequence) triples to aim at: a heads program takes GLUON_HEADS_WARPS of them
+        triples = GLUON_HEADS_PROGRAMS * GLUON_HEADS_WARPS if heads else GLUON_PROGRAMS
+        s = num_splits if given else max(1, min(triples // pairs, MAX_SPLITS))
+        if heads:
             return DecodeConfig(kernel="gluon", heads=True, merge="kernel", block_n=32, num_warps=GLUON_HEADS_WARPS,
                                 num_stages=2, num_splits=s, pdl=s > 1, l2_evict_first=l2ef)
-        s = num_splits if given else max(1, min(GLUON_PROGRAMS // pairs, MAX_SPLITS))
         return DecodeConfig(kernel="gluon", merge="kernel", block_n=32, num_warps=1, num_stages=3, num_splits=s,
                             pdl=s > 1, l2_evict_first=l2ef)
     if (gluon and tma_page is not None and 0 < rows <= 8
