@@ -821,6 +821,39 @@ def test_bench_suite_runs_and_writes_results(tmp_path, monkeypatch, device):
     assert data["rows"][1]["exact"]
 
 
+def test_bench_suite_kv_heads(tmp_path, monkeypatch, device):
+    """``--hkv``: one matrix row per KV head count, the cache, the bytes and the check at that count; an Hq that is
+    not a multiple of every --hkv is refused before anything runs."""
+    import argparse
+    import json
+
+    from tritonfp8.bench import harness as H
+    from tritonfp8.bench.suites import decode as suite
+
+    monkeypatch.setattr(H, "time_once", lambda fn, *a, **k: (fn(), 1.0)[1])
+    monkeypatch.setattr(suite, "_DEVICE", device)
+    monkeypatch.setattr(suite, "WRITE_TOKENS_QUICK", (24,))
+    p = argparse.ArgumentParser()
+    suite.add_arguments(p)
+
+    def parse(*extra):
+        args = p.parse_args(["--batch", "1", "--context", "40", "--hq", "8", "--page", "16", "--no-peers", *extra])
+        args.quick, args.repeats, args.out, args.no_save, args.profile = True, 1, str(tmp_path), False, False
+        return args
+
+    assert suite.run(parse("--hkv", "2", "--hkv", "8")) == 0
+    data = json.loads(next(tmp_path.glob("decode-*.json")).read_text())
+    rows = [r for r in data["rows"] if r["kind"] == "decode"]
+    assert [(r["Hkv"], r["case"]) for r in rows] == [(2, "B1 ctx40 8/2 p16"), (8, "B1 ctx40 8/8 p16")]
+    assert all(r["check_ok"] for r in rows)
+    assert [r["bytes"] for r in rows] == [2 * 40 * h * 128 + 2 * 8 * 128 * 2 for h in (2, 8)]
+    assert data["config"]["Hkv"] == [2, 8]
+    with pytest.raises(ValueError, match=r"--hq \[8\]: expected multiples of --hkv 3"):
+        suite.run(parse("--hkv", "3"))
+    with pytest.raises(ValueError, match="--hkv: expected a positive"):
+        suite.run(parse("--hkv", "0"))
+
+
 def test_bench_write_under_graph_mode_times_only_the_torch_reference_eager(monkeypatch, device):
     """Under ``bench --graph`` the write's torch reference (host syncs: not capturable) is timed eager, ours and the
     copy by the graph timer."""

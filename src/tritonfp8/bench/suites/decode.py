@@ -331,7 +331,9 @@ VARIANT_CASES = ((8, 4096, 32, 16), (1, 32768, 64, 16), (32, 4096, 32, 64), (128
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", type=int, action="append", default=None, help="batch sizes (repeatable)")
     p.add_argument("--context", type=int, action="append", default=None, help="context lengths (repeatable)")
-    p.add_argument("--hq", type=int, action="append", default=None, help="query heads (Hkv is 8; repeatable)")
+    p.add_argument("--hq", type=int, action="append", default=None, help="query heads (repeatable)")
+    p.add_argument("--hkv", type=int, action="append", default=None,
+                   help=f"KV heads of the matrix (default {HKV}; repeatable; each --hq a multiple of each)")
     p.add_argument("--page", type=int, action="append", default=None, help="page sizes (repeatable)")
     p.add_argument("--variants", action="store_true", help="also sweep DecodeConfig variants on a few shapes")
     p.add_argument("--variants-only", action="store_true", help="only the DecodeConfig sweep")
@@ -349,6 +351,18 @@ def _cases(args) -> list[tuple[int, int, int, int]]:
     if args.quick:
         return list(QUICK_CASES)
     return [(b, c, h, p) for b in BATCHES for c in CONTEXTS for p in PAGES for h in HQS]
+
+
+def _kv_heads(args, cases) -> list[int]:
+    """The matrix's KV head counts (``--hkv``, else Hkv = 8), checked: every case's Hq a multiple of each."""
+    hkvs = getattr(args, "hkv", None) or [HKV]
+    for hkv in hkvs:
+        if hkv < 1:
+            raise ValueError(f"--hkv: expected a positive number of KV heads, got {hkv}")
+        bad = sorted({hq for _, _, hq, _ in cases if hq % hkv})
+        if bad:
+            raise ValueError(f"--hq {bad}: expected multiples of --hkv {hkv} (GQA groups of whole query heads)")
+    return hkvs
 
 
 def _fill_fp8(shape, device, gen_scale: float = 4.0) -> torch.Tensor:
@@ -379,20 +393,20 @@ class _Paged:
     page: int
 
 
-def _paged(b: int, ctx: int, page: int, device) -> _Paged:
+def _paged(b: int, ctx: int, page: int, device, hkv: int = HKV) -> _Paged:
     per_seq = math.ceil(ctx / page)
     nb = b * per_seq
-    k = _fill_fp8((nb, page, HKV, D), device)
-    v = _fill_fp8((nb, page, HKV, D), device)
+    k = _fill_fp8((nb, page, hkv, D), device)
+    v = _fill_fp8((nb, page, hkv, D), device)
     table = torch.randperm(nb, device=device).to(torch.int32).view(b, per_seq)  # shuffled pages
     lens = torch.full((b,), ctx, dtype=torch.int32, device=device)
-    descale = torch.full((HKV,), 0.25, device=device)  # dequantized values ~ N(0, 1)
+    descale = torch.full((hkv,), 0.25, device=device)  # dequantized values ~ N(0, 1)
     return _Paged(k, v, table, lens, descale, page)
 
 
-def cache_bytes(b: int, ctx: int, elem: int) -> int:
+def cache_bytes(b: int, ctx: int, elem: int, hkv: int = HKV) -> int:
     """Bytes of K and V that one decode step must read: B sequences x ctx tokens x Hkv x D x 2 tensors."""
-    return 2 * b * ctx * HKV * D * elem
+    return 2 * b * ctx * hkv * D * elem
 
 
 def io_bytes(b: int, hq: int, sq: int = 1) -> int:
@@ -462,19 +476,20 @@ def _run_matrix(args, H, console, env) -> tuple[list[dict], int]:
     rows: list[dict[str, Any]] = []
     failures = 0
     cases = _cases(args)
-    groups: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    for b, ctx, hq, page in cases:
-        groups.setdefault((b, ctx), []).append((hq, page))
-    for (b, ctx), rest in groups.items():
+    groups: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+    for hkv in _kv_heads(args, cases):
+        for b, ctx, hq, page in cases:
+            groups.setdefault((hkv, b, ctx), []).append((hq, page))
+    for (hkv, b, ctx), rest in groups.items():
         dense = None
         if not args.no_peers:
             try:
-                dense = (torch.randn(b, HKV, ctx, D, device=_DEVICE, dtype=torch.bfloat16),
-                         torch.randn(b, HKV, ctx, D, device=_DEVICE, dtype=torch.bfloat16))
+                dense = (torch.randn(b, hkv, ctx, D, device=_DEVICE, dtype=torch.bfloat16),
+                         torch.randn(b, hkv, ctx, D, device=_DEVICE, dtype=torch.bfloat16))
             except torch.OutOfMemoryError:
                 dense = None
         for page in sorted({p for _, p in rest}):
-            pc = _paged(b, ctx, page, _DEVICE)
+            pc = _paged(b, ctx, page, _DEVICE, hkv)
             k16 = v16 = None
             if not args.no_peers:
                 k16, v16 = _to_bf16(pc.k, 0.25), _to_bf16(pc.v, 0.25)
@@ -482,21 +497,21 @@ def _run_matrix(args, H, console, env) -> tuple[list[dict], int]:
                 torch.manual_seed(0)
                 q = torch.randn(b, 1, hq, D, device=_DEVICE, dtype=torch.bfloat16)
                 sms = dec.num_sms(torch.device(_DEVICE))
-                cfg = dec.decode_config(b, HKV, hq // HKV, ctx, sms, tma_page=page, kv_bytes=cache_bytes(b, ctx, 1),
+                kv_bytes = cache_bytes(b, ctx, 1, hkv)
+                cfg = dec.decode_config(b, hkv, hq // hkv, ctx, sms, tma_page=page, kv_bytes=kv_bytes,
                                         gluon=dec.gluon_available(torch.device(_DEVICE)))
                 ours = lambda: dec.decode_attention(q, pc.k, pc.v, pc.table, pc.lens,  # noqa: E731
                                                     k_descale=pc.descale, v_descale=pc.descale, config=cfg)
                 err = _check(dec, q, pc, ours())
                 ok = err <= CHECK_TOL
                 failures += not ok
-                nbytes = cache_bytes(b, ctx, 1) + io_bytes(b, hq)
+                nbytes = kv_bytes + io_bytes(b, hq)
                 copy_fn, copy_moved = H.make_copy_fn(max(1, nbytes // 2), _DEVICE)
                 fns = {"ours": ours, "copy": copy_fn}
                 note = ""
                 if k16 is not None:
                     # the Triton kernel's config (a 16-bit cache takes neither TMA nor the Gluon kernel)
-                    cfg16 = dec.decode_config(b, HKV, hq // HKV, ctx, sms, tma_page=page,
-                                              kv_bytes=cache_bytes(b, ctx, 1))
+                    cfg16 = dec.decode_config(b, hkv, hq // hkv, ctx, sms, tma_page=page, kv_bytes=kv_bytes)
                     fns["ours_bf16"] = lambda: dec.decode_attention(q, k16, v16, pc.table, pc.lens,  # noqa: E731
                                                                     config=cfg16)
                 if dense is not None:
@@ -510,8 +525,8 @@ def _run_matrix(args, H, console, env) -> tuple[list[dict], int]:
                 copy_gbps = H.gbps(copy_moved, t["copy"].median)
                 pct_copy = H.pct(ours_gbps, copy_gbps)
                 row: dict[str, Any] = {
-                    "case": f"B{b} ctx{ctx} {hq}/{HKV} p{page}",
-                    "B": b, "ctx": ctx, "Hq": hq, "Hkv": HKV, "D": D, "page": page,
+                    "case": f"B{b} ctx{ctx} {hq}/{hkv} p{page}",
+                    "B": b, "ctx": ctx, "Hq": hq, "Hkv": hkv, "D": D, "page": page,
                     "splits": cfg.num_splits, "block_n": cfg.block_n, "warps": cfg.num_warps,
                     "stages": cfg.num_stages, "merge": cfg.merge, "kv_load": cfg.kv_load,
                     "l2_evict_first": cfg.l2_evict_first, "kernel": cfg.kernel,
@@ -528,7 +543,7 @@ def _run_matrix(args, H, console, env) -> tuple[list[dict], int]:
                 if "ours_bf16" in t:
                     c = H.compare(times["ours"], times["ours_bf16"])
                     row.update(bf16cache_ms=t["ours_bf16"].median,
-                               bf16cache_gbps=H.gbps(cache_bytes(b, ctx, 2) + io_bytes(b, hq), t["ours_bf16"].median),
+                               bf16cache_gbps=H.gbps(2 * kv_bytes + io_bytes(b, hq), t["ours_bf16"].median),
                                vs_bf16cache=c.ratio, vs_bf16cache_verdict=c.verdict)
                 if "sdpa" in t:
                     c = H.compare(times["ours"], times["sdpa"])
@@ -738,7 +753,8 @@ def run(args: argparse.Namespace) -> int:
         rows += [dict(r, kind="variant") for r in _run_variants(args, H, console)]
     if not args.no_save:
         w = H.ResultsWriter("decode", out_dir=args.out, env=env)
-        path = w.write(rows, config={"quick": args.quick, "repeats": args.repeats, "D": D, "Hkv": HKV,
+        path = w.write(rows, config={"quick": args.quick, "repeats": args.repeats, "D": D,
+                                     "Hkv": getattr(args, "hkv", None) or [HKV],
                                      "targets": {"pct_of_copy": TARGET_PCT_OF_COPY, "vs_sdpa": TARGET_VS_SDPA,
                                                  "write_pct_of_copy": TARGET_WRITE_PCT}})
         dec_rows = [r for r in rows if r["kind"] == "decode"]
