@@ -40,11 +40,15 @@ decode_variants() {
 # matrix_until SECONDS_FROM_T0 CTX: issue 6's decode matrix (B 8 / 32 / 128, pages of 16 and 64, Hq 32 / 64, peers)
 # at one context, bounded to end SECONDS_FROM_T0 after the script's start, then `save`.
 matrix_until() {
-  local left=$(( $1 - $(date +%s) + T0 ))
-  el "matrix-ctx$2" "$left s left"
+  bench_until "$1" --batch 8 --batch 32 --batch 128 --context "$2"
+}
+# bench_until SECONDS_FROM_T0 ARGS...: `bench decode --repeats 3 ARGS...` bounded to end SECONDS_FROM_T0 after the
+# script's start (nothing when that has passed), the table's decode rows, then `save`.
+bench_until() {
+  local left=$(( $1 - $(date +%s) + T0 )); shift
+  el "bench decode $*" "$left s left"
   if [ "$left" -le 0 ]; then return; fi
-  timeout "$left" python3 -m tritonfp8 bench decode --batch 8 --batch 32 --batch 128 --context "$2" --repeats 3 2>&1 \
-    | tail -18
+  timeout "$left" python3 -m tritonfp8 bench decode --repeats 3 "$@" 2>&1 | grep "│ B\|results:\|failed\|Error"
   save
 }
 # require_gpu PATTERN: print the GPU's name and stop the script (exit 3) unless it matches PATTERN (a shell glob
