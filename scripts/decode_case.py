@@ -15,22 +15,36 @@ from tritonfp8.bench import harness as H
 from tritonfp8.bench.suites import decode as S
 
 
-def case_inputs(b: int, ctx: int, hq: int, page: int, device):
-    """(paged cache, q, bytes of the step, copy fn, bytes the copy moves) of bench decode's case."""
-    pc = S._paged(b, ctx, page, device)
+def case_inputs(b: int, ctx: int, hq: int, page: int, device, hkv: int = S.HKV):
+    """(paged cache, q, bytes of the step, copy fn, bytes the copy moves) of bench decode's case (``hkv`` KV
+    heads)."""
+    pc = S._paged(b, ctx, page, device, hkv)
     torch.manual_seed(0)
     q = torch.randn(b, 1, hq, S.D, device=device, dtype=torch.bfloat16)
-    nbytes = S.cache_bytes(b, ctx, 1) + S.io_bytes(b, hq)
+    nbytes = S.cache_bytes(b, ctx, 1, hkv) + S.io_bytes(b, hq)
     copy_fn, moved = H.make_copy_fn(max(1, nbytes // 2), device)
     return pc, q, nbytes, copy_fn, moved
 
 
-def heuristic_config(b: int, ctx: int, hq: int, page: int, device="cuda"):
+def heuristic_config(b: int, ctx: int, hq: int, page: int, device="cuda", hkv: int = S.HKV):
     """The library's heuristic config for bench decode's case (the TMA and Gluon rules included: the case's cache is
     dense and aligned)."""
     dev = torch.device(device)
-    return dec.decode_config(b, S.HKV, hq // S.HKV, ctx, dec.num_sms(dev), tma_page=page,
-                             kv_bytes=S.cache_bytes(b, ctx, 1), gluon=dec.gluon_available(dev))
+    return dec.decode_config(b, hkv, hq // hkv, ctx, dec.num_sms(dev), tma_page=page,
+                             kv_bytes=S.cache_bytes(b, ctx, 1, hkv), gluon=dec.gluon_available(dev))
+
+
+def heuristic_with(b: int, ctx: int, hq: int, page: int, hkv: int = S.HKV, **rules) -> dec.DecodeConfig:
+    """:func:`heuristic_config` with module constants of tritonfp8.decode set to ``rules`` while it runs (e.g.
+    GLUON_HEADS_MAX_PAIRS=0: the heads rule off): the config a changed rule would give."""
+    saved = {k: getattr(dec, k) for k in rules}
+    for k, v in rules.items():
+        setattr(dec, k, v)
+    try:
+        return heuristic_config(b, ctx, hq, page, hkv=hkv)
+    finally:
+        for k, v in saved.items():
+            setattr(dec, k, v)
 
 
 def pinned_call(q, pc, cfg, seq_lens=None):
@@ -118,10 +132,10 @@ def time_rows(fns: dict, case: tuple, moved: int, nbytes: int, rounds: int, heur
     return rows
 
 
-def sdpa_peer(q, b: int, ctx: int):
+def sdpa_peer(q, b: int, ctx: int, hkv: int = S.HKV):
     """The bench's SDPA peer for the case: (fn or None, its form or the error) on a dense BF16 cache of the case's
     lengths (the closure keeps the cache alive)."""
-    dense = [torch.randn(b, S.HKV, ctx, S.D, device=q.device, dtype=torch.bfloat16) for _ in range(2)]
+    dense = [torch.randn(b, hkv, ctx, S.D, device=q.device, dtype=torch.bfloat16) for _ in range(2)]
     return S._sdpa_fn(q.transpose(1, 2).contiguous(), dense[0], dense[1])
 
 
@@ -180,11 +194,12 @@ def final_report(prefix: str, title: str, rows: list[dict], rounds: int, bad: li
     report_mismatches(bad)
 
 
-def time_with_peers(fns: dict, q, case: tuple, copy_fn, moved: int, nbytes: int, rounds: int) -> list[dict]:
+def time_with_peers(fns: dict, q, case: tuple, copy_fn, moved: int, nbytes: int, rounds: int,
+                    hkv: int = S.HKV) -> list[dict]:
     """:func:`time_rows` of ``fns`` with the copy and (where it runs) the SDPA peer of ``case`` = (B, ctx, Hq, page)
-    added, each row's speed-up over SDPA filled in (:func:`add_x_sdpa`)."""
+    added (``hkv`` KV heads), each row's speed-up over SDPA filled in (:func:`add_x_sdpa`)."""
     fns["copy"] = copy_fn
-    sfn, note = sdpa_peer(q, case[0], case[1])
+    sfn, note = sdpa_peer(q, case[0], case[1], hkv)
     if sfn is not None:
         fns["sdpa"] = sfn
     case_rows = time_rows(fns, case, moved, nbytes, rounds, None)

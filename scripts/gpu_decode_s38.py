@@ -30,8 +30,8 @@ import os
 
 import torch
 
-from decode_case import (case_inputs, checked_calls, final_report, heuristic_config, save_results, time_with_peers,
-                         variant_call)
+from decode_case import (case_inputs, checked_calls, final_report, heuristic_config, heuristic_with, save_results,
+                         time_with_peers, variant_call)
 from gpu_decode_heads import heads_fn
 from tritonfp8 import decode as dec
 from tritonfp8._kernels import decode_gluon as kg
@@ -68,14 +68,8 @@ def heads_config(warps: int, splits: int, slots: int) -> dec.DecodeConfig:
 
 
 def without_heads_rule(b: int, ctx: int, hq: int, page: int) -> dec.DecodeConfig:
-    """The heuristic's config for the case with its heads rule off (dec.GLUON_HEADS_MAX_PAIRS = 0 while it runs):
-    the one-warp Gluon config that rule replaced."""
-    saved = dec.GLUON_HEADS_MAX_PAIRS
-    dec.GLUON_HEADS_MAX_PAIRS = 0
-    try:
-        return heuristic_config(b, ctx, hq, page)
-    finally:
-        dec.GLUON_HEADS_MAX_PAIRS = saved
+    """The heuristic's config for the case with its heads rule off: the one-warp Gluon config that rule replaced."""
+    return heuristic_with(b, ctx, hq, page, GLUON_HEADS_MAX_PAIRS=0)
 
 
 def token_config(warps: int, splits: int, slots: int) -> dec.DecodeConfig:
