@@ -353,7 +353,7 @@ def _cases(args) -> list[tuple[int, int, int, int]]:
     return [(b, c, h, p) for b in BATCHES for c in CONTEXTS for p in PAGES for h in HQS]
 
 
-def _kv_heads(args, cases) -> list[int]:
+def _kv_heads(args, cases=()) -> list[int]:
     """The matrix's KV head counts (``--hkv``, else Hkv = 8), checked: every case's Hq a multiple of each."""
     hkvs = getattr(args, "hkv", None) or [HKV]
     for hkv in hkvs:
@@ -543,7 +543,8 @@ def _run_matrix(args, H, console, env) -> tuple[list[dict], int]:
                 if "ours_bf16" in t:
                     c = H.compare(times["ours"], times["ours_bf16"])
                     row.update(bf16cache_ms=t["ours_bf16"].median,
-                               bf16cache_gbps=H.gbps(2 * kv_bytes + io_bytes(b, hq), t["ours_bf16"].median),
+                               bf16cache_gbps=H.gbps(cache_bytes(b, ctx, 2, hkv) + io_bytes(b, hq),
+                                                    t["ours_bf16"].median),
                                vs_bf16cache=c.ratio, vs_bf16cache_verdict=c.verdict)
                 if "sdpa" in t:
                     c = H.compare(times["ours"], times["sdpa"])
@@ -754,7 +755,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_save:
         w = H.ResultsWriter("decode", out_dir=args.out, env=env)
         path = w.write(rows, config={"quick": args.quick, "repeats": args.repeats, "D": D,
-                                     "Hkv": getattr(args, "hkv", None) or [HKV],
+                                     "Hkv": _kv_heads(args),
                                      "targets": {"pct_of_copy": TARGET_PCT_OF_COPY, "vs_sdpa": TARGET_VS_SDPA,
                                                  "write_pct_of_copy": TARGET_WRITE_PCT}})
         dec_rows = [r for r in rows if r["kind"] == "decode"]
