@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# Session 40: scripts/gpu_decode_pairs.py (the Gluon rules under 64 pairs against the library: B 8 Hkv 4 and B 1
-# Hkv 8, ctx 4096 / 32768, pages of 16 / 64), bounded to END seconds; SM clocks logged every 250 ms.
-# Usage: [PAIRS_CASES=...] [PAIRS_ROUNDS=4] bash scripts/gpu_run182.sh [END=210]
+# Session 40 (prepared, not run: the device time ran out): on an H200 first the matrix at ctx 4096 and
+# 32768 (none since session 30); on any card scripts/gpu_decode_pairs.py (the Gluon rules under 64 pairs against the
+# library: B 8 Hkv 4 and B 1 Hkv 8, ctx 4096 / 32768, pages of 16 / 64), bounded to END_PAIRS seconds after the
+# matrices (or the start); SM clocks logged every 250 ms.
+# Usage: [PAIRS_CASES=...] [PAIRS_ROUNDS=4] bash scripts/gpu_run182.sh [END_PAIRS=+180] [END4096=55] [END32768=110]
 source scripts/gpu_common.sh
-nvidia-smi --query-gpu=name --format=csv,noheader
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "$gpu"
 smi_start
+t=0
+case "$gpu" in *H200*)
+  matrix_until "${2:-55}" 4096
+  matrix_until "${3:-110}" 32768
+  t=$(( $(date +%s) - T0 )) ;;
+esac
 el pairs
-timeout $(( ${1:-210} - $(date +%s) + T0 )) python3 scripts/gpu_decode_pairs.py 2>&1 \
-  | grep "us .*x_sdpa\|mismatch\|MISMATCH\|Error\|error\|: triton"
+timeout $(( t + ${1:-180} - $(date +%s) + T0 )) python3 scripts/gpu_decode_pairs.py 2>&1 \
+  | grep "us .*x_sdpa\|mismatch\|MISMATCH\|Error\|error"
 drop_partials decode-pairs
 save
 smi_stop s40
