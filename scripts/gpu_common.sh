@@ -78,3 +78,13 @@ drop_partials() {
     rm -f "$OUT"/results/"$1"-partial-*.json
   fi
 }
+# h200_matrices END4096 END32768: on an H200 (issue 6's card) the matrix at ctx 4096, then 32768, each bounded by
+# matrix_until; MATRIX_END = the seconds they took (0 on another card): the offset of the script's later ends.
+h200_matrices() {
+  MATRIX_END=0
+  case "$(nvidia-smi --query-gpu=name --format=csv,noheader)" in *H200*)
+    matrix_until "$1" 4096
+    matrix_until "$2" 32768
+    MATRIX_END=$(( $(date +%s) - T0 )) ;;
+  esac
+}

@@ -6,14 +6,10 @@
 # Usage: bash scripts/gpu_run181.sh [END4096=55] [END32768=110] [END_HKV4=+120] [END_HKV32=+190] (the last two:
 # seconds after the matrices' end, or after the start on another card)
 source scripts/gpu_common.sh
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "$gpu"
+nvidia-smi --query-gpu=name --format=csv,noheader
 smi_start
-t=0
-case "$gpu" in *H200*)
-  matrix_until "${1:-55}" 4096
-  matrix_until "${2:-110}" 32768
-  t=$(( $(date +%s) - T0 )) ;;
-esac
+h200_matrices "${1:-55}" "${2:-110}"
+t=$MATRIX_END
 bench_until $(( t + ${3:-120} )) --hkv 4 --hq 28 --hq 32 --batch 8 --batch 32 --batch 128 --context 4096 \
   --context 32768
 bench_until $(( t + ${4:-190} )) --hkv 32 --hq 32 --batch 8 --batch 32 --context 4096 --context 32768

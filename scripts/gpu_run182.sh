@@ -5,14 +5,10 @@
 # matrices (or the start); SM clocks logged every 250 ms.
 # Usage: [PAIRS_CASES=...] [PAIRS_ROUNDS=4] bash scripts/gpu_run182.sh [END_PAIRS=+180] [END4096=55] [END32768=110]
 source scripts/gpu_common.sh
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "$gpu"
+nvidia-smi --query-gpu=name --format=csv,noheader
 smi_start
-t=0
-case "$gpu" in *H200*)
-  matrix_until "${2:-55}" 4096
-  matrix_until "${3:-110}" 32768
-  t=$(( $(date +%s) - T0 )) ;;
-esac
+h200_matrices "${2:-55}" "${3:-110}"
+t=$MATRIX_END
 el pairs
 timeout $(( t + ${1:-180} - $(date +%s) + T0 )) python3 scripts/gpu_decode_pairs.py 2>&1 \
   | grep "us .*x_sdpa\|mismatch\|MISMATCH\|Error\|error"
