@@ -26,12 +26,12 @@ def case_inputs(b: int, ctx: int, hq: int, page: int, device, hkv: int = S.HKV):
     return pc, q, nbytes, copy_fn, moved
 
 
-def heuristic_config(b: int, ctx: int, hq: int, page: int, device="cuda", hkv: int = S.HKV):
+def heuristic_config(b: int, ctx: int, hq: int, page: int, device="cuda", hkv: int = S.HKV, gluon: bool = True):
     """The library's heuristic config for bench decode's case (the TMA and Gluon rules included: the case's cache is
-    dense and aligned)."""
+    dense and aligned; ``gluon=False``: the Triton heuristic, the Gluon rules left out)."""
     dev = torch.device(device)
     return dec.decode_config(b, hkv, hq // hkv, ctx, dec.num_sms(dev), tma_page=page,
-                             kv_bytes=S.cache_bytes(b, ctx, 1, hkv), gluon=dec.gluon_available(dev))
+                             kv_bytes=S.cache_bytes(b, ctx, 1, hkv), gluon=gluon and dec.gluon_available(dev))
 
 
 def heuristic_with(b: int, ctx: int, hq: int, page: int, hkv: int = S.HKV, **rules) -> dec.DecodeConfig:

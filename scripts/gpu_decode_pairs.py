@@ -22,7 +22,8 @@ import os
 
 import torch
 
-from decode_case import case_inputs, checked_calls, final_report, heuristic_with, save_results, time_with_peers
+from decode_case import (case_inputs, checked_calls, final_report, heuristic_config, heuristic_with, save_results,
+                         time_with_peers)
 
 DEFAULT_CASES = "8:4:4096:32:64,8:4:4096:32:16,8:4:32768:32:64,8:4:32768:32:16,1:8:32768:64:64,1:8:32768:64:16"
 CASES = [tuple(int(x) for x in c.split(":")) for c in os.environ.get("PAIRS_CASES", DEFAULT_CASES).split(",") if c]
@@ -34,7 +35,7 @@ def main() -> None:
     for b, hkv, ctx, hq, page in CASES:
         pc, q, nbytes, copy_fn, moved = case_inputs(b, ctx, hq, page, "cuda", hkv)
         case = (b, ctx, hq, page)
-        cfgs = {"triton": heuristic_with(*case, hkv=hkv, GLUON_MIN_PAIRS=1 << 30),
+        cfgs = {"triton": heuristic_config(*case, hkv=hkv, gluon=False),
                 "library": heuristic_with(*case, hkv=hkv),
                 "heads": heuristic_with(*case, hkv=hkv, GLUON_MIN_PAIRS=1),
                 "one-warp": heuristic_with(*case, hkv=hkv, GLUON_MIN_PAIRS=1, GLUON_HEADS_MAX_PAIRS=0)}

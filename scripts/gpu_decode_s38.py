@@ -35,7 +35,6 @@ from decode_case import (case_inputs, checked_calls, final_report, heuristic_con
 from gpu_decode_heads import heads_fn
 from tritonfp8 import decode as dec
 from tritonfp8._kernels import decode_gluon as kg
-from tritonfp8.bench.suites import decode as S
 
 CASES = ((8, 4096, 64, 64), (8, 4096, 32, 64), (8, 4096, 64, 16), (8, 4096, 32, 16))
 if os.environ.get("S38_CASES"):
@@ -81,8 +80,7 @@ def main() -> None:
     for b, ctx, hq, page in CASES:
         pc, q, nbytes, copy_fn, moved = case_inputs(b, ctx, hq, page, "cuda")
         lib = heuristic_config(b, ctx, hq, page)
-        tri = dec.decode_config(b, S.HKV, hq // S.HKV, ctx, dec.num_sms(torch.device("cuda")), tma_page=page,
-                                kv_bytes=S.cache_bytes(b, ctx, 1), gluon=False)
+        tri = heuristic_config(b, ctx, hq, page, gluon=False)
         cfgs = {"triton": tri, "library": lib}
         if lib.heads:  # from session 38's heuristic on: the one-warp config the heads rule replaced, as the baseline
             cfgs["one-warp"] = without_heads_rule(b, ctx, hq, page)
