@@ -156,6 +156,52 @@ def test_split_and_unsplit_agree(merge, device):
     assert not torch.equal(one, four)  # the split path really ran (partials + merge round differently)
 
 
+def _plan_of(cfg: dec.DecodeConfig) -> dec._Plan:
+    """The cached launch plan of the last call made with ``cfg`` (the plan key's config field)."""
+    return [p for k, p in dec._PLANS.items() if k[18] == cfg][-1]
+
+
+def test_fp16_partials(device):
+    """Session 41: with the combine kernel (merge="kernel"), an 8-bit cache and a bf16 output the split partials are
+    fp16 (dec.partials_f16): O / l without v_descale, which the combine kernel applies per KV head. Against the
+    reference under the bf16 rule, as the fp32 partials (partials="fp32"); the plan really writes fp16 partials
+    (its kernels' names say so)."""
+    assert dec.partials_f16(E4M3, torch.bfloat16, True) and dec.partials_f16(torch.float8_e5m2, torch.bfloat16, True)
+    assert not dec.partials_f16(E4M3, torch.bfloat16, True, "fp32")
+    assert not any(dec.partials_f16(E4M3, o, True) for o in (torch.float16, torch.float32))
+    assert not dec.partials_f16(E4M3, torch.bfloat16, False)  # the inline merge's workspace stays fp32
+    assert not dec.partials_f16(torch.bfloat16, torch.bfloat16, True)  # a 16-bit cache's O / l can exceed fp16
+    with pytest.raises(ValueError, match="partials"):
+        dec.DecodeConfig(partials="fp16")
+    case = Case((339, 100, 3), 8, 2, sq=3)  # per-head scales, GQA 4: the combine's v_descale index is h // 4
+    q, kc, vc, bt, sl, ks, vs = _make(case, device, seed=4)
+    ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
+    pt = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, p_dtype=torch.float16)
+    half_cfg = dec.DecodeConfig(num_splits=4, merge="kernel")
+    full_cfg = dataclasses.replace(half_cfg, partials="fp32")
+    for cfg, part in ((half_cfg, torch.float16), (full_cfg, torch.float32)):
+        out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg)
+        assert out.dtype == torch.bfloat16
+        assert_decode_close(out, ref, pt, 339, torch.bfloat16)
+        plan = _plan_of(cfg)
+        assert plan.part_dtype == part
+        assert ("f16part" in plan.consts["KERNEL_NAME"]) == (part == torch.float16)
+        assert ("_f16_bf16" in plan.combine_consts["KERNEL_NAME"]) == (part == torch.float16)
+
+
+def test_fp16_partials_do_not_overflow(device):
+    """Every V at E4M3's largest value (448) times a v_descale of 1000: the output is 448000 (beyond fp16's 65504),
+    which fp16 partials holding the descaled O would have turned into inf; they hold O / l (448) instead."""
+    case = Case((100, 37), 4, 1)
+    q, kc, vc, bt, sl, ks, _ = _make(case, device, seed=6)
+    vc = torch.full_like(vc, 448.0)
+    vs = torch.tensor(1000.0, device=vc.device)
+    out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs,
+                               config=dec.DecodeConfig(num_splits=3, merge="kernel"))
+    assert _plan_of(dec.DecodeConfig(num_splits=3, merge="kernel")).part_dtype == torch.float16
+    assert torch.equal(out, torch.full_like(out, 448000.0))
+
+
 def test_l2_evict_first_changes_no_bits(device):
     """DecodeConfig(l2_evict_first=True) adds cache hints to the compiled copies only (a PTX pass; nothing in the
     interpreter): the same bits as without, split or not."""

@@ -146,6 +146,10 @@ class DecodeConfig:
     # warp its own softmax and output rows (nothing merged across warps), the row-store epilogue. Needs Hkv a
     # multiple of num_warps and merge="kernel".
     heads: bool = False
+    # The element of the split partials the combine kernel merges (merge="kernel", several splits): "auto" = fp16
+    # where partials_f16 allows it (an 8-bit cache and a bf16 output), else fp32; "fp32" keeps fp32 (the form before
+    # session 41, for A/B runs). The inline merge's workspace is fp32 either way.
+    partials: str = "auto"
 
     def __post_init__(self):
         if self.kernel not in ("triton", "gluon"):
@@ -162,6 +166,8 @@ class DecodeConfig:
                 f"kernel='gluon': expected block_n 32 or 64, 1 <= num_stages <= 8 and num_warps 1, 2 or 4 (2, 4 or "
                 f"8 with heads), got block_n={self.block_n}, num_stages={self.num_stages}, "
                 f"num_warps={self.num_warps}")
+        if self.partials not in ("auto", "fp32"):
+            raise ValueError(f"partials: expected 'auto' or 'fp32', got {self.partials!r}")
         if self.merge not in ("inline", "kernel"):
             raise ValueError(f"merge: expected 'inline' or 'kernel', got {self.merge!r}")
         if self.loop not in ("single", "tail"):
@@ -331,6 +337,16 @@ GLUON_HEADS_PROGRAMS = 256
 GLUON_WARPS_MIN_CONTEXT = 4096
 GLUON_WARPS_MAX_CONTEXT = 8192
 GLUON_WARPS_PAIRS = (256, 512)
+
+
+def partials_f16(cache_dtype: torch.dtype, out_dtype: torch.dtype, combine: bool, partials: str = "auto") -> bool:
+    """Whether the split partials are fp16 (session 41): with the combine kernel merging them (``combine``), an
+    8-bit cache and a bf16 output, unless ``partials`` (DecodeConfig.partials) is "fp32". A partial is O / l without
+    v_descale, a weighted mean of cache values, so its magnitude is at most the cache format's largest value (E4M3
+    448, E5M2 57344 < fp16's 65504); its fp16 rounding (unit roundoff 2^-11) is an eighth of the bf16 output's
+    (2^-8). Halves the partials' bytes, written by the split kernel and read by the combine kernel (B 8 ctx 4096,
+    Hq 64, 16 splits: 4.2 MB -> 2.1 MB per step against the cache's 67 MB)."""
+    return combine and partials == "auto" and cache_dtype.itemsize == 1 and out_dtype == torch.bfloat16
 
 
 def gluon_available(device: torch.device) -> bool:
@@ -847,7 +863,8 @@ def _tma_geometry(shape, kstr, vstr, elem: int, block_n: int, aligned: bool):
 
 class _Plan:
     __slots__ = ("kernel", "grid", "consts", "splits", "inline", "nblocks", "max_blocks", "part_rows", "d",
-                 "combine", "combine_grid", "combine_consts", "counters_n", "ws", "tma", "fast", "gluon")
+                 "combine", "combine_grid", "combine_consts", "counters_n", "ws", "tma", "fast", "gluon", "part_dtype",
+                 "group")
 
     def launch(self, q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, sm_scale_log2, replay=False):
         """The plan's launches. ``replay`` (decode_attention's replay path only, which has checked the 16-byte
@@ -863,7 +880,7 @@ class _Plan:
                 part_o, part_lse, counters = ws[2], ws[3], ws[1]
             else:  # a second launch merges: per-call buffers keep concurrent streams safe on this path
                 part_lse = torch.empty(self.part_rows, device=q.device, dtype=torch.float32)
-                part_o = torch.empty(self.part_rows * self.d, device=q.device, dtype=torch.float32)
+                part_o = torch.empty(self.part_rows * self.d, device=q.device, dtype=self.part_dtype)
                 counters = seq_lens
         else:
             part_o = part_lse = out  # unused
@@ -890,7 +907,7 @@ class _Plan:
             args = (q, k_cache, v_cache, block_table, seq_lens, kd, vd, out, part_o, part_lse, counters,
                     sm_scale_log2, self.nblocks, self.max_blocks, splits,
                     qs[0], qs[1], qs[2], ks[0], ks[1], ks[2], vs[0], vs[1], vs[2], bs[0], bs[1])
-        comb_args = (part_o, part_lse, out, splits) if splits > 1 and not self.inline else None
+        comb_args = (part_o, part_lse, out, vd, splits, self.group) if splits > 1 and not self.inline else None
         if replay and self.fast is not None and _launch.enabled():
             # The replayed call (decode_attention's _REPLAYS, 16-byte aligned tensors): the compiled kernels of
             # the first aligned launch with this call's values, without Triton's argument specialization (the
@@ -951,33 +968,38 @@ def _gluon_plan(key, cfg: DecodeConfig, splits: int) -> _Plan:
     pdl = cfg.pdl and splits > 1 and not inline  # the combine kernel as a programmatic dependent launch
     signal = pdl and kg.PDL_SIGNAL  # ... signalled after the Gluon kernel's loop (session 33, off: see kg.PDL_SIGNAL)
     rows = cfg.heads or kg.row_stores(cfg.num_warps, maxnreg=cfg.maxnreg)
+    part16 = partials_f16(c_dtype, out_dtype, splits > 1 and not inline, cfg.partials)
     name = kg.kernel_name(page, cfg.block_n, cfg.num_stages, group, short_name(q_dtype), short_name(out_dtype),
                           splits > 1, bool(k_head or v_head), cfg.num_warps, l2ef, signal, rows, inline,
-                          cfg.maxnreg, cfg.heads).build(mode)
+                          cfg.maxnreg, cfg.heads, part16).build(mode)
     p.consts = dict(GROUP=group, PAGE=page, BOX=box, STEP=cfg.block_n, STAGES=cfg.num_stages,
                     K_DESCALE_STRIDE=int(k_head), V_DESCALE_STRIDE=int(v_head), Q_POW2_SCALE=q_dtype == torch.bfloat16,
                     WRITE_PARTIAL=splits > 1, KERNEL_NAME=name, L2_HINT=kg.l2hint.VERSION if l2ef else 0,
                     ROW_STORE=rows, PDL=signal, HEADS=cfg.heads, num_warps=cfg.num_warps,
                     **({"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}),
                     **kg.merge_consts(group, cfg.num_warps, splits if inline else 0))
-    _set_combine(p, splits > 1 and not inline, splits, (hq, sq, bsz), d, d, out_dtype, arch, mode, pdl)  # sm_90+
+    _set_combine(p, splits > 1 and not inline, splits, (hq, sq, bsz), d, d, out_dtype, arch, mode, pdl, part16,
+                 v_head, group)  # sm_90+
     return p
 
 
 def _set_combine(p: _Plan, on: bool, splits: int, grid: tuple, d: int, block_d: int, out_dtype, arch: int, mode,
-                 pdl: bool) -> None:
-    """The plan's second launch, the combine kernel merging ``splits`` partials (a programmatic dependent launch
-    with ``pdl``), or none (``on`` False)."""
+                 pdl: bool, part16: bool, v_head: bool, group: int) -> None:
+    """The plan's second launch, the combine kernel merging ``splits`` partials (fp16 with ``part16``, else fp32;
+    a programmatic dependent launch with ``pdl``) and applying v_descale (per KV head with ``v_head``, GQA
+    ``group``), or none (``on`` False)."""
     from tritonfp8._kernels import decode as kern
 
     p.combine = p.combine_grid = p.combine_consts = None
+    p.part_dtype, p.group = (torch.float16 if part16 else torch.float32), group
     if on:
         block_s = _next_pow2(splits)
         p.combine = kern._combine_kernel
         p.combine_grid = grid
         p.combine_consts = dict(
-            HEAD_DIM=d, BLOCK_D=block_d, BLOCK_S=block_s, PDL=pdl,
-            KERNEL_NAME=kern.combine_kernel_name(arch, short_name(out_dtype), block_s, d, pdl).build(mode), num_warps=4,
+            HEAD_DIM=d, BLOCK_D=block_d, BLOCK_S=block_s, V_DESCALE_STRIDE=int(v_head), PDL=pdl,
+            KERNEL_NAME=kern.combine_kernel_name(arch, short_name(out_dtype), block_s, d, pdl,
+                                                 "f16" if part16 else "f32").build(mode), num_warps=4,
             **({"launch_pdl": True} if pdl else {}),
         )
 
@@ -1023,10 +1045,11 @@ def _plan(key) -> _Plan:
     l2ef = cfg.l2_evict_first and kv_tma > 0 and not _backend.interpreting()
     if l2ef:
         kern.l2hint.install()  # chains any hook set since the import, before this plan's kernel compiles
+    part16 = partials_f16(c_dtype, out_dtype, splits > 1 and not inline, cfg.partials)
     name = kern.decode_kernel_name(
         arch, short_name(c_dtype), short_name(q_dtype), short_name(out_dtype), block_m, cfg.block_n, d,
         cfg.num_warps, cfg.num_stages, page, splits > 1, per_head, inline, tail, fp8t, kv_tma, cfg.v_stage, cfg.maxnreg,
-        pdl, cfg.warp_split, l2ef,
+        pdl, cfg.warp_split, l2ef, part16,
     ).build(mode)
     p = _Plan()
     p.gluon = False
@@ -1058,7 +1081,8 @@ def _plan(key) -> _Plan:
         num_warps=cfg.num_warps, num_stages=cfg.num_stages, **({"maxnreg": cfg.maxnreg} if cfg.maxnreg else {}),
     )
     p.ws = p.fast = None
-    _set_combine(p, splits > 1 and not inline, splits, (hq, sq, bsz), d, block_d, out_dtype, arch, mode, pdl)
+    _set_combine(p, splits > 1 and not inline, splits, (hq, sq, bsz), d, block_d, out_dtype, arch, mode, pdl, part16,
+                 v_head, group)
     return p
 
 

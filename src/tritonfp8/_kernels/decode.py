@@ -725,7 +725,9 @@ def _decode_kernel(
     if V_STAGE and not TOKENS_M:  # the loop accumulated O with _perm_cols's column order
         acc = _unperm_cols(acc, 8)
     has = l_i > 0.0
-    inv_l = tl.where(has, v_ds / tl.where(has, l_i, 1.0), 0.0)
+    # A partial is O / l without v_descale (its magnitude at most the cache format's largest value, so fp16
+    # partials cannot overflow); whatever merges the partials applies v_descale once.
+    inv_l = tl.where(has, (1.0 if WRITE_PARTIAL else v_ds) / tl.where(has, l_i, 1.0), 0.0)
     o = acc * inv_l[:, None]
     o_mask = row_ok[:, None] & d_ok[None, :]
     # out: a fresh contiguous (B, SQ, Hq, D) tensor; Hq = GROUP x the grid's KV heads.
@@ -738,7 +740,7 @@ def _decode_kernel(
         p_base = o_row * num_splits
         p_row = p_base + split
         tl.store(part_lse_ptr + p_row, lse, mask=row_ok)
-        tl.store(part_o_ptr + p_row[:, None] * HEAD_DIM + d[None, :], o, mask=o_mask)
+        tl.store(part_o_ptr + p_row[:, None] * HEAD_DIM + d[None, :], o.to(part_o_ptr.dtype.element_ty), mask=o_mask)
         if INLINE_MERGE:
             # The last split of a (row block, KV head, batch) to finish merges all partials: no second launch.
             # Every thread's stores precede the barrier; the counter's acq_rel atomic (gpu scope) publishes them
@@ -775,7 +777,7 @@ def _decode_kernel(
                     den = den * a + tl.sum(w, axis=1)
                     res = res * a[:, None] + tl.sum(o_c * w[:, :, None], axis=1)
                     m_all = m_new
-                res = res / tl.where(den > 0.0, den, 1.0)[:, None]
+                res = res * (v_ds / tl.where(den > 0.0, den, 1.0))[:, None]
                 tl.store(out_ptr + m_orow[:, None] * HEAD_DIM + d[None, :],
                          _to_out_dtype(res, out_ptr.dtype.element_ty), mask=mrow_ok[:, None] & d_ok[None, :])
     else:
@@ -787,14 +789,19 @@ def _combine_kernel(
     part_o_ptr,
     part_lse_ptr,
     out_ptr,
+    v_descale_ptr,
     num_splits,
+    group,
     HEAD_DIM: tl.constexpr,
     BLOCK_D: tl.constexpr,
     BLOCK_S: tl.constexpr,
+    V_DESCALE_STRIDE: tl.constexpr,  # 0: per-tensor v_descale; 1: one per KV head (query head h // group)
     PDL: tl.constexpr,  # launched as a programmatic dependent launch: wait for the split kernel's grid first
     KERNEL_NAME: tl.constexpr,
 ):
-    """out[b, t, h] = sum_s 2^(lse_s - lse) o_s with lse = log2 sum_s 2^lse_s; 0 when every split was empty.
+    """out[b, t, h] = v_descale sum_s 2^(lse_s - lse) o_s with lse = log2 sum_s 2^lse_s; 0 when every split was
+    empty. The partials o_s are O / l without v_descale (fp32, or fp16 where
+    :func:`tritonfp8.decode.partials_f16` allows).
 
     Layouts (all contiguous): lse (B, SQ, Hq, num_splits), o (B, SQ, Hq, num_splits, HEAD_DIM), out (B, SQ, Hq,
     HEAD_DIM); the grid is (Hq, SQ, B). With PDL the program may start before the split kernel has finished
@@ -809,6 +816,7 @@ def _combine_kernel(
     d_ok = d < HEAD_DIM
     o_row = (b * tl.num_programs(1) + t) * tl.num_programs(0) + h
     base = o_row * num_splits + s
+    v_ds = tl.load(v_descale_ptr + (h // group) * V_DESCALE_STRIDE)  # not written by the split kernel
     if PDL:
         gdc_wait()
     lse = tl.load(part_lse_ptr + base, mask=s_ok, other=float("-inf"))
@@ -817,7 +825,7 @@ def _combine_kernel(
     w = tl.exp2(lse - m_use)  # 0 for empty splits
     o = tl.load(part_o_ptr + base[:, None] * HEAD_DIM + d[None, :], mask=s_ok[:, None] & d_ok[None, :], other=0.0)
     den = tl.sum(w, axis=0)
-    res = tl.sum(o * w[:, None], axis=0) / tl.where(den > 0.0, den, 1.0)
+    res = tl.sum(o.to(tl.float32) * w[:, None], axis=0) * (v_ds / tl.where(den > 0.0, den, 1.0))
     o_ptrs = out_ptr + o_row * HEAD_DIM + d
     tl.store(o_ptrs, _to_out_dtype(res, out_ptr.dtype.element_ty), mask=d_ok)
 
@@ -852,14 +860,15 @@ def decode_kernel_name(
     arch: int, cache: str, q: str, out: str, block_m: int, block_n: int, head_dim: int, warps: int, stages: int,
     page: int, split: bool, per_head: bool, inline: bool = True, tail: bool = False, tokens_m: bool = False,
     kv_tma: int = 0, v_stage: bool = False, maxnreg: int | None = None, pdl: bool = False, warp_split: bool = False,
-    l2ef: bool = False,
+    l2ef: bool = False, part16: bool = False,
 ) -> KernelName:
     """Types: cache element, q element, accumulator, output. Tile: query rows x cache tokens x head dim.
     ``kv_tma``: 0 gathered K/V, 1 TMA page loads, 2 TMA page loads with O^T = V^T.P^T, 3 TMA page boxes not
     stacked (the kernel's KV_TMA). ``v_stage``: the P.V operand with permuted columns (the kernel's V_STAGE).
     ``maxnreg``: the register cap per thread, shown as ``r<N>``; ``pdl``: the combine kernel is a programmatic
     dependent launch (``pdl``); ``warp_split``: the warps take slices of each step (``wsplit``); ``l2ef``: the K/V
-    TMA loads carry L2 evict-first hints (``l2ef``, added to the PTX by :mod:`tritonfp8._kernels.l2hint`).
+    TMA loads carry L2 evict-first hints (``l2ef``, added to the PTX by :mod:`tritonfp8._kernels.l2hint`);
+    ``part16``: the partials are fp16 (``f16part``).
     Schedule: ``paged`` (one split), ``pagedsplitkv`` (partials merged in-kernel by the last split) or
     ``pagedsplitkvcombine`` (partials merged by :func:`_combine_kernel`)."""
     return KernelName(
@@ -874,7 +883,7 @@ def decode_kernel_name(
         extras=(f"page{page}",) + (("tailmask",) if tail else ()) + (("fp8t",) if tokens_m else ())
         + ((("tmakv", "tmakvt", "tmakvb")[kv_tma - 1],) if kv_tma else ()) + (("vstage",) if v_stage else ())
         + ((f"r{maxnreg}",) if maxnreg else ()) + (("pdl",) if pdl else ()) + (("wsplit",) if warp_split else ())
-        + ((l2hint.TAG,) if l2ef else ()),
+        + (("f16part",) if part16 else ()) + ((l2hint.TAG,) if l2ef else ()),
     )
 
 
@@ -891,9 +900,10 @@ def write_kv_kernel_name(arch: int, src: str, cache: str, heads: int, head_dim: 
     )
 
 
-def combine_kernel_name(arch: int, out: str, block_s: int, head_dim: int, pdl: bool = False):
+def combine_kernel_name(arch: int, out: str, block_s: int, head_dim: int, pdl: bool = False, part: str = "f32"):
+    """Types: the partials' element (``part``), the output."""
     return KernelName(
-        arch=arch, op="decodecombine", types=("f32", out), tile=(1, block_s, head_dim), warps=4, stages=1,
+        arch=arch, op="decodecombine", types=(part, out), tile=(1, block_s, head_dim), warps=4, stages=1,
         schedule="lse", extras=("pdl",) if pdl else (),
     )
 
@@ -1064,10 +1074,11 @@ def codegen_specs() -> dict[str, CodegenSpec]:
     specs["decode_combine_bf16"] = CodegenSpec(
         fn=_combine_kernel,
         signature={
-            "part_o_ptr": "*fp32", "part_lse_ptr": "*fp32", "out_ptr": "*bf16", "num_splits": "i32",
-            "HEAD_DIM": "constexpr", "BLOCK_D": "constexpr", "BLOCK_S": "constexpr", "PDL": "constexpr",
+            "part_o_ptr": "*fp32", "part_lse_ptr": "*fp32", "out_ptr": "*bf16", "v_descale_ptr": "*fp32",
+            "num_splits": "i32", "group": "i32", "HEAD_DIM": "constexpr", "BLOCK_D": "constexpr",
+            "BLOCK_S": "constexpr", "V_DESCALE_STRIDE": "constexpr", "PDL": "constexpr",
         },
-        constexprs={"HEAD_DIM": 128, "BLOCK_D": 128, "BLOCK_S": 32, "PDL": False},
+        constexprs={"HEAD_DIM": 128, "BLOCK_D": 128, "BLOCK_S": 32, "V_DESCALE_STRIDE": 1, "PDL": False},
         name=combine_kernel_name(90, "bf16", 32, 128),
         num_warps=4,
         num_stages=1,
@@ -1079,5 +1090,10 @@ def codegen_specs() -> dict[str, CodegenSpec]:
         pdl, constexprs={**pdl.constexprs, "PDL": True}, name=combine_kernel_name(90, "bf16", 32, 128, pdl=True),
         description="the combine kernel as a programmatic dependent launch (griddepcontrol.wait before its loads)",
         options={"launch_pdl": True},
+    )
+    specs["decode_combine_f16part_bf16"] = dataclasses.replace(
+        pdl, signature={**pdl.signature, "part_o_ptr": "*fp16"}, name=combine_kernel_name(90, "bf16", 32, 128,
+                                                                                           part="f16"),
+        description="the combine kernel on fp16 partials (decode.partials_f16)",
     )
     return specs

@@ -283,10 +283,10 @@ def _step(k_ring, v_ring, slot, qt, acc, m_i, l_part, bt_row, stride_btn, n0, en
 
 
 @gluon.jit
-def _merge_splits(part_o_ptr, part_lse_ptr, out_ptr, row0, num_splits, GROUP: gl.constexpr, MR: gl.constexpr,
-                  CHUNK: gl.constexpr, ROUNDS: gl.constexpr, W: gl.constexpr):
+def _merge_splits(part_o_ptr, part_lse_ptr, out_ptr, row0, num_splits, v_ds, GROUP: gl.constexpr,
+                  MR: gl.constexpr, CHUNK: gl.constexpr, ROUNDS: gl.constexpr, W: gl.constexpr):
     """The inline merge (the last split of a (KV head, sequence) to finish): out rows row0 .. row0 + GROUP - 1 =
-    sum_s 2^(lse_s - lse) o_s over the partials of every split, as the combine kernel, CHUNK splits of MR rows (the
+    v_ds sum_s 2^(lse_s - lse) o_s over the partials of every split, as the combine kernel, CHUNK splits of MR rows (the
     group rounded up to a power of two, at least W) per round, ROUNDS = cdiv(num_splits, CHUNK) rounds unrolled so
     that a round's loads need not wait for the previous round's sums. The partials are read through L2 (.cg)."""
     ML: gl.constexpr = gl.BlockedLayout([1, 1, 4], [1, 1, 32], [W, 1, 1], [2, 1, 0])  # [MR, CHUNK, 128]
@@ -314,7 +314,7 @@ def _merge_splits(part_o_ptr, part_lse_ptr, out_ptr, row0, num_splits, GROUP: gl
         den = den * a + gl.sum(w, axis=1)
         res = res * gl.convert_layout(a, gl.SliceLayout(1, OL))[:, None] + gl.sum(o * w[:, :, None], axis=1)
         m_all = m_new
-    res = res / gl.convert_layout(gl.where(den > 0.0, den, 1.0), gl.SliceLayout(1, OL))[:, None]
+    res = res * gl.convert_layout(v_ds / gl.where(den > 0.0, den, 1.0), gl.SliceLayout(1, OL))[:, None]
     r_o = gl.arange(0, MR, layout=gl.SliceLayout(1, OL))
     gl.store(out_ptr + (row0 + r_o)[:, None] * 128 + d[None, :], res.to(out_ptr.dtype.element_ty),
              mask=(r_o < GROUP)[:, None])
@@ -335,7 +335,8 @@ def _heads_epilogue(acc, m_i, l_part, v_descale_ptr, out_ptr, part_o_ptr, part_l
     v_ds = gl.load(v_descale_ptr + vd0 + w_v * V_DESCALE_STRIDE)
     l_i = gl.sum(l_part, axis=1)  # [W, 8]
     has = l_i > 0.0
-    o_scale = gl.where(has, v_ds[:, None] / gl.where(has, l_i, 1.0), 0.0)
+    # a partial without v_descale (as the Triton kernel's: the merge applies it)
+    o_scale = gl.where(has, (1.0 if WRITE_PARTIAL else v_ds[:, None]) / gl.where(has, l_i, 1.0), 0.0)
     # O^T [w, n, r] -> O [w, r, d] with d = pi_v(n) = 16 (n % 8) + n // 8 (register renaming), then rows
     o = gl.reshape(gl.permute(gl.reshape(acc, [W, 16, 8, ROWS]), (0, 3, 2, 1)), [W, ROWS, 128])
     o = gl.convert_layout(o, SL) * gl.convert_layout(o_scale, RL)[:, :, None]
@@ -348,7 +349,8 @@ def _heads_epilogue(acc, m_i, l_part, v_descale_ptr, out_ptr, part_o_ptr, part_l
         lse = gl.where(has, m_i + gl.log2(gl.where(has, l_i, 1.0)), float("-inf"))
         p_row = o_row * num_splits + split
         gl.store(part_lse_ptr + p_row, gl.convert_layout(lse, RL), mask=row_ok)
-        gl.store(part_o_ptr + p_row[:, :, None] * 128 + d_o[None, None, :], o, mask=row_ok[:, :, None])
+        gl.store(part_o_ptr + p_row[:, :, None] * 128 + d_o[None, None, :], o.to(part_o_ptr.dtype.element_ty),
+                 mask=row_ok[:, :, None])
     else:
         gl.store(out_ptr + o_row[:, :, None] * 128 + d_o[None, None, :], o.to(out_ptr.dtype.element_ty),
                  mask=row_ok[:, :, None])
@@ -504,7 +506,7 @@ def decode_gluon_kernel(
         o = gl.sum(acc * wgt[:, None, :], axis=0)  # [128, 8]
         has = l_i > 0.0
         OL: gl.constexpr = gl.SliceLayout(0, MMA)
-        o_scale = gl.where(has, v_ds / gl.where(has, l_i, 1.0), 0.0)
+        o_scale = gl.where(has, (1.0 if WRITE_PARTIAL else v_ds) / gl.where(has, l_i, 1.0), 0.0)  # as above
         if ROW_STORE:
             # O^T [n, r] -> O [r, d]: pi_v (d = 16 (n % 8) + n // 8) is a permutation of the index bits, so the reshape
             # and permute only rename registers; the layout conversion (through shared memory) then gives each lane 4
@@ -526,7 +528,8 @@ def decode_gluon_kernel(
             lse = gl.where(has, m_all + gl.log2(gl.where(has, l_i, 1.0)), float("-inf"))
             p_row = o_row * num_splits + split
             gl.store(part_lse_ptr + p_row, gl.convert_layout(lse, RL), mask=row_ok)
-            gl.store(part_o_ptr + p_row[:, None] * 128 + d_o[None, :], o, mask=row_ok[:, None])
+            gl.store(part_o_ptr + p_row[:, None] * 128 + d_o[None, :], o.to(part_o_ptr.dtype.element_ty),
+                     mask=row_ok[:, None])
             if MERGE_ROUNDS > 0:
                 # Every warp's stores precede the barrier; the ticket's acq_rel atomic (gpu scope) publishes them to the
                 # program that draws the last ticket, which reads them through L2 and resets the counter.
@@ -535,7 +538,7 @@ def decode_gluon_kernel(
                 ticket = gl.atomic_add(c_ptr, 1, sem="acq_rel", scope="gpu")
                 if ticket == num_splits - 1:
                     gl.atomic_xchg(c_ptr, 0)
-                    _merge_splits(part_o_ptr, part_lse_ptr, out_ptr, b * hq + kvh * GROUP, num_splits, GROUP,
+                    _merge_splits(part_o_ptr, part_lse_ptr, out_ptr, b * hq + kvh * GROUP, num_splits, v_ds, GROUP,
                                   MERGE_ROWS, MERGE_CHUNK, MERGE_ROUNDS, W)
         else:
             gl.store(out_ptr + o_row[:, None] * 128 + d_o[None, :], o.to(out_ptr.dtype.element_ty),
@@ -554,14 +557,15 @@ def box_tokens(page: int, step: int) -> int:
 @functools.lru_cache(maxsize=64)
 def kernel_name(page: int, step: int, stages: int, group: int, q: str, out: str, split: bool, per_head: bool,
                 warps: int = 1, l2ef: bool = False, pdl: bool = False, rows: bool = False, inline: bool = False,
-                maxnreg: int | None = None, heads: bool = False):
+                maxnreg: int | None = None, heads: bool = False, part16: bool = False):
     """Types: cache element, q element, accumulator, output; tile: 8 query rows (as N) x STEP cache tokens x head
     dim. Schedule as the Triton kernel's (``pagedsplitkvcombine``: partials merged by its combine kernel,
     ``pagedsplitkv`` with ``inline``: by the last split, :func:`merge_consts`); extras
     ``gluon`` and ``tokm`` (cache tokens as the MMA's M), ``rowst`` with the row-store epilogue, ``pdl`` when it
     signals its combine kernel (a programmatic dependent launch) after the loop, ``r<N>`` under a register cap
-    (``maxnreg``), ``heads`` with ``heads`` (the warps on KV heads of the same tokens, HEADS) and ``l2ef`` when the
-    K/V TMA loads carry L2 evict-first hints (the field :mod:`tritonfp8._kernels.l2hint`'s PTX pass keys on)."""
+    (``maxnreg``), ``heads`` with ``heads`` (the warps on KV heads of the same tokens, HEADS), ``f16part`` when it
+    writes fp16 partials (``part16``) and ``l2ef`` when the K/V TMA loads carry L2 evict-first hints (the field
+    :mod:`tritonfp8._kernels.l2hint`'s PTX pass keys on)."""
     from tritonfp8.naming import KernelName
 
     return KernelName(arch=90, op="decode", types=("e4m3", q, "f32", out), tile=(8, step, HEAD_DIM), warps=warps,
@@ -569,7 +573,8 @@ def kernel_name(page: int, step: int, stages: int, group: int, q: str, out: str,
                       scaling="headwise" if per_head else "tensorwise",
                       extras=(f"page{page}", f"g{group}", "gluon", "tokm") + (("rowst",) if rows else ())
                       + (("pdl",) if pdl else ()) + ((f"r{maxnreg}",) if maxnreg else ())
-                      + (("heads",) if heads else ()) + ((l2hint.TAG,) if l2ef else ()))
+                      + (("heads",) if heads else ()) + (("f16part",) if part16 else ())
+                      + ((l2hint.TAG,) if l2ef else ()))
 
 
 def merge_consts(group: int, warps: int, splits: int) -> dict:
@@ -619,11 +624,11 @@ def _shared_layout(rank: int = 2):
 
 def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4, split: bool = True, warps: int = 1,
                  l2ef: bool = False, row_store: bool | None = None, pdl: bool = False, inline: int = 0,
-                 maxnreg: int | None = None, heads: bool = False):
+                 maxnreg: int | None = None, heads: bool = False, part16: bool = False):
     """Offline compile spec (sm_90) of one configuration (``l2ef``: the evict-first hinted form, whose hints the PTX
     pass adds when :func:`tritonfp8._kernels.l2hint.install` has run, as the decode kernels' import does; ``inline``:
     that many splits merged in-kernel, :func:`merge_consts`; ``maxnreg``: the register cap; ``heads``: the warps on
-    ``warps`` KV heads of the same tokens, 3-D boxes, row stores)."""
+    ``warps`` KV heads of the same tokens, 3-D boxes, row stores; ``part16``: fp16 partials)."""
     from tritonfp8.codegen import CodegenSpec
 
     box = box_tokens(page, step)
@@ -632,8 +637,8 @@ def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4
     desc = (f"tensordesc<fp8e4nv[{block}],NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, "
             f"rank={3 if heads else 2}, transposed=False, fp4_padded=False, cga_layout=[])>")
     sig = {"q_ptr": "*bf16", "k_desc": desc, "v_desc": desc, "block_table_ptr": "*i32", "seq_lens_ptr": "*i32",
-           "k_descale_ptr": "*fp32", "v_descale_ptr": "*fp32", "out_ptr": "*bf16", "part_o_ptr": "*fp32",
-           "part_lse_ptr": "*fp32", "counter_ptr": "*i32", "sm_scale_log2": "fp32", "num_blocks": "i32",
+           "k_descale_ptr": "*fp32", "v_descale_ptr": "*fp32", "out_ptr": "*bf16",
+           "part_o_ptr": "*fp16" if part16 else "*fp32", "part_lse_ptr": "*fp32", "counter_ptr": "*i32", "sm_scale_log2": "fp32", "num_blocks": "i32",
            "max_blocks": "i32", "num_splits": "i32", "stride_qb": "i32", "stride_qh": "i32", "stride_btb": "i32"}
     # stride_btn: 1 for a contiguous block table, which Triton's launcher specializes into a constant
     const = dict(stride_btn=1, GROUP=group, PAGE=page, BOX=box, STEP=step, STAGES=stages, K_DESCALE_STRIDE=1,
@@ -643,7 +648,7 @@ def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4
         sig[k] = "constexpr"
     return CodegenSpec(fn=decode_gluon_kernel, signature=sig, constexprs=const,
                        name=kernel_name(page, step, stages, group, "bf16", "bf16", split, True, warps, l2ef, pdl,
-                                        rows, bool(inline), maxnreg, heads),
+                                        rows, bool(inline), maxnreg, heads, part16),
                        num_warps=warps, options={"maxnreg": maxnreg} if maxnreg else {},
                        num_stages=stages, min_arch=90,
                        description=f"Gluon paged decode, cache tokens as M, page {page}, {step}-token steps",
@@ -685,4 +690,7 @@ def codegen_specs() -> dict:
     # ... and decode_config's heads rule (4 warps, 2 slots; hinted up to L2EF_MAX_BYTES, unhinted past it)
     specs["decode_gluon_page64_step32s2w4_heads_l2ef"] = codegen_spec(64, 32, 2, warps=4, l2ef=True, heads=True)
     specs["decode_gluon_page16_step32s2w4_heads"] = codegen_spec(16, 32, 2, warps=4, heads=True)
+    # session 41: the heads rule's kernel writing fp16 partials (decode.partials_f16: bf16 output, combine kernel)
+    specs["decode_gluon_page64_step32s2w4_heads_l2ef_f16part"] = codegen_spec(64, 32, 2, warps=4, l2ef=True,
+                                                                              heads=True, part16=True)
     return specs
