@@ -285,6 +285,29 @@ def test_gluon_heads_matches_reference_and_triton(case, step, stages, splits, wa
 
 
 @requires_gpu
+@pytest.mark.parametrize("heads", [False, True], ids=["one-warp", "heads"])
+def test_gluon_fp16_partials(heads):
+    """Session 41: the Gluon kernel's fp16 partials (bf16 output, combine kernel; dec.partials_f16) hold O / l without
+    v_descale: against the reference under the bf16 rule as the fp32 ones (partials="fp32"), the plan's partials
+    fp16; and with every V at 448 times a v_descale of 1000 (an output of 448000, beyond fp16) nothing overflows."""
+    case, step, stages, splits, warps = GPU_HEADS_CASES[2] if heads else GPU_CASES[3] + (1,)
+    q, kc, vc, bt, sl, ks, vs = _make(case, "cuda", seed=23)
+    ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
+    pt = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, p_dtype=torch.float16)
+    cfg = dec.DecodeConfig(**{**GLUON, "num_warps": warps}, block_n=step, num_stages=stages, num_splits=splits,
+                           heads=heads)
+    for c, part in ((cfg, torch.float16), (dataclasses.replace(cfg, partials="fp32"), torch.float32)):
+        out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=c)
+        assert_decode_close(out, ref, pt, max(case.lens), torch.bfloat16)
+        plan = [p for k, p in dec._PLANS.items() if k[18] == c][-1]
+        assert plan.part_dtype == part and plan.combine is not None
+    vc.fill_(448.0)
+    big = torch.tensor(1000.0, device="cuda")
+    out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=big, config=cfg)
+    assert torch.equal(out, torch.full_like(out, 448000.0))
+
+
+@requires_gpu
 @pytest.mark.parametrize("case,step,stages,splits,warps", [GPU_CASES[1] + (1,), GPU_CASES[3] + (1,)]
                          + GPU_WARP_CASES[:2] + [(GPU_CASES[3][0], 32, 3, 1, 2)], ids=lambda x: str(x))
 @pytest.mark.parametrize("out_dtype", [torch.float32, torch.bfloat16], ids=str)

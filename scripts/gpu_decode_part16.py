@@ -1,0 +1,60 @@
+"""Session 41: fp16 split partials (decode.partials_f16: O / l without v_descale, where the combine kernel merges
+into a bf16 output) against the fp32 partials of the form before (DecodeConfig.partials="fp32"), on the heuristic's
+configs where the combine kernel runs: B 8 ctx 4096 (Hkv 8, 16 splits: 2.1 / 4.2 MB of fp32 partials at Hq 32 / 64,
+written by the split kernel and read by the combine kernel, against the cache's 67 MB), Hkv 4 B 32 ctx 4096 (the
+heads form at 8 splits) and B 8 ctx 32768.
+
+Forms per case: ``fp16`` (the library's heuristic config, now fp16 partials), ``fp32`` (the same with
+partials="fp32"); with PART16_SPLIT=1 also each Gluon split kernel alone (``*-split``: the replay without the combine
+launch; timed, not checked); ``copy`` and ``sdpa``, the bench's references. Both forms are compared with the Triton
+heuristic's output first (max |diff| <= 1e-2, bf16). Eager, do_bench medians after the write flush, PART16_ROUNDS
+interleaved rounds (default 5). Cases: PART16_CASES = "B:Hkv:ctx:Hq:page,...". Writes
+$OUT/results/decode-part16-<stamp>.json (benchmarks/results when $OUT is unset).
+Usage on the device: ``python scripts/gpu_decode_part16.py``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import torch
+
+from decode_case import (case_inputs, checked_calls, final_report, heuristic_config, save_results, time_with_peers,
+                         variant_call)
+
+DEFAULT_CASES = "8:8:4096:64:64,8:8:4096:32:64,8:8:4096:64:16,8:8:4096:32:16,32:4:4096:32:64,8:8:32768:64:64"
+CASES = [tuple(int(x) for x in c.split(":")) for c in os.environ.get("PART16_CASES", DEFAULT_CASES).split(",") if c]
+ROUNDS = int(os.environ.get("PART16_ROUNDS", "5"))
+SPLIT = os.environ.get("PART16_SPLIT") == "1"
+
+
+def main() -> None:
+    rows, bad = [], []
+    for b, hkv, ctx, hq, page in CASES:
+        pc, q, nbytes, copy_fn, moved = case_inputs(b, ctx, hq, page, "cuda", hkv)
+        case = (b, ctx, hq, page)
+        lib = heuristic_config(*case, hkv=hkv)
+        cfgs = {"triton": heuristic_config(*case, hkv=hkv, gluon=False), "fp16": lib,
+                "fp32": dataclasses.replace(lib, partials="fp32")}
+        print(f"B{b} Hkv{hkv} ctx{ctx} Hq{hq} p{page}: {lib}", flush=True)
+
+        def report(name, diff, case=case):
+            bad.append((*case, name, diff))
+        fns = checked_calls(q, pc, cfgs, report)
+        del fns["triton"]
+        if SPLIT and lib.kernel == "gluon" and lib.num_splits > 1:
+            for name in ("fp16", "fp32"):
+                fns[f"{name}-split"] = variant_call(q, pc, cfgs[name], True, False, split_only=True)
+        case_rows = time_with_peers(fns, q, case, copy_fn, moved, nbytes, ROUNDS, hkv)
+        for r in case_rows:
+            r["Hkv"] = hkv
+            r["config"] = str(cfgs.get(r["form"].removesuffix("-split")))
+        rows += case_rows
+        save_results("decode-part16-partial", {"rounds": ROUNDS, "rows": rows})  # kept if the call is cut short
+        del pc, fns
+        torch.cuda.empty_cache()
+    final_report("decode-part16", "Decode: fp16 vs fp32 split partials", rows, ROUNDS, bad)
+
+
+if __name__ == "__main__":
+    main()
