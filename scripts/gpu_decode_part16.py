@@ -8,7 +8,7 @@ Forms per case: ``fp16`` (the library's heuristic config, now fp16 partials), ``
 partials="fp32"); with PART16_SPLIT=1 also each Gluon split kernel alone (``*-split``: the replay without the combine
 launch; timed, not checked); ``copy`` and ``sdpa``, the bench's references. Both forms are compared with the Triton
 heuristic's output first (max |diff| <= 1e-2, bf16). Eager, do_bench medians after the write flush, PART16_ROUNDS
-interleaved rounds (default 5). Cases: PART16_CASES = "B:Hkv:ctx:Hq:page,...". Writes
+interleaved rounds (default 5); PART16_ORDER=aa (session 41's second call) times fp32, fp16 and fp32 again. Cases: PART16_CASES = "B:Hkv:ctx:Hq:page,...". Writes
 $OUT/results/decode-part16-<stamp>.json (benchmarks/results when $OUT is unset).
 Usage on the device: ``python scripts/gpu_decode_part16.py``.
 """
@@ -26,6 +26,7 @@ DEFAULT_CASES = "8:8:4096:64:64,8:8:4096:32:64,8:8:4096:64:16,8:8:4096:32:16,32:
 CASES = [tuple(int(x) for x in c.split(":")) for c in os.environ.get("PART16_CASES", DEFAULT_CASES).split(",") if c]
 ROUNDS = int(os.environ.get("PART16_ROUNDS", "5"))
 SPLIT = os.environ.get("PART16_SPLIT") == "1"
+ORDER = os.environ.get("PART16_ORDER", "")
 
 
 def main() -> None:
@@ -34,8 +35,11 @@ def main() -> None:
         pc, q, nbytes, copy_fn, moved = case_inputs(b, ctx, hq, page, "cuda", hkv)
         case = (b, ctx, hq, page)
         lib = heuristic_config(*case, hkv=hkv)
-        cfgs = {"triton": heuristic_config(*case, hkv=hkv, gluon=False), "fp16": lib,
-                "fp32": dataclasses.replace(lib, partials="fp32")}
+        fp32 = dataclasses.replace(lib, partials="fp32")
+        # PART16_ORDER=aa: fp32 first, then fp16, then fp32 again under another name (an A/A pair: the position
+        # in the round, not the partials, would show there)
+        forms = {"fp32": fp32, "fp16": lib, "fp32-again": fp32} if ORDER == "aa" else {"fp16": lib, "fp32": fp32}
+        cfgs = {"triton": heuristic_config(*case, hkv=hkv, gluon=False), **forms}
         print(f"B{b} Hkv{hkv} ctx{ctx} Hq{hq} p{page}: {lib}", flush=True)
 
         def report(name, diff, case=case):
@@ -48,7 +52,7 @@ def main() -> None:
         case_rows = time_with_peers(fns, q, case, copy_fn, moved, nbytes, ROUNDS, hkv)
         for r in case_rows:
             r["Hkv"] = hkv
-            r["config"] = str(cfgs.get(r["form"].removesuffix("-split")))
+            r["config"] = str(cfgs.get(r["form"].removesuffix("-split").removesuffix("-again")))
         rows += case_rows
         save_results("decode-part16-partial", {"rounds": ROUNDS, "rows": rows})  # kept if the call is cut short
         del pc, fns
