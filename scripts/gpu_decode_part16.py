@@ -4,9 +4,9 @@ configs where the combine kernel runs: B 8 ctx 4096 (Hkv 8, 16 splits: 2.1 / 4.2
 written by the split kernel and read by the combine kernel, against the cache's 67 MB), Hkv 4 B 32 ctx 4096 (the
 heads form at 8 splits) and B 8 ctx 32768.
 
-Forms per case: ``fp16`` (the library's heuristic config, now fp16 partials), ``fp32`` (the same with
-partials="fp32"); with PART16_SPLIT=1 also each Gluon split kernel alone (``*-split``: the replay without the combine
-launch; timed, not checked); ``copy`` and ``sdpa``, the bench's references. Both forms are compared with the Triton
+Forms per case: ``fp16`` (the library's heuristic config with partials="fp16"; call 2 ran it as the default
+"auto"), ``fp32`` (the heuristic's config: fp32 partials); with PART16_SPLIT=1 also each Gluon split kernel alone
+(``*-split``: the replay without the combine launch; timed, not checked); ``copy`` and ``sdpa``, the bench's references. Both forms are compared with the Triton
 heuristic's output first (max |diff| <= 1e-2, bf16). Eager, do_bench medians after the write flush, PART16_ROUNDS
 interleaved rounds (default 5); PART16_ORDER=aa (session 41's second call) times fp32, fp16 and fp32 again. Cases: PART16_CASES = "B:Hkv:ctx:Hq:page,...". Writes
 $OUT/results/decode-part16-<stamp>.json (benchmarks/results when $OUT is unset).
@@ -35,10 +35,10 @@ def main() -> None:
         pc, q, nbytes, copy_fn, moved = case_inputs(b, ctx, hq, page, "cuda", hkv)
         case = (b, ctx, hq, page)
         lib = heuristic_config(*case, hkv=hkv)
-        fp32 = dataclasses.replace(lib, partials="fp32")
+        fp16 = dataclasses.replace(lib, partials="fp16")
         # PART16_ORDER=aa: fp32 first, then fp16, then fp32 again under another name (an A/A pair: the position
         # in the round, not the partials, would show there)
-        forms = {"fp32": fp32, "fp16": lib, "fp32-again": fp32} if ORDER == "aa" else {"fp16": lib, "fp32": fp32}
+        forms = {"fp32": lib, "fp16": fp16, "fp32-again": lib} if ORDER == "aa" else {"fp16": fp16, "fp32": lib}
         cfgs = {"triton": heuristic_config(*case, hkv=hkv, gluon=False), **forms}
         print(f"B{b} Hkv{hkv} ctx{ctx} Hq{hq} p{page}: {lib}", flush=True)
 

@@ -162,23 +162,25 @@ def _plan_of(cfg: dec.DecodeConfig) -> dec._Plan:
 
 
 def test_fp16_partials(device):
-    """Session 41: with the combine kernel (merge="kernel"), an 8-bit cache and a bf16 output the split partials are
-    fp16 (dec.partials_f16): O / l without v_descale, which the combine kernel applies per KV head. Against the
-    reference under the bf16 rule, as the fp32 partials (partials="fp32"); the plan really writes fp16 partials
-    (its kernels' names say so)."""
-    assert dec.partials_f16(E4M3, torch.bfloat16, True) and dec.partials_f16(torch.float8_e5m2, torch.bfloat16, True)
-    assert not dec.partials_f16(E4M3, torch.bfloat16, True, "fp32")
-    assert not any(dec.partials_f16(E4M3, o, True) for o in (torch.float16, torch.float32))
-    assert not dec.partials_f16(E4M3, torch.bfloat16, False)  # the inline merge's workspace stays fp32
-    assert not dec.partials_f16(torch.bfloat16, torch.bfloat16, True)  # a 16-bit cache's O / l can exceed fp16
-    with pytest.raises(ValueError, match="partials"):
-        dec.DecodeConfig(partials="fp16")
+    """Session 41: DecodeConfig(partials="fp16") with the combine kernel (merge="kernel"), an 8-bit cache and a bf16
+    output: the split partials are fp16 (dec.partials_f16), O / l without v_descale, which the combine kernel applies
+    per KV head. Against the reference under the bf16 rule, as the fp32 partials (the default); the plan really
+    writes fp16 partials (its kernels' names say so)."""
+    f16 = "fp16"
+    assert dec.partials_f16(E4M3, torch.bfloat16, True, f16)
+    assert dec.partials_f16(torch.float8_e5m2, torch.bfloat16, True, f16)
+    assert not dec.partials_f16(E4M3, torch.bfloat16, True, "fp32") and dec.DecodeConfig().partials == "fp32"
+    assert not any(dec.partials_f16(E4M3, o, True, f16) for o in (torch.float16, torch.float32))
+    assert not dec.partials_f16(E4M3, torch.bfloat16, False, f16)  # the inline merge's workspace stays fp32
+    assert not dec.partials_f16(torch.bfloat16, torch.bfloat16, True, f16)  # a 16-bit cache's O / l can exceed fp16
+    with pytest.raises(ValueError, match="partials: expected 'fp32' or 'fp16', got 'auto'"):
+        dec.DecodeConfig(partials="auto")
     case = Case((339, 100, 3), 8, 2, sq=3)  # per-head scales, GQA 4: the combine's v_descale index is h // 4
     q, kc, vc, bt, sl, ks, vs = _make(case, device, seed=4)
     ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
     pt = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, p_dtype=torch.float16)
-    half_cfg = dec.DecodeConfig(num_splits=4, merge="kernel")
-    full_cfg = dataclasses.replace(half_cfg, partials="fp32")
+    full_cfg = dec.DecodeConfig(num_splits=4, merge="kernel")
+    half_cfg = dataclasses.replace(full_cfg, partials="fp16")
     for cfg, part in ((half_cfg, torch.float16), (full_cfg, torch.float32)):
         out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg)
         assert out.dtype == torch.bfloat16
@@ -196,9 +198,9 @@ def test_fp16_partials_do_not_overflow(device):
     q, kc, vc, bt, sl, ks, _ = _make(case, device, seed=6)
     vc = torch.full_like(vc, 448.0)
     vs = torch.tensor(1000.0, device=vc.device)
-    out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs,
-                               config=dec.DecodeConfig(num_splits=3, merge="kernel"))
-    assert _plan_of(dec.DecodeConfig(num_splits=3, merge="kernel")).part_dtype == torch.float16
+    cfg = dec.DecodeConfig(num_splits=3, merge="kernel", partials="fp16")
+    out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=cfg)
+    assert _plan_of(cfg).part_dtype == torch.float16
     assert torch.equal(out, torch.full_like(out, 448000.0))
 
 

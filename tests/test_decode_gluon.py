@@ -287,15 +287,16 @@ def test_gluon_heads_matches_reference_and_triton(case, step, stages, splits, wa
 @requires_gpu
 @pytest.mark.parametrize("heads", [False, True], ids=["one-warp", "heads"])
 def test_gluon_fp16_partials(heads):
-    """Session 41: the Gluon kernel's fp16 partials (bf16 output, combine kernel; dec.partials_f16) hold O / l without
-    v_descale: against the reference under the bf16 rule as the fp32 ones (partials="fp32"), the plan's partials
-    fp16; and with every V at 448 times a v_descale of 1000 (an output of 448000, beyond fp16) nothing overflows."""
+    """Session 41: the Gluon kernel's fp16 partials (partials="fp16", bf16 output, combine kernel; dec.partials_f16)
+    hold O / l without v_descale: against the reference under the bf16 rule as the fp32 ones (the default), the
+    plan's partials fp16; and with every V at 448 times a v_descale of 1000 (an output of 448000, beyond fp16)
+    nothing overflows."""
     case, step, stages, splits, warps = GPU_HEADS_CASES[2] if heads else GPU_CASES[3] + (1,)
     q, kc, vc, bt, sl, ks, vs = _make(case, "cuda", seed=23)
     ref = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs)
     pt = dec.decode_attention_torch(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, p_dtype=torch.float16)
     cfg = dec.DecodeConfig(**{**GLUON, "num_warps": warps}, block_n=step, num_stages=stages, num_splits=splits,
-                           heads=heads)
+                           heads=heads, partials="fp16")
     for c, part in ((cfg, torch.float16), (dataclasses.replace(cfg, partials="fp32"), torch.float32)):
         out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=c)
         assert_decode_close(out, ref, pt, max(case.lens), torch.bfloat16)
@@ -590,13 +591,13 @@ def test_gluon_plan_fields(monkeypatch):
     assert p.consts["KERNEL_NAME"].startswith("cutlass_sm90_decode_e4m3_bf16_f32_bf16_8x64x128_w1s2_pagedsplitkvcombine")
     one = dec._plan(key[:17] + (1, dataclasses.replace(cfg, num_splits=1)) + key[19:])
     assert one.combine is None and not one.consts["WRITE_PARTIAL"]
-    # fp16 partials (session 41: a bf16 output merged by the combine kernel, which applies the per-tensor v_descale
-    # of this key to the query heads' GQA group of 4), fp32 ones with partials="fp32"
-    assert p.part_dtype == torch.float16 and p.consts["KERNEL_NAME"].endswith("_rowst_f16part") and p.group == 4
-    assert "_decodecombine_f16_bf16_" in p.combine_consts["KERNEL_NAME"] and p.combine_consts["V_DESCALE_STRIDE"] == 0
-    f32 = dec._plan(key[:18] + (dataclasses.replace(cfg, partials="fp32"),) + key[19:])
-    assert f32.part_dtype == torch.float32 and "_decodecombine_f32_bf16_" in f32.combine_consts["KERNEL_NAME"]
-    assert f32.consts["KERNEL_NAME"] == p.consts["KERNEL_NAME"].replace("_f16part", "")
+    # fp32 partials by default; fp16 with partials="fp16" (session 41: a bf16 output merged by the combine kernel,
+    # which applies the per-tensor v_descale of this key to the query heads' GQA group of 4)
+    assert p.part_dtype == torch.float32 and p.consts["KERNEL_NAME"].endswith("_rowst") and p.group == 4
+    assert "_decodecombine_f32_bf16_" in p.combine_consts["KERNEL_NAME"] and p.combine_consts["V_DESCALE_STRIDE"] == 0
+    f16 = dec._plan(key[:18] + (dataclasses.replace(cfg, partials="fp16"),) + key[19:])
+    assert f16.part_dtype == torch.float16 and "_decodecombine_f16_bf16_" in f16.combine_consts["KERNEL_NAME"]
+    assert f16.consts["KERNEL_NAME"] == p.consts["KERNEL_NAME"] + "_f16part"
     two = dec._plan(key[:18] + (dataclasses.replace(cfg, num_warps=2),) + key[19:])
     assert two.consts["num_warps"] == 2 and two.grid == (5, hkv, bsz)
     # session 33's forms (kg.ROW_STORE, on by default since session 34; kg.PDL_SIGNAL, off): the plan passes them and
@@ -628,8 +629,7 @@ def test_gluon_plan_fields(monkeypatch):
     assert inl.inline and inl.combine is None and inl.counters_n == bsz * hkv
     assert {k: inl.consts[k] for k in ("MERGE_ROWS", "MERGE_CHUNK", "MERGE_ROUNDS")} == dict(
         MERGE_ROWS=4, MERGE_CHUNK=8, MERGE_ROUNDS=1)
-    assert inl.consts["KERNEL_NAME"] == p.consts["KERNEL_NAME"].replace("pagedsplitkvcombine", "pagedsplitkv").replace(
-        "_f16part", "")  # the inline merge's partials stay fp32
+    assert inl.consts["KERNEL_NAME"] == p.consts["KERNEL_NAME"].replace("pagedsplitkvcombine", "pagedsplitkv")
     one_inl = dec._plan(key[:17] + (1, dataclasses.replace(cfg, num_splits=1, merge="inline", pdl=False)) + key[19:])
     assert not one_inl.inline and one_inl.consts["MERGE_ROUNDS"] == 0 and one_inl.counters_n == 0
     # heads=True (session 38): one program per (split, pair of KV heads, sequence), the 3-D descriptors' box
@@ -637,8 +637,7 @@ def test_gluon_plan_fields(monkeypatch):
     # warps is refused
     hd = dec._plan(key[:18] + (dataclasses.replace(cfg, num_warps=2, heads=True),) + key[19:])
     assert hd.grid == (5, 1, bsz) and hd.tma[3] == 2 and hd.consts["HEADS"] and hd.consts["ROW_STORE"]
-    assert hd.consts["KERNEL_NAME"] == two.consts["KERNEL_NAME"].replace("_f16part", "_heads_f16part")
-    assert not two.consts["HEADS"]
+    assert hd.consts["KERNEL_NAME"] == two.consts["KERNEL_NAME"] + "_heads" and not two.consts["HEADS"]
     assert hd.combine_grid == (hq, 1, bsz)
     with pytest.raises(ValueError, match="heads=True needs Hkv a multiple of num_warps, got Hkv = 2, num_warps = 4"):
         dec._plan(key[:18] + (dataclasses.replace(cfg, num_warps=4, heads=True),) + key[19:])

@@ -146,10 +146,12 @@ class DecodeConfig:
     # warp its own softmax and output rows (nothing merged across warps), the row-store epilogue. Needs Hkv a
     # multiple of num_warps and merge="kernel".
     heads: bool = False
-    # The element of the split partials the combine kernel merges (merge="kernel", several splits): "auto" = fp16
-    # where partials_f16 allows it (an 8-bit cache and a bf16 output), else fp32; "fp32" keeps fp32 (the form before
-    # session 41, for A/B runs). The inline merge's workspace is fp32 either way.
-    partials: str = "auto"
+    # The element of the split partials the combine kernel merges (merge="kernel", several splits): "fp32", or
+    # "fp16" where partials_f16 allows it (an 8-bit cache and a bf16 output; elsewhere fp32). The inline merge's
+    # workspace is fp32 either way. fp16 halves the partials' bytes and its split kernel alone ran 1.00-1.02x, yet
+    # the split kernel and its combine together ran 0.97-1.00x the fp32 form (H100, session 41,
+    # decode-part16-20261208-010943.json): not the default.
+    partials: str = "fp32"
 
     def __post_init__(self):
         if self.kernel not in ("triton", "gluon"):
@@ -166,8 +168,8 @@ class DecodeConfig:
                 f"kernel='gluon': expected block_n 32 or 64, 1 <= num_stages <= 8 and num_warps 1, 2 or 4 (2, 4 or "
                 f"8 with heads), got block_n={self.block_n}, num_stages={self.num_stages}, "
                 f"num_warps={self.num_warps}")
-        if self.partials not in ("auto", "fp32"):
-            raise ValueError(f"partials: expected 'auto' or 'fp32', got {self.partials!r}")
+        if self.partials not in ("fp32", "fp16"):
+            raise ValueError(f"partials: expected 'fp32' or 'fp16', got {self.partials!r}")
         if self.merge not in ("inline", "kernel"):
             raise ValueError(f"merge: expected 'inline' or 'kernel', got {self.merge!r}")
         if self.loop not in ("single", "tail"):
@@ -339,14 +341,14 @@ GLUON_WARPS_MAX_CONTEXT = 8192
 GLUON_WARPS_PAIRS = (256, 512)
 
 
-def partials_f16(cache_dtype: torch.dtype, out_dtype: torch.dtype, combine: bool, partials: str = "auto") -> bool:
-    """Whether the split partials are fp16 (session 41): with the combine kernel merging them (``combine``), an
-    8-bit cache and a bf16 output, unless ``partials`` (DecodeConfig.partials) is "fp32". A partial is O / l without
+def partials_f16(cache_dtype: torch.dtype, out_dtype: torch.dtype, combine: bool, partials: str) -> bool:
+    """Whether the split partials are fp16 (session 41): ``partials`` (DecodeConfig.partials) "fp16", the combine
+    kernel merging them (``combine``), an 8-bit cache and a bf16 output. A partial is O / l without
     v_descale, a weighted mean of cache values, so its magnitude is at most the cache format's largest value (E4M3
     448, E5M2 57344 < fp16's 65504); its fp16 rounding (unit roundoff 2^-11) is an eighth of the bf16 output's
     (2^-8). Halves the partials' bytes, written by the split kernel and read by the combine kernel (B 8 ctx 4096,
     Hq 64, 16 splits: 4.2 MB -> 2.1 MB per step against the cache's 67 MB)."""
-    return combine and partials == "auto" and cache_dtype.itemsize == 1 and out_dtype == torch.bfloat16
+    return combine and partials == "fp16" and cache_dtype.itemsize == 1 and out_dtype == torch.bfloat16
 
 
 def gluon_available(device: torch.device) -> bool:

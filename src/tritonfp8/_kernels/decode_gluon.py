@@ -690,7 +690,7 @@ def codegen_specs() -> dict:
     # ... and decode_config's heads rule (4 warps, 2 slots; hinted up to L2EF_MAX_BYTES, unhinted past it)
     specs["decode_gluon_page64_step32s2w4_heads_l2ef"] = codegen_spec(64, 32, 2, warps=4, l2ef=True, heads=True)
     specs["decode_gluon_page16_step32s2w4_heads"] = codegen_spec(16, 32, 2, warps=4, heads=True)
-    # session 41: the heads rule's kernel writing fp16 partials (decode.partials_f16: bf16 output, combine kernel)
+    # session 41: the heads rule's kernel writing fp16 partials (DecodeConfig(partials="fp16"), decode.partials_f16)
     specs["decode_gluon_page64_step32s2w4_heads_l2ef_f16part"] = codegen_spec(64, 32, 2, warps=4, l2ef=True,
                                                                               heads=True, part16=True)
     return specs
