@@ -472,7 +472,7 @@ def test_gluon_refuses_what_it_cannot_run():
 
 
 def test_heuristic_gluon_rule():
-    """decode_config(gluon=True) takes the Gluon kernel for long contexts (>= GLUON_MIN_CONTEXT) at >= 64 pairs and
+    """decode_config(gluon=True) takes the Gluon kernel for long contexts (>= GLUON_MIN_CONTEXT) at >= 8 pairs and
     <= 8 rows, with about GLUON_PROGRAMS programs, and so from GLUON_L2EF_MIN_CONTEXT with
     the evict-first hints up to GLUON_L2EF_MAX_PAIRS pairs whose K and V fit L2EF_MAX_BYTES; with 2 warps and one
     split for 256-512 pairs from GLUON_WARPS_MIN_CONTEXT; never without gluon=True, a TMA page, or for short
@@ -545,7 +545,21 @@ def test_heuristic_gluon_rule():
     assert cfg(32, 4096, rows=16, page=64).kernel == "triton"
     assert cfg(32, 4096, page=64, gluon=False).kernel == "triton"
     assert cfg(32, dec.GLUON_MIN_CONTEXT).num_warps == 1  # the long-context rule (256 pairs: one warp)
-    assert cfg(1, 32768).kernel == "triton"  # 8 pairs
+    # session 41: from GLUON_LONG_MIN_PAIRS (8) pairs at ctx >= GLUON_MIN_CONTEXT, from GLUON_MIN_PAIRS (32) under it
+    # (the hinted rule); the heads form at about 1024 triples (at most MAX_SPLITS splits), the one-warp form where Hkv
+    # is not a multiple of 4
+    assert (dec.GLUON_MIN_PAIRS, dec.GLUON_LONG_MIN_PAIRS, dec.MAX_SPLITS) == (32, 8, 64)
+    for b, ctx, splits in ((1, 32768, 64), (2, dec.GLUON_MIN_CONTEXT, 64), (4, 4096, 32), (4, 8192, 32)):
+        c = cfg(b, ctx)
+        assert (c.kernel, c.heads, c.num_warps, c.num_splits, c.l2_evict_first) == (
+            "gluon", True, 4, splits, 2 * b * ctx * 8 * 128 <= dec.L2EF_MAX_BYTES), (b, ctx, c)
+    one = dec.decode_config(16, 2, 4, 4096, 132, tma_page=64, gluon=True, kv_bytes=1 << 20)  # 32 pairs, Hkv 2
+    assert (one.kernel, one.heads, one.num_warps, one.num_splits) == ("gluon", False, 1, 16)
+    one = dec.decode_config(4, 2, 4, 32768, 132, tma_page=16, gluon=True)  # 8 pairs, Hkv 2
+    assert (one.kernel, one.heads, one.num_splits) == ("gluon", False, 64)
+    assert cfg(1, dec.GLUON_MIN_CONTEXT - 1).kernel == "triton"  # 8 pairs under GLUON_MIN_CONTEXT
+    assert cfg(3, 4096).kernel == "triton"  # 24 pairs under GLUON_MIN_CONTEXT
+    assert dec.decode_config(1, 4, 4, 32768, 132, tma_page=16, gluon=True).kernel == "triton"  # 4 pairs
     assert cfg(8, 32768, rows=16).kernel == "triton"  # GQA 8 x Sq 2
     assert cfg(8, 32768, gluon=False).kernel == "triton"
     assert cfg(8, 32768, page=None).kernel == "triton"

@@ -296,7 +296,15 @@ TMA_V_STAGE = True
 # 16384, 0.996x at B 32 ctx 32768 (2-3% spread) (-181151.json); at the Triton rule's splits 1.01-1.04x (-175407.json).
 GLUON_PROGRAMS = 512
 GLUON_MIN_CONTEXT = 16384
-GLUON_MIN_PAIRS = 64
+# Session 41: the pair bound (64 until then, set from Hkv 8 runs) lowered to GLUON_MIN_PAIRS, and from
+# GLUON_MIN_CONTEXT to GLUON_LONG_MIN_PAIRS. Under 64 pairs the Triton kernels ran while the Gluon forms (the heads
+# form where Hkv is a multiple of 4, else one warp) read faster. H100, eager, 4 interleaved rounds against the
+# library as it was (decode-pairs-20261208-011012.json): B 8 Hkv 4 (32 pairs) ctx 4096 heads 1.27 / 1.28x (68.2 /
+# 66.5% of the copy, pages of 64 / 16; the Triton kernels 53.9 / 52.0%), ctx 32768 1.10 / 1.13x (88.0 / 88.1%);
+# B 1 Hkv 8 (8 pairs) ctx 32768 1.44 / 1.44x (77.6 / 77.4%, 1.80 / 1.77x SDPA; 53.8 / 53.7%). The one-warp form
+# (Hkv not a multiple of 4) in the same run: 1.29 / 1.29x, 1.07 / 1.08x and 1.42 / 1.41x.
+GLUON_MIN_PAIRS = 32
+GLUON_LONG_MIN_PAIRS = 8
 # Session 34: at GLUON_MIN_PAIRS .. GLUON_L2EF_MAX_PAIRS pairs and contexts from GLUON_L2EF_MIN_CONTEXT (session 34:
 # up to 8192, exclusive; session 35: no upper bound of its own), with K and V bytes known to be within L2EF_MAX_BYTES, the same Gluon rule with the
 # evict-first hints (session 32) and, as every 1-2 warp Gluon config since session 34, the row stores. B 8 ctx 4096
@@ -373,9 +381,10 @@ def decode_config(
     ``num_splits`` is kept and judged by the same bounds. ``kv_bytes``: the K and V bytes a step may read (an upper
     bound; None: unknown); the TMA configs take ``l2_evict_first`` when it is at most :data:`L2EF_MAX_BYTES`.
     ``gluon``: the Gluon kernel can run for this call (sm_90+, D = 128, one new token, a TMA-addressable E4M3
-    cache); with ``tma_page`` given, at most 8 rows, at least :data:`GLUON_MIN_PAIRS` (batch x KV head) pairs and
-    ``max_len`` >= :data:`GLUON_MIN_CONTEXT` (or >= :data:`GLUON_L2EF_MIN_CONTEXT` with at most :data:`GLUON_L2EF_MAX_PAIRS` pairs and ``kv_bytes`` within :data:`L2EF_MAX_BYTES`, hinted) it is
-    taken, with the splits that give about :data:`GLUON_PROGRAMS`
+    cache); with ``tma_page`` given and at most 8 rows it is taken from :data:`GLUON_LONG_MIN_PAIRS` (batch x KV
+    head) pairs with ``max_len`` >= :data:`GLUON_MIN_CONTEXT`, and from :data:`GLUON_MIN_PAIRS` pairs with ``max_len``
+    >= :data:`GLUON_L2EF_MIN_CONTEXT`, at most :data:`GLUON_L2EF_MAX_PAIRS` pairs and ``kv_bytes`` within
+    :data:`L2EF_MAX_BYTES` (hinted), with the splits that give about :data:`GLUON_PROGRAMS`
     programs (the combine kernel as a programmatic dependent launch when there are several), or, at most
     :data:`GLUON_HEADS_MAX_PAIRS` pairs with Hkv a multiple of :data:`GLUON_HEADS_WARPS`, as the heads form
     (``heads=True``, that many warps, 2 slots) with the splits that give about :data:`GLUON_HEADS_PROGRAMS`
@@ -410,8 +419,9 @@ def decode_config(
     pairs = batch * kv_heads
     l2ef = kv_bytes is not None and kv_bytes <= L2EF_MAX_BYTES
     hinted = l2ef and max_len >= GLUON_L2EF_MIN_CONTEXT and pairs <= GLUON_L2EF_MAX_PAIRS
-    if (gluon and tma_page is not None and 0 < rows <= 8 and (max_len >= GLUON_MIN_CONTEXT or hinted)
-            and pairs >= GLUON_MIN_PAIRS and num_splits > 0):
+    long_ctx = max_len >= GLUON_MIN_CONTEXT
+    if (gluon and tma_page is not None and 0 < rows <= 8 and (long_ctx or hinted)
+            and pairs >= (GLUON_LONG_MIN_PAIRS if long_ctx else GLUON_MIN_PAIRS) and num_splits > 0):
         heads = pairs <= GLUON_HEADS_MAX_PAIRS and kv_heads % GLUON_HEADS_WARPS == 0
         # (split, KV head, sequence) triples to aim at: a heads program takes GLUON_HEADS_WARPS of them
         triples = GLUON_HEADS_PROGRAMS * GLUON_HEADS_WARPS if heads else GLUON_PROGRAMS
