@@ -4,6 +4,9 @@
 # whether the round's first position did it); (2) gpu_decode_pairs.py on the smaller pair counts and contexts that
 # lowering GLUON_MIN_PAIRS would also reach (call 2 measured 32 pairs at ctx 4096 / 32768 and 8 at ctx 32768: the
 # Gluon forms 1.27-1.44x the library); on an H200 first the matrix at ctx 4096 and 32768.
+# Prepared at call 3 (refused, as were calls 4-7; then lending paused): session 41 lowered the pair bounds from call
+# 2 alone (GLUON_MIN_PAIRS 32, GLUON_LONG_MIN_PAIRS 8), so "library" is now the Gluon rule at 2:4:32768 and
+# 16:2:4096 (a check of the rule) and still the Triton kernels at the other cases (the bound's next candidates).
 # Usage: bash scripts/gpu_run184.sh [END_PART16=120] [END_PAIRS=220] [END4096=50] [END32768=60]
 source scripts/gpu_common.sh
 nvidia-smi --query-gpu=name --format=csv,noheader
