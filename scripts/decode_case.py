@@ -205,3 +205,34 @@ def time_with_peers(fns: dict, q, case: tuple, copy_fn, moved: int, nbytes: int,
     case_rows = time_rows(fns, case, moved, nbytes, rounds, None)
     add_x_sdpa(case_rows, note)
     return case_rows
+
+
+def ab_cases(prefix: str, title: str, cases: list[tuple], rounds: int, configs, extra=None) -> None:
+    """The A/B loop of gpu_decode_pairs.py and gpu_decode_part16.py over ``cases`` (B, Hkv, ctx, Hq, page):
+    ``configs(case, hkv)`` gives {form: DecodeConfig}, whose first entry is the reference every other form's output
+    is checked against (:func:`checked_calls`) and is not timed; ``extra(q, pc, cfgs)`` (optional) more {form: fn}
+    to time unchecked. The forms are timed with the copy and SDPA (:func:`time_with_peers`), each row tagged with Hkv
+    and its config (a form "<name>-<suffix>" takes <name>'s); a "<prefix>-partial" results file after each case,
+    :func:`final_report` at the end."""
+    rows, bad = [], []
+    for b, hkv, ctx, hq, page in cases:
+        pc, q, nbytes, copy_fn, moved = case_inputs(b, ctx, hq, page, "cuda", hkv)
+        case = (b, ctx, hq, page)
+        cfgs = configs(case, hkv)
+        print(f"B{b} Hkv{hkv} ctx{ctx} Hq{hq} p{page}: " + "; ".join(f"{n} {c}" for n, c in cfgs.items()), flush=True)
+
+        def report(name, diff, case=case):
+            bad.append((*case, name, diff))
+        fns = checked_calls(q, pc, cfgs, report)
+        del fns[next(iter(cfgs))]
+        if extra is not None:
+            fns.update(extra(q, pc, cfgs))
+        case_rows = time_with_peers(fns, q, case, copy_fn, moved, nbytes, rounds, hkv)
+        for r in case_rows:
+            cfg = cfgs.get(r["form"], cfgs.get(r["form"].rsplit("-", 1)[0]))
+            r["Hkv"], r["config"] = hkv, None if cfg is None else str(cfg)
+        rows += case_rows
+        save_results(f"{prefix}-partial", {"rounds": rounds, "rows": rows})  # kept if the call is cut short
+        del pc, fns
+        torch.cuda.empty_cache()
+    final_report(prefix, title, rows, rounds, bad)

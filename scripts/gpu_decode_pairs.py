@@ -22,10 +22,7 @@ from __future__ import annotations
 
 import os
 
-import torch
-
-from decode_case import (case_inputs, checked_calls, final_report, heuristic_config, heuristic_with, save_results,
-                         time_with_peers)
+from decode_case import ab_cases, heuristic_config, heuristic_with
 
 DEFAULT_CASES = "8:4:4096:32:64,8:4:4096:32:16,8:4:32768:32:64,8:4:32768:32:16,1:8:32768:64:64,1:8:32768:64:16"
 CASES = [tuple(int(x) for x in c.split(":")) for c in os.environ.get("PAIRS_CASES", DEFAULT_CASES).split(",") if c]
@@ -35,30 +32,15 @@ ROUNDS = int(os.environ.get("PAIRS_ROUNDS", "4"))
 ANY_PAIRS = dict(GLUON_MIN_PAIRS=1, GLUON_LONG_MIN_PAIRS=1)
 
 
-def main() -> None:
-    rows, bad = [], []
-    for b, hkv, ctx, hq, page in CASES:
-        pc, q, nbytes, copy_fn, moved = case_inputs(b, ctx, hq, page, "cuda", hkv)
-        case = (b, ctx, hq, page)
-        cfgs = {"triton": heuristic_config(*case, hkv=hkv, gluon=False),
-                "library": heuristic_with(*case, hkv=hkv),
-                "heads": heuristic_with(*case, hkv=hkv, **ANY_PAIRS),
-                "one-warp": heuristic_with(*case, hkv=hkv, **ANY_PAIRS, GLUON_HEADS_MAX_PAIRS=0)}
-        print(f"B{b} Hkv{hkv} ctx{ctx} Hq{hq} p{page}: " + "; ".join(f"{n} {c}" for n, c in cfgs.items()), flush=True)
+def configs(case: tuple, hkv: int) -> dict:
+    return {"triton": heuristic_config(*case, hkv=hkv, gluon=False),
+            "library": heuristic_with(*case, hkv=hkv),
+            "heads": heuristic_with(*case, hkv=hkv, **ANY_PAIRS),
+            "one-warp": heuristic_with(*case, hkv=hkv, **ANY_PAIRS, GLUON_HEADS_MAX_PAIRS=0)}
 
-        def report(name, diff, case=case):
-            bad.append((*case, name, diff))
-        fns = checked_calls(q, pc, cfgs, report)
-        del fns["triton"]
-        case_rows = time_with_peers(fns, q, case, copy_fn, moved, nbytes, ROUNDS, hkv)
-        for r in case_rows:
-            r["Hkv"] = hkv
-            r["config"] = str(cfgs[r["form"]]) if r["form"] in cfgs else None
-        rows += case_rows
-        save_results("decode-pairs-partial", {"rounds": ROUNDS, "rows": rows})  # kept if the call is cut short
-        del pc, fns
-        torch.cuda.empty_cache()
-    final_report("decode-pairs", "Decode under 64 pairs: the Gluon rules vs the library", rows, ROUNDS, bad)
+
+def main() -> None:
+    ab_cases("decode-pairs", "Decode under 64 pairs: the Gluon rules vs the library", CASES, ROUNDS, configs)
 
 
 if __name__ == "__main__":

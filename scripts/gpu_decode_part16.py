@@ -17,10 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-import torch
-
-from decode_case import (case_inputs, checked_calls, final_report, heuristic_config, save_results, time_with_peers,
-                         variant_call)
+from decode_case import ab_cases, heuristic_config, variant_call
 
 DEFAULT_CASES = "8:8:4096:64:64,8:8:4096:32:64,8:8:4096:64:16,8:8:4096:32:16,32:4:4096:32:64,8:8:32768:64:64"
 CASES = [tuple(int(x) for x in c.split(":")) for c in os.environ.get("PART16_CASES", DEFAULT_CASES).split(",") if c]
@@ -29,35 +26,24 @@ SPLIT = os.environ.get("PART16_SPLIT") == "1"
 ORDER = os.environ.get("PART16_ORDER", "")
 
 
-def main() -> None:
-    rows, bad = [], []
-    for b, hkv, ctx, hq, page in CASES:
-        pc, q, nbytes, copy_fn, moved = case_inputs(b, ctx, hq, page, "cuda", hkv)
-        case = (b, ctx, hq, page)
-        lib = heuristic_config(*case, hkv=hkv)
-        fp16 = dataclasses.replace(lib, partials="fp16")
-        # PART16_ORDER=aa: fp32 first, then fp16, then fp32 again under another name (an A/A pair: the position
-        # in the round, not the partials, would show there)
-        forms = {"fp32": lib, "fp16": fp16, "fp32-again": lib} if ORDER == "aa" else {"fp16": fp16, "fp32": lib}
-        cfgs = {"triton": heuristic_config(*case, hkv=hkv, gluon=False), **forms}
-        print(f"B{b} Hkv{hkv} ctx{ctx} Hq{hq} p{page}: {lib}", flush=True)
+def configs(case: tuple, hkv: int) -> dict:
+    lib = heuristic_config(*case, hkv=hkv)
+    fp16 = dataclasses.replace(lib, partials="fp16")
+    # PART16_ORDER=aa: fp32 first, then fp16, then fp32 again under another name (an A/A pair: the position in the
+    # round, not the partials, would show there)
+    forms = {"fp32": lib, "fp16": fp16, "fp32-again": lib} if ORDER == "aa" else {"fp16": fp16, "fp32": lib}
+    return {"triton": heuristic_config(*case, hkv=hkv, gluon=False), **forms}
 
-        def report(name, diff, case=case):
-            bad.append((*case, name, diff))
-        fns = checked_calls(q, pc, cfgs, report)
-        del fns["triton"]
-        if SPLIT and lib.kernel == "gluon" and lib.num_splits > 1:
-            for name in ("fp16", "fp32"):
-                fns[f"{name}-split"] = variant_call(q, pc, cfgs[name], True, False, split_only=True)
-        case_rows = time_with_peers(fns, q, case, copy_fn, moved, nbytes, ROUNDS, hkv)
-        for r in case_rows:
-            r["Hkv"] = hkv
-            r["config"] = str(cfgs.get(r["form"].removesuffix("-split").removesuffix("-again")))
-        rows += case_rows
-        save_results("decode-part16-partial", {"rounds": ROUNDS, "rows": rows})  # kept if the call is cut short
-        del pc, fns
-        torch.cuda.empty_cache()
-    final_report("decode-part16", "Decode: fp16 vs fp32 split partials", rows, ROUNDS, bad)
+
+def split_kernels(q, pc, cfgs: dict) -> dict:
+    """With PART16_SPLIT=1, each Gluon split kernel alone (timed, not checked)."""
+    if not SPLIT or cfgs["fp32"].kernel != "gluon" or cfgs["fp32"].num_splits < 2:
+        return {}
+    return {f"{n}-split": variant_call(q, pc, cfgs[n], True, False, split_only=True) for n in ("fp16", "fp32")}
+
+
+def main() -> None:
+    ab_cases("decode-part16", "Decode: fp16 vs fp32 split partials", CASES, ROUNDS, configs, split_kernels)
 
 
 if __name__ == "__main__":
