@@ -6,10 +6,11 @@ heads form at 8 splits) and B 8 ctx 32768.
 
 Forms per case: ``fp16`` (the library's heuristic config with partials="fp16"; call 2 ran it as the default
 "auto"), ``fp32`` (the heuristic's config: fp32 partials); with PART16_SPLIT=1 also each Gluon split kernel alone
-(``*-split``: the replay without the combine launch; timed, not checked); ``copy`` and ``sdpa``, the bench's references. Both forms are compared with the Triton
-heuristic's output first (max |diff| <= 1e-2, bf16). Eager, do_bench medians after the write flush, PART16_ROUNDS
-interleaved rounds (default 5); PART16_ORDER=aa (session 41's second call) times fp32, fp16 and fp32 again. Cases: PART16_CASES = "B:Hkv:ctx:Hq:page,...". Writes
-$OUT/results/decode-part16-<stamp>.json (benchmarks/results when $OUT is unset).
+(``*-split``: the replay without the combine launch; timed, not checked); ``copy`` and ``sdpa``, the bench's
+references. Both forms are compared with the Triton heuristic's output first (max |diff| <= 1e-2, bf16). Eager,
+do_bench medians after the write flush, PART16_ROUNDS interleaved rounds (default 5); PART16_ORDER=aa (prepared for
+session 41's later calls, not run) times fp32, fp16 and fp32 again. Cases: PART16_CASES = "B:Hkv:ctx:Hq:page,...".
+Writes $OUT/results/decode-part16-<stamp>.json (benchmarks/results when $OUT is unset).
 Usage on the device: ``python scripts/gpu_decode_part16.py``.
 """
 from __future__ import annotations

@@ -638,8 +638,9 @@ def codegen_spec(page: int = 64, step: int = 64, stages: int = 3, group: int = 4
             f"rank={3 if heads else 2}, transposed=False, fp4_padded=False, cga_layout=[])>")
     sig = {"q_ptr": "*bf16", "k_desc": desc, "v_desc": desc, "block_table_ptr": "*i32", "seq_lens_ptr": "*i32",
            "k_descale_ptr": "*fp32", "v_descale_ptr": "*fp32", "out_ptr": "*bf16",
-           "part_o_ptr": "*fp16" if part16 else "*fp32", "part_lse_ptr": "*fp32", "counter_ptr": "*i32", "sm_scale_log2": "fp32", "num_blocks": "i32",
-           "max_blocks": "i32", "num_splits": "i32", "stride_qb": "i32", "stride_qh": "i32", "stride_btb": "i32"}
+           "part_o_ptr": "*fp16" if part16 else "*fp32", "part_lse_ptr": "*fp32", "counter_ptr": "*i32",
+           "sm_scale_log2": "fp32", "num_blocks": "i32", "max_blocks": "i32", "num_splits": "i32", "stride_qb": "i32",
+           "stride_qh": "i32", "stride_btb": "i32"}
     # stride_btn: 1 for a contiguous block table, which Triton's launcher specializes into a constant
     const = dict(stride_btn=1, GROUP=group, PAGE=page, BOX=box, STEP=step, STAGES=stages, K_DESCALE_STRIDE=1,
                  V_DESCALE_STRIDE=1, Q_POW2_SCALE=True, WRITE_PARTIAL=split, L2_HINT=l2hint.VERSION if l2ef else 0,
