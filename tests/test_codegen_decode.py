@@ -80,8 +80,8 @@ def test_int32_offsets_use_fewer_instructions_than_int64(reports):
 
 def test_pdl_combine_waits_on_the_grid_dependency(reports):
     """The PDL combine kernel's griddepcontrol.wait survives to SASS (ACQBULK) before its loads of the partials, and
-    its name says pdl; the plain combine kernel has no such wait. One load may precede the wait: v_descale's (session
-    41), which the split kernel does not write."""
+    its name says pdl; the plain combine kernel has no such wait. Exactly one load precedes the wait: v_descale's
+    (session 41), which the split kernel does not write."""
     r = json.loads(reports["decode_combine_bf16_pdl"].stdout)
     assert naming.parse_kernel_name(r["name"])["rest"][-1] == "pdl", r["name"]
     sass = _cli("decode_combine_bf16_pdl", "--arch", "90", "--sass", "--no-compare")
@@ -90,7 +90,7 @@ def test_pdl_combine_waits_on_the_grid_dependency(reports):
     lines = sass.stdout.splitlines()
     wait = next(i for i, line in enumerate(lines) if "ACQBULK" in line)
     loads = [i for i, line in enumerate(lines) if "LDG" in line]
-    assert sum(i < wait for i in loads) <= 1 and len(loads) > 1, (wait, loads)
+    assert sum(i < wait for i in loads) == 1 and len(loads) > 1, (wait, loads)
     assert "ACQBULK" not in plain.stdout
 
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from conftest import HAS_CUDA, requires_gpu
-from test_decode import Case, _make, assert_decode_close
+from test_decode import Case, _make, _plan_of, assert_decode_close
 from test_decode_gpu import assert_graph_replay_equals_eager
 from tritonfp8 import decode as dec
 
@@ -300,7 +300,7 @@ def test_gluon_fp16_partials(heads):
     for c, part in ((cfg, torch.float16), (dataclasses.replace(cfg, partials="fp32"), torch.float32)):
         out = dec.decode_attention(q, kc, vc, bt, sl, k_descale=ks, v_descale=vs, config=c)
         assert_decode_close(out, ref, pt, max(case.lens), torch.bfloat16)
-        plan = [p for k, p in dec._PLANS.items() if k[18] == c][-1]
+        plan = _plan_of(c)
         assert plan.part_dtype == part and plan.combine is not None
     vc.fill_(448.0)
     big = torch.tensor(1000.0, device="cuda")
